@@ -1,0 +1,44 @@
+"""Exception hierarchy for xmask.  Every error a user can trigger is an ``XmaskError``."""
+
+
+class XmaskError(Exception):
+    """Base class of every xmask error."""
+
+
+class GrammarSyntaxError(XmaskError, ValueError):
+    """Malformed grammar text.  Carries ``line`` and ``column`` (1-based) when known."""
+
+    def __init__(self, message, line=None, column=None, rule=None):
+        self.line = line
+        self.column = column
+        self.rule = rule
+        where = []
+        if rule is not None:
+            where.append(f"rule '{rule}'")
+        if line is not None:
+            where.append(f"line {line}, column {column}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+
+class GrammarError(XmaskError, ValueError):
+    """A well-formed grammar that cannot be compiled (undefined rule, left recursion, limits)."""
+
+    def __init__(self, message, rule=None):
+        self.rule = rule
+        super().__init__(message if rule is None else f"{message} (rule '{rule}')")
+
+
+class GrammarLimitError(GrammarError):
+    """A grammar exceeds a configured size limit (automaton states, repeat expansion, ...)."""
+
+
+class TokenizerError(XmaskError, ValueError):
+    """A tokenizer file or vocabulary that xmask cannot use."""
+
+
+class InvalidTokenError(XmaskError, ValueError):
+    """A token id outside ``[0, vocab_size)``."""
+
+
+class BitmaskError(XmaskError, ValueError):
+    """A bitmask with the wrong dtype, shape, or memory layout."""

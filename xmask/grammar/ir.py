@@ -1,0 +1,226 @@
+"""Grammar IR: the one representation every front-end (EBNF, JSON Schema, regex) produces.
+
+A grammar is an ordered mapping of rule names to expressions.  Expressions are immutable,
+hashable trees made of six node kinds:
+
+* ``Bytes(b"...")``          a literal byte string (``Bytes(b"")`` is the empty string / epsilon)
+* ``CharClass(ranges, negated)``  one UTF-8 encoded character whose code point lies in
+  ``ranges`` (sorted, merged, inclusive ``(lo, hi)`` pairs); ``negated`` flips the set within
+  ``[0, 0x10FFFF]`` minus surrogates.  A class whose ranges all lie in ``[0, 0xFF]`` may be
+  flagged ``byte_level=True``: then it matches one raw *byte* instead of one UTF-8 character.
+* ``Seq(items)``             concatenation (empty tuple = epsilon)
+* ``Choice(items)``          alternation (at least one item)
+* ``RuleRef(name)``          reference to another rule
+* ``Repeat(item, min, max)`` ``item`` repeated ``min``..``max`` times (``max=None``: unbounded)
+
+Example::
+
+    >>> g = Grammar({"root": Seq((Bytes(b"a"), Repeat(RuleRef("b"), 0, None))),
+    ...              "b": CharClass(((48, 57),))}, root="root")
+    >>> print(g)
+    root ::= "a" b*
+    b ::= [0-9]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterator, Optional, Tuple, Union
+
+MAX_CODE_POINT = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+
+
+@dataclass(frozen=True)
+class Bytes:
+    data: bytes
+
+
+@dataclass(frozen=True)
+class CharClass:
+    ranges: Tuple[Tuple[int, int], ...]
+    negated: bool = False
+    byte_level: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "ranges", merge_ranges(self.ranges))
+        limit = 0xFF if self.byte_level else MAX_CODE_POINT
+        for lo, hi in self.ranges:
+            if lo < 0 or hi > limit or lo > hi:
+                raise ValueError(f"bad character range {lo:#x}-{hi:#x}")
+
+    def positive_ranges(self) -> Tuple[Tuple[int, int], ...]:
+        """The matched code points (or bytes) as sorted, merged inclusive ranges."""
+        if self.byte_level:
+            universe = ((0, 0xFF),)
+        else:
+            universe = ((0, SURROGATES[0] - 1), (SURROGATES[1] + 1, MAX_CODE_POINT))
+        base = complement_ranges(self.ranges, universe) if self.negated else self.ranges
+        return intersect_ranges(base, universe)
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: Tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Choice:
+    items: Tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class RuleRef:
+    name: str
+
+
+@dataclass(frozen=True)
+class Repeat:
+    item: "Expr"
+    min: int
+    max: Optional[int]
+
+    def __post_init__(self):
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise ValueError(f"bad repeat bounds {{{self.min},{self.max}}}")
+
+
+Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat]
+
+EPSILON = Seq(())
+
+
+class Grammar:
+    """An immutable grammar: ordered ``rules`` (name -> Expr) and the ``root`` rule name.
+
+    Build one with :meth:`from_ebnf` or :meth:`builtin_json_grammar`; ``str(grammar)``
+    prints normalized EBNF that parses back to an equivalent grammar.
+
+    Example::
+
+        >>> g = Grammar.from_ebnf('root ::= "yes" | "no"')
+        >>> print(g)
+        root ::= "yes" | "no"
+    """
+
+    __slots__ = ("_rules", "_root")
+
+    def __init__(self, rules: Dict[str, Expr], root: str = "root"):
+        from ..errors import GrammarError
+
+        if root not in rules:
+            raise GrammarError(f"root rule '{root}' is not defined", rule=root)
+        self._rules = dict(rules)
+        self._root = root
+        for name, expr in self._rules.items():
+            for ref in iter_refs(expr):
+                if ref not in self._rules:
+                    raise GrammarError(f"rule '{ref}' is referenced but not defined", rule=name)
+
+    @property
+    def rules(self) -> Dict[str, Expr]:
+        return dict(self._rules)
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    @property
+    def root_rule_name(self) -> str:
+        return self._root
+
+    def __iter__(self) -> Iterator[Tuple[str, Expr]]:
+        return iter(self._rules.items())
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Grammar) and self._root == other._root and self._rules == other._rules
+
+    def __hash__(self) -> int:
+        return hash((self._root, tuple(self._rules.items())))
+
+    def __str__(self) -> str:
+        from .printer import grammar_to_ebnf
+
+        return grammar_to_ebnf(self)
+
+    def __repr__(self) -> str:
+        return f"<Grammar root={self._root!r} rules={len(self._rules)}>"
+
+    @staticmethod
+    def from_ebnf(text: str, root_rule_name: str = "root") -> "Grammar":
+        """Parse GBNF / XGrammar-dialect EBNF text.
+
+        Example::
+
+            >>> Grammar.from_ebnf('root ::= [a-z]+ ("," [a-z]+)*').root
+            'root'
+        """
+        from .ebnf import parse_ebnf
+
+        return parse_ebnf(text, root_rule_name=root_rule_name)
+
+    @staticmethod
+    def builtin_json_grammar() -> "Grammar":
+        """The built-in grammar of any JSON value (RFC 8259), with any JSON whitespace.
+
+        Example::
+
+            >>> g = Grammar.builtin_json_grammar()
+            >>> g.root
+            'root'
+        """
+        from .builtin_json import builtin_json_grammar
+
+        return builtin_json_grammar()
+
+
+def iter_refs(expr: Expr) -> Iterator[str]:
+    """Yield every rule name referenced inside ``expr`` (with repetitions)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, RuleRef):
+            yield e.name
+        elif isinstance(e, (Seq, Choice)):
+            stack.extend(e.items)
+        elif isinstance(e, Repeat):
+            stack.append(e.item)
+
+
+def merge_ranges(ranges) -> Tuple[Tuple[int, int], ...]:
+    out = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def complement_ranges(ranges, universe) -> Tuple[Tuple[int, int], ...]:
+    out = []
+    for ulo, uhi in universe:
+        cur = ulo
+        for lo, hi in ranges:
+            if hi < cur or lo > uhi:
+                continue
+            if lo > cur:
+                out.append((cur, lo - 1))
+            cur = max(cur, hi + 1)
+        if cur <= uhi:
+            out.append((cur, uhi))
+    return merge_ranges(out)
+
+
+def intersect_ranges(a, b) -> Tuple[Tuple[int, int], ...]:
+    out = []
+    for alo, ahi in a:
+        for blo, bhi in b:
+            lo, hi = max(alo, blo), min(ahi, bhi)
+            if lo <= hi:
+                out.append((lo, hi))
+    return merge_ranges(out)
