@@ -1,0 +1,592 @@
+"""Grammar IR -> flat byte-level pushdown automaton (one deterministic automaton per rule).
+
+Each rule becomes an epsilon-free automaton whose edges are either byte classes (deterministic:
+one target per byte) or calls of another rule with a return state.  All states get one global
+numbering so the runtime needs only flat arrays:
+
+* ``byte_class[256]``: global byte equivalence classes (bytes no edge distinguishes share one)
+* ``trans[state * n_classes + cls]``: target state or -1
+* ``flags[state]``: ``FLAG_FINAL | FLAG_HAS_BYTES | FLAG_EXIT_ONLY``
+* ``call_offsets[state] .. call_offsets[state+1]`` into ``call_target`` (callee start state) and
+  ``call_ret`` (return state, or -1 when the return state is exit-only: a tail call, so the
+  callee returns straight to our caller and right recursion does not grow the stack)
+
+Left recursion is rejected with the cycle named; nullable rules and epsilon alternatives are fine.
+
+Example::
+
+    >>> from xmask.grammar.ir import Grammar, Bytes, Repeat, CharClass
+    >>> a = build_automaton(Grammar({"root": Repeat(CharClass(((97, 98),)), 1, None)}))
+    >>> a.n_states, a.n_classes
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..errors import GrammarError, GrammarLimitError
+from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
+from .utf8 import utf8_sequences
+
+FLAG_FINAL = 1
+FLAG_HAS_BYTES = 2
+FLAG_EXIT_ONLY = 4
+
+
+@dataclass(frozen=True)
+class AutomatonLimits:
+    """Caps that bound compile work; exceeding one raises ``GrammarLimitError``."""
+
+    max_nfa_states: int = 2_000_000
+    max_states: int = 200_000
+    max_repeat: int = 10_000
+    inline_size: int = 400  # non-recursive rules up to this expanded size are inlined
+
+
+class _NFA:
+    """Thompson NFA for one rule: epsilon, byte-range and call edges."""
+
+    __slots__ = ("eps", "byte_edges", "calls", "limits", "rule")
+
+    def __init__(self, limits: AutomatonLimits, rule: str):
+        self.eps: List[List[int]] = []
+        self.byte_edges: List[List[Tuple[int, int, int]]] = []
+        self.calls: List[List[Tuple[int, int]]] = []
+        self.limits = limits
+        self.rule = rule
+
+    def new(self) -> int:
+        if len(self.eps) >= self.limits.max_nfa_states:
+            raise GrammarLimitError(
+                f"grammar expands to more than {self.limits.max_nfa_states} automaton states "
+                "(large repeat counts?)",
+                rule=self.rule,
+            )
+        self.eps.append([])
+        self.byte_edges.append([])
+        self.calls.append([])
+        return len(self.eps) - 1
+
+    def build(self, expr, start: int, rule_index: Dict[str, int]) -> int:
+        """Add ``expr`` starting at ``start``; return its end state."""
+        if isinstance(expr, Bytes):
+            cur = start
+            for b in expr.data:
+                nxt = self.new()
+                self.byte_edges[cur].append((b, b, nxt))
+                cur = nxt
+            return cur
+        if isinstance(expr, CharClass):
+            end = self.new()
+            if expr.byte_level:
+                for lo, hi in expr.positive_ranges():
+                    self.byte_edges[start].append((lo, hi, end))
+                return end
+            for lo, hi in expr.positive_ranges():
+                for seq in utf8_sequences(lo, hi):
+                    cur = start
+                    for i, (blo, bhi) in enumerate(seq):
+                        nxt = end if i == len(seq) - 1 else self.new()
+                        self.byte_edges[cur].append((blo, bhi, nxt))
+                        cur = nxt
+            return end
+        if isinstance(expr, Seq):
+            cur = start
+            for item in expr.items:
+                cur = self.build(item, cur, rule_index)
+            return cur
+        if isinstance(expr, Choice):
+            end = self.new()
+            for item in expr.items:
+                s = self.new()
+                self.eps[start].append(s)
+                self.eps[self.build(item, s, rule_index)].append(end)
+            return end
+        if isinstance(expr, RuleRef):
+            end = self.new()
+            self.calls[start].append((rule_index[expr.name], end))
+            return end
+        if isinstance(expr, Repeat):
+            return self._repeat(expr, start, rule_index)
+        raise TypeError(f"unknown grammar node {expr!r}")
+
+    def _repeat(self, expr: Repeat, start: int, rule_index) -> int:
+        lo, hi = expr.min, expr.max
+        bound = hi if hi is not None else lo
+        if bound > self.limits.max_repeat:
+            raise GrammarLimitError(
+                f"repeat count {bound} exceeds the limit {self.limits.max_repeat}", rule=self.rule
+            )
+        cur = start
+        for _ in range(lo):
+            cur = self.build(expr.item, cur, rule_index)
+        if hi is None:
+            # star: loop state with an epsilon back edge
+            loop = self.new()
+            self.eps[cur].append(loop)
+            body_end = self.build(expr.item, loop, rule_index)
+            self.eps[body_end].append(loop)
+            return loop
+        end = self.new()
+        for _ in range(hi - lo):
+            self.eps[cur].append(end)
+            cur = self.build(expr.item, cur, rule_index)
+        self.eps[cur].append(end)
+        return end
+
+
+class Automaton:
+    """The flat automaton of a whole grammar (see module docstring for the array layout)."""
+
+    def __init__(self, **arrays):
+        self.__dict__.update(arrays)
+
+    @property
+    def nbytes(self) -> int:
+        return int(
+            sum(
+                getattr(self, k).nbytes
+                for k in ("byte_class", "trans", "flags", "call_offsets", "call_target", "call_ret")
+            )
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<Automaton rules={len(self.rule_names)} states={self.n_states} "
+            f"classes={self.n_classes} calls={len(self.call_target)}>"
+        )
+
+
+def _reachable_rules(grammar: Grammar) -> List[str]:
+    rules = grammar.rules
+    order, seen, stack = [], {grammar.root}, [grammar.root]
+    while stack:
+        name = stack.pop()
+        order.append(name)
+        for ref in iter_refs(rules[name]):
+            if ref not in seen:
+                seen.add(ref)
+                stack.append(ref)
+    # keep the grammar's own order for readability of dumps
+    pos = {n: i for i, n in enumerate(rules)}
+    order.sort(key=lambda n: (n != grammar.root, pos[n]))
+    return order
+
+
+def _rule_size(expr, sizes: Dict[str, int], cap: int) -> int:
+    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``."""
+    if isinstance(expr, Bytes):
+        return len(expr.data)
+    if isinstance(expr, CharClass):
+        return 1 + len(expr.ranges)
+    if isinstance(expr, (Seq, Choice)):
+        return min(cap, 1 + sum(_rule_size(e, sizes, cap) for e in expr.items))
+    if isinstance(expr, Repeat):
+        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
+        return min(cap, 1 + n * _rule_size(expr.item, sizes, cap))
+    return sizes.get(expr.name, 1)
+
+
+def _substitute(expr, bodies: Dict[str, object]):
+    if isinstance(expr, RuleRef):
+        return bodies.get(expr.name, expr)
+    if isinstance(expr, Seq):
+        return Seq(tuple(_substitute(e, bodies) for e in expr.items))
+    if isinstance(expr, Choice):
+        return Choice(tuple(_substitute(e, bodies) for e in expr.items))
+    if isinstance(expr, Repeat):
+        return Repeat(_substitute(expr.item, bodies), expr.min, expr.max)
+    return expr
+
+
+def _recursive_rules(rules: Dict[str, object]) -> set:
+    """Rules on a reference cycle (Tarjan's strongly connected components, iterative)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    on_stack: set = set()
+    stack: List[str] = []
+    out: set = set()
+    refs = {n: sorted(set(iter_refs(e))) for n, e in rules.items()}
+    counter = 0
+    for root in rules:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            nbrs = refs[node]
+            if i < len(nbrs):
+                work.append((node, i + 1))
+                nxt = nbrs[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1 or node in refs[node]:
+                    out.update(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return out
+
+
+def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> Grammar:
+    """Inline small non-recursive rules into their callers.
+
+    A call into a tiny rule (a JSON string character, a digit run, whitespace) would otherwise
+    make the rule's end a context-dependent point for almost every token; inside the caller the
+    same bytes are ordinary transitions and the cache can classify them exactly.
+    """
+    rules = grammar.rules
+    recursive = _recursive_rules(rules)
+    cap = limits.inline_size + 1
+    bodies: Dict[str, object] = {}
+    sizes: Dict[str, int] = {}
+    # callees first: repeatedly settle rules whose references are all settled or kept
+    pending = [n for n in rules if n not in recursive and n != grammar.root]
+    settled: set = set()
+    while pending:
+        progress = False
+        for name in list(pending):
+            deps = set(iter_refs(rules[name]))
+            if all(d in settled or d in recursive or d == grammar.root for d in deps):
+                body = _substitute(rules[name], bodies)
+                size = _rule_size(body, sizes, cap)
+                sizes[name] = size
+                if size <= limits.inline_size:
+                    bodies[name] = body
+                settled.add(name)
+                pending.remove(name)
+                progress = True
+        if not progress:  # references into the root: keep the rest as calls
+            break
+    if not bodies:
+        return grammar
+    new_rules = {n: _substitute(e, bodies) for n, e in rules.items()}
+    return Grammar(new_rules, root=grammar.root)
+
+
+def _byte_classes(nfas: List[_NFA]) -> np.ndarray:
+    cuts = {0, 256}
+    for nfa in nfas:
+        for edges in nfa.byte_edges:
+            for lo, hi, _ in edges:
+                cuts.add(lo)
+                cuts.add(hi + 1)
+    bounds = sorted(cuts)
+    cls = np.zeros(256, dtype=np.uint8)
+    for i in range(len(bounds) - 1):
+        cls[bounds[i] : bounds[i + 1]] = i
+    return cls
+
+
+def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits, total_so_far):
+    """Subset construction; returns (trans list of dict cls->dst, calls list of dict rule->dst, finals)."""
+    eps = nfa.eps
+    cls_of = byte_class.tolist()
+    closure_memo: Dict[frozenset, frozenset] = {}
+
+    def closure(states) -> frozenset:
+        key = frozenset(states)
+        got = closure_memo.get(key)
+        if got is not None:
+            return got
+        seen = set(key)
+        stack = list(key)
+        while stack:
+            s = stack.pop()
+            for t in eps[s]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        # only states with outgoing non-epsilon edges (or the end) matter for identity
+        res = frozenset(s for s in seen if nfa.byte_edges[s] or nfa.calls[s] or s == end)
+        closure_memo[key] = res
+        return res
+
+    s0 = closure([start])
+    index = {s0: 0}
+    todo = [s0]
+    trans: List[Dict[int, int]] = []
+    calls: List[Dict[int, int]] = []
+    finals: List[bool] = []
+    while len(trans) < len(todo):
+        d = todo[len(trans)]  # states are numbered in discovery order
+        by_cls: Dict[int, set] = {}
+        by_rule: Dict[int, set] = {}
+        for s in d:
+            for lo, hi, t in nfa.byte_edges[s]:
+                for c in range(cls_of[lo], cls_of[hi] + 1):
+                    by_cls.setdefault(c, set()).add(t)
+            for r, t in nfa.calls[s]:
+                by_rule.setdefault(r, set()).add(t)
+        row_t: Dict[int, int] = {}
+        target_memo: Dict[frozenset, int] = {}
+        for c, ts in by_cls.items():
+            key = frozenset(ts)
+            dst = target_memo.get(key)
+            if dst is None:
+                dd = closure(ts)
+                dst = index.get(dd)
+                if dst is None:
+                    dst = index[dd] = len(todo)
+                    todo.append(dd)
+                    if total_so_far + len(todo) > limits.max_states:
+                        raise GrammarLimitError(
+                            f"grammar needs more than {limits.max_states} automaton states",
+                            rule=nfa.rule,
+                        )
+                target_memo[key] = dst
+            row_t[c] = dst
+        row_c: Dict[int, int] = {}
+        for r, ts in by_rule.items():
+            dd = closure(ts)
+            dst = index.get(dd)
+            if dst is None:
+                dst = index[dd] = len(todo)
+                todo.append(dd)
+            row_c[r] = dst
+        trans.append(row_t)
+        calls.append(row_c)
+        finals.append(end in d)
+    return trans, calls, finals
+
+
+def _minimize(trans, calls, finals):
+    """Moore partition refinement; returns (new trans, new calls, new finals), start stays 0."""
+    n = len(trans)
+    block = [1 if f else 0 for f in finals]
+    n_blocks = len(set(block))
+    while True:
+        sigs: Dict[tuple, int] = {}
+        new_block = []
+        for s in range(n):
+            sig = (
+                block[s],
+                tuple(sorted((c, block[t]) for c, t in trans[s].items())),
+                tuple(sorted((r, block[t]) for r, t in calls[s].items())),
+            )
+            new_block.append(sigs.setdefault(sig, len(sigs)))
+        if len(sigs) == n_blocks:
+            break
+        block, n_blocks = new_block, len(sigs)
+    # renumber so the start state's block is 0, in order of first appearance
+    order: Dict[int, int] = {}
+    for s in range(n):
+        order.setdefault(block[s], len(order))
+    rep: Dict[int, int] = {}
+    for s in range(n):
+        rep.setdefault(order[block[s]], s)
+    m = len(order)
+    new_trans = [{c: order[block[t]] for c, t in trans[rep[b]].items()} for b in range(m)]
+    new_calls = [{r: order[block[t]] for r, t in calls[rep[b]].items()} for b in range(m)]
+    new_finals = [finals[rep[b]] for b in range(m)]
+    return new_trans, new_calls, new_finals
+
+
+def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits()) -> Automaton:
+    """Compile ``grammar`` into an :class:`Automaton` (raises GrammarError on left recursion)."""
+    grammar = _inline_small_rules(grammar, limits)
+    names = _reachable_rules(grammar)
+    rule_index = {n: i for i, n in enumerate(names)}
+    rules = grammar.rules
+    nfas, bounds = [], []
+    for name in names:
+        nfa = _NFA(limits, name)
+        s = nfa.new()
+        e = nfa.build(rules[name], s, rule_index)
+        nfas.append(nfa)
+        bounds.append((s, e))
+    byte_class = _byte_classes(nfas)
+    n_classes = int(byte_class.max()) + 1
+
+    per_rule = []
+    total = 0
+    for nfa, (s, e) in zip(nfas, bounds):
+        t, c, f = _determinize(nfa, s, e, byte_class, limits, total)
+        t, c, f = _minimize(t, c, f)
+        per_rule.append((t, c, f))
+        total += len(t)
+    if total > limits.max_states:
+        raise GrammarLimitError(f"grammar needs {total} automaton states (limit {limits.max_states})")
+
+    rule_start = np.zeros(len(names), dtype=np.int32)
+    off = 0
+    for r, (t, _, _) in enumerate(per_rule):
+        rule_start[r] = off
+        off += len(t)
+    n_states = off
+    trans = np.full(n_states * n_classes, -1, dtype=np.int32)
+    flags = np.zeros(n_states, dtype=np.uint8)
+    state_rule = np.zeros(n_states, dtype=np.int32)
+    raw_calls: List[List[Tuple[int, int]]] = [[] for _ in range(n_states)]
+    for r, (t, c, f) in enumerate(per_rule):
+        base = int(rule_start[r])
+        for i in range(len(t)):
+            g = base + i
+            state_rule[g] = r
+            for cls, dst in t[i].items():
+                trans[g * n_classes + cls] = base + dst
+            if t[i]:
+                flags[g] |= FLAG_HAS_BYTES
+            if f[i]:
+                flags[g] |= FLAG_FINAL
+            raw_calls[g] = sorted((int(rule_start[callee]), base + dst) for callee, dst in c[i].items())
+    for g in range(n_states):
+        if flags[g] & FLAG_FINAL and not flags[g] & FLAG_HAS_BYTES and not raw_calls[g]:
+            flags[g] |= FLAG_EXIT_ONLY
+
+    call_offsets = np.zeros(n_states + 1, dtype=np.int32)
+    call_target, call_ret = [], []
+    for g in range(n_states):
+        for callee_start, ret in raw_calls[g]:
+            call_target.append(callee_start)
+            call_ret.append(-1 if flags[ret] & FLAG_EXIT_ONLY else ret)
+        call_offsets[g + 1] = len(call_target)
+
+    auto = Automaton(
+        rule_names=names,
+        root_start=int(rule_start[0]),
+        rule_start=rule_start,
+        state_rule=state_rule,
+        n_states=n_states,
+        n_classes=n_classes,
+        byte_class=byte_class,
+        trans=trans,
+        flags=flags,
+        call_offsets=call_offsets,
+        call_target=np.asarray(call_target, dtype=np.int32),
+        call_ret=np.asarray(call_ret, dtype=np.int32),
+        raw_calls=raw_calls,
+    )
+    _analyze(auto)
+    return auto
+
+
+def _analyze(auto: Automaton) -> None:
+    """Nullable states, left-recursion check, FIRST byte sets and per-rule FOLLOW byte sets."""
+    n = auto.n_states
+    nc = auto.n_classes
+    flags = auto.flags
+    raw_calls = auto.raw_calls
+    rule_start = auto.rule_start.tolist()
+    start_rule = {s: r for r, s in enumerate(rule_start)}
+    # bytes leaving each state, as a 256-bit int
+    cls_bytes = [0] * nc
+    for b in range(256):
+        cls_bytes[int(auto.byte_class[b])] |= 1 << b
+    own = [0] * n
+    trans = auto.trans.reshape(n, nc) if n else auto.trans.reshape(0, nc)
+    for s in range(n):
+        if flags[s] & FLAG_HAS_BYTES:
+            m = 0
+            for c in np.nonzero(trans[s] >= 0)[0].tolist():
+                m |= cls_bytes[c]
+            own[s] = m
+
+    nullable = [bool(flags[s] & FLAG_FINAL) for s in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for s in range(n):
+            if not nullable[s]:
+                for callee, ret in raw_calls[s]:
+                    if nullable[callee] and nullable[ret]:
+                        nullable[s] = changed = True
+                        break
+
+    # Left recursion: rule A reaches a call of B without consuming a byte.
+    n_rules = len(rule_start)
+    left_edges: List[set] = [set() for _ in range(n_rules)]
+    for r in range(n_rules):
+        seen, stack = {rule_start[r]}, [rule_start[r]]
+        while stack:
+            s = stack.pop()
+            for callee, ret in raw_calls[s]:
+                left_edges[r].add(start_rule[callee])
+                if nullable[callee] and ret not in seen:
+                    seen.add(ret)
+                    stack.append(ret)
+    _check_left_recursion(left_edges, auto.rule_names)
+
+    first = list(own)
+    changed = True
+    while changed:
+        changed = False
+        for s in range(n):
+            m = first[s]
+            for callee, ret in raw_calls[s]:
+                m |= first[callee]
+                if nullable[callee]:
+                    m |= first[ret]
+            if m != first[s]:
+                first[s] = m
+                changed = True
+
+    follow = [0] * n_rules
+    changed = True
+    state_rule = auto.state_rule.tolist()
+    while changed:
+        changed = False
+        for s in range(n):
+            p = state_rule[s]
+            for callee, ret in raw_calls[s]:
+                r = start_rule[callee]
+                m = follow[r] | first[ret]
+                if nullable[ret]:
+                    m |= follow[p]
+                if m != follow[r]:
+                    follow[r] = m
+                    changed = True
+    auto.nullable = np.asarray(nullable, dtype=np.bool_)
+    auto.first_bytes = first
+    auto.rule_follow = np.zeros((n_rules, 256), dtype=np.uint8)
+    for r in range(n_rules):
+        m = follow[r]
+        for b in range(256):
+            if m >> b & 1:
+                auto.rule_follow[r, b] = 1
+
+
+def _check_left_recursion(edges: List[set], names: List[str]) -> None:
+    WHITE, GREY, BLACK = 0, 1, 2
+    color = [WHITE] * len(edges)
+    for root in range(len(edges)):
+        if color[root] != WHITE:
+            continue
+        path = [root]
+        iters = [iter(sorted(edges[root]))]
+        color[root] = GREY
+        while iters:
+            nxt = next(iters[-1], None)
+            if nxt is None:
+                color[path.pop()] = BLACK
+                iters.pop()
+            elif color[nxt] == GREY:
+                cycle = path[path.index(nxt) :] + [nxt]
+                raise GrammarError(
+                    "left recursion is not supported: " + " -> ".join(names[i] for i in cycle),
+                    rule=names[nxt],
+                )
+            elif color[nxt] == WHITE:
+                color[nxt] = GREY
+                path.append(nxt)
+                iters.append(iter(sorted(edges[nxt])))

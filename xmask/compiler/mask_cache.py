@@ -1,0 +1,128 @@
+"""Adaptive token-mask cache: per automaton state, the context-independent token sets.
+
+For each state that can be a stack top, the kernel in ``_kernels.pyx`` classifies every token as
+accepted / rejected / uncertain.  Each state's entry is stored in the smallest of three forms
+
+* ``accepted``: accepted ids + uncertain positions
+* ``rejected``: rejected ids + uncertain positions (accepted = eligible - rejected - uncertain)
+* ``bitset``:   accepted bitset (ceil(vocab/32) words) + uncertain positions
+
+and identical entries are stored once.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import List
+
+import numpy as np
+
+from ..runtime._tables import MaskCacheTables
+from ._kernels import classify_states
+from .automaton import FLAG_HAS_BYTES
+
+KIND_NAMES = ("accepted", "rejected", "bitset")
+_CHUNK = 32
+
+
+@dataclass(frozen=True)
+class StateCacheRecord:
+    """One state's cache entry, for notebooks (``CompiledGrammar.cache_stats()``)."""
+
+    rule: str
+    state: int
+    accepted: int
+    rejected: int
+    uncertain: int
+    storage: str
+    bytes: int
+    shared: bool  # the entry is identical to an earlier state's and stored once
+
+
+def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int = 1):
+    """Classify the vocabulary for every top-capable state; returns (MaskCacheTables, records)."""
+    flags = automaton.flags
+    states = np.nonzero(flags & FLAG_HAS_BYTES)[0].astype(np.int32)
+    follow = automaton.rule_follow[automaton.state_rule[states]]
+    chunks = [
+        (np.ascontiguousarray(states[i : i + _CHUNK]), np.ascontiguousarray(follow[i : i + _CHUNK]))
+        for i in range(0, len(states), _CHUNK)
+    ]
+
+    def run(chunk):
+        return classify_states(automaton_tables, vocab_tables, chunk[0], chunk[1])
+
+    if max_threads > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(max_workers=max_threads) as pool:
+            results = list(pool.map(run, chunks))
+    else:
+        results = [run(c) for c in chunks]
+
+    sorted_ids = vocab_tables.arrays["sorted_ids"]
+    vocab_size = len(vocab_tables.arrays["id_pos"])
+    n_words = (vocab_size + 31) // 32
+    state_entry = np.full(automaton.n_states, -1, dtype=np.int32)
+    kinds: List[int] = []
+    data_parts: List[np.ndarray] = []
+    unc_parts: List[np.ndarray] = []
+    dedupe = {}
+    records: List[StateCacheRecord] = []
+    data_len = 0
+    unc_len = 0
+    entry_off, entry_len, unc_off, unc_len_l = [], [], [], []
+    rows = (row for res in results for row in res)
+    for s, row in zip(states.tolist(), rows):
+        acc_ids = np.sort(sorted_ids[row == 0])
+        rej_ids = np.sort(sorted_ids[row == 1])
+        unc_pos = np.nonzero(row == 2)[0].astype(np.int32)
+        sizes = (len(acc_ids), len(rej_ids), n_words)
+        kind = int(np.argmin(sizes))
+        if kind == 0:
+            payload = acc_ids.astype(np.int32)
+        elif kind == 1:
+            payload = rej_ids.astype(np.int32)
+        else:
+            bits = np.zeros(n_words * 32, dtype=np.uint8)
+            bits[acc_ids] = 1
+            payload = np.packbits(bits, bitorder="little").view("<u4").astype(np.uint32).view(np.int32)
+        key = (kind, payload.tobytes(), unc_pos.tobytes())
+        entry = dedupe.get(key)
+        shared = entry is not None
+        if entry is None:
+            entry = dedupe[key] = len(kinds)
+            kinds.append(kind)
+            entry_off.append(data_len)
+            entry_len.append(len(payload))
+            unc_off.append(unc_len)
+            unc_len_l.append(len(unc_pos))
+            data_parts.append(payload)
+            unc_parts.append(unc_pos)
+            data_len += len(payload)
+            unc_len += len(unc_pos)
+        state_entry[s] = entry
+        records.append(
+            StateCacheRecord(
+                rule=automaton.rule_names[int(automaton.state_rule[s])],
+                state=int(s),
+                accepted=len(acc_ids),
+                rejected=len(rej_ids),
+                uncertain=len(unc_pos),
+                storage=KIND_NAMES[kind],
+                bytes=4 * (len(payload) + len(unc_pos)),
+                shared=shared,
+            )
+        )
+    tables = MaskCacheTables(
+        {
+            "state_entry": state_entry,
+            "entry_kind": np.asarray(kinds, dtype=np.uint8),
+            "entry_off": np.asarray(entry_off, dtype=np.int64),
+            "entry_len": np.asarray(entry_len, dtype=np.int64),
+            "unc_off": np.asarray(unc_off, dtype=np.int64),
+            "unc_len": np.asarray(unc_len_l, dtype=np.int64),
+            "data": np.concatenate(data_parts) if data_parts else np.zeros(0, np.int32),
+            "unc": np.concatenate(unc_parts) if unc_parts else np.zeros(0, np.int32),
+        }
+    )
+    return tables, records

@@ -1,0 +1,44 @@
+# Persistent parse stack (implemented in _stack.pyx).
+#
+# Nodes (state, parent) live in one arena and are hash-consed, so equal stacks share one node
+# and a "stack" is just a node id.  Node 0 is BOTTOM: below the root rule (at run time: the
+# grammar may end here; in the cache builder: the unknown context below the rule).  The parser
+# state after each accepted byte is a *top set* (node ids whose states have byte edges, plus 0
+# when the bottom is reachable); the history keeps every top set since the start, so rolling
+# back is truncation.  Nodes are never freed while a history may refer to them.
+from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, intp_t
+from xmask.runtime._tables cimport AutomatonC
+
+
+ctypedef struct StackC:
+    int32_t* node_state      # [cap_nodes] automaton state of each node (-1 for BOTTOM)
+    int32_t* node_parent     # [cap_nodes] parent node (the caller's frame at its return state)
+    uint32_t* mark           # [cap_nodes] epoch stamps deduplicating one closure
+    intp_t n_nodes
+    intp_t cap_nodes
+    int32_t* table           # open-addressing hash of nodes, -1 = empty slot
+    intp_t table_cap         # power of two
+    uint32_t epoch
+    int32_t* tops            # every top set of the history, concatenated
+    intp_t n_tops
+    intp_t cap_tops
+    intp_t* set_start        # [depth + 1] set d is tops[set_start[d] : set_start[d + 1]]
+    intp_t depth             # number of top sets in the history
+    intp_t cap_depth
+    int32_t* work            # closure work list
+    intp_t cap_work
+
+
+cdef int stack_init(StackC* st) except -1 nogil
+cdef void stack_free(StackC* st) noexcept nogil
+cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil
+cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil
+cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil
+cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 nogil
+cdef bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil
+
+
+cdef inline void stack_truncate(StackC* st, intp_t depth) noexcept nogil:
+    # Roll the history back so that it holds `depth` top sets.
+    st.depth = depth
+    st.n_tops = st.set_start[depth]

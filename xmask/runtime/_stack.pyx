@@ -1,0 +1,245 @@
+"""Persistent parse stack: hash-consed node arena + history of top sets (see _stack.pxd)."""
+
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset
+
+from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, intp_t
+from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES
+from xmask.runtime._tables cimport AutomatonC
+
+
+cdef int _grow(void** ptr, intp_t* cap, intp_t need, size_t elem) except -1 nogil:
+    # Grow an array to hold at least `need` elements (doubling).  The only allocation path.
+    cdef intp_t new_cap = cap[0] if cap[0] > 0 else 16
+    cdef void* p
+    while new_cap < need:
+        new_cap *= 2
+    if new_cap > (<intp_t>1 << 40) // <intp_t>elem:
+        with gil:
+            raise MemoryError("xmask stack arena exceeds its size limit")
+    p = realloc(ptr[0], <size_t>new_cap * elem)
+    if p == NULL:
+        with gil:
+            raise MemoryError()
+    ptr[0] = p
+    cap[0] = new_cap
+    return 0
+
+
+cdef inline uint32_t _hash(int32_t state, int32_t parent) noexcept nogil:
+    cdef uint32_t h = (<uint32_t>state) * 0x9E3779B1u
+    h ^= (<uint32_t>parent + 0x7F4A7C15u) * 0x85EBCA77u
+    h ^= h >> 15
+    return h
+
+
+cdef int _rehash(StackC* st, intp_t new_cap) except -1 nogil:
+    cdef int32_t* t = <int32_t*>malloc(<size_t>new_cap * sizeof(int32_t))
+    cdef intp_t i, slot
+    cdef intp_t mask = new_cap - 1
+    if t == NULL:
+        with gil:
+            raise MemoryError()
+    memset(t, 0xFF, <size_t>new_cap * sizeof(int32_t))
+    for i in range(1, st.n_nodes):
+        slot = _hash(st.node_state[i], st.node_parent[i]) & mask
+        while t[slot] >= 0:
+            slot = (slot + 1) & mask
+        t[slot] = <int32_t>i
+    free(st.table)
+    st.table = t
+    st.table_cap = new_cap
+    return 0
+
+
+cdef int stack_init(StackC* st) except -1 nogil:
+    memset(st, 0, sizeof(StackC))
+    _grow(<void**>&st.node_state, &st.cap_nodes, 256, sizeof(int32_t))
+    st.node_parent = <int32_t*>malloc(<size_t>st.cap_nodes * sizeof(int32_t))
+    st.mark = <uint32_t*>malloc(<size_t>st.cap_nodes * sizeof(uint32_t))
+    if st.node_parent == NULL or st.mark == NULL:
+        with gil:
+            raise MemoryError()
+    _grow(<void**>&st.tops, &st.cap_tops, 1024, sizeof(int32_t))
+    _grow(<void**>&st.set_start, &st.cap_depth, 1024, sizeof(intp_t))
+    _grow(<void**>&st.work, &st.cap_work, 256, sizeof(int32_t))
+    _rehash(st, 1024)
+    stack_reset(st, True)
+    return 0
+
+
+cdef void stack_free(StackC* st) noexcept nogil:
+    free(st.node_state)
+    free(st.node_parent)
+    free(st.mark)
+    free(st.table)
+    free(st.tops)
+    free(st.set_start)
+    free(st.work)
+    memset(st, 0, sizeof(StackC))
+
+
+cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil:
+    # Empty the history; with drop_nodes also empty the arena (keeping only BOTTOM).
+    if drop_nodes:
+        st.n_nodes = 1
+        st.node_state[0] = -1
+        st.node_parent[0] = -1
+        memset(st.mark, 0, <size_t>st.cap_nodes * sizeof(uint32_t))
+        st.epoch = 0
+        memset(st.table, 0xFF, <size_t>st.table_cap * sizeof(int32_t))
+    st.depth = 0
+    st.n_tops = 0
+    st.set_start[0] = 0
+    return 0
+
+
+cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil:
+    # The unique node for (state, parent), created if new.
+    cdef intp_t mask = st.table_cap - 1
+    cdef intp_t slot = _hash(state, parent) & mask
+    cdef int32_t n
+    cdef intp_t old_cap
+    while True:
+        n = st.table[slot]
+        if n < 0:
+            break
+        if st.node_state[n] == state and st.node_parent[n] == parent:
+            return n
+        slot = (slot + 1) & mask
+    if st.n_nodes >= 0x7FFFFFF0:
+        with gil:
+            raise MemoryError("xmask stack arena is full")
+    if st.n_nodes == st.cap_nodes:
+        old_cap = st.cap_nodes
+        _grow(<void**>&st.node_state, &st.cap_nodes, old_cap + 1, sizeof(int32_t))
+        _grow(<void**>&st.node_parent, &old_cap, st.cap_nodes, sizeof(int32_t))
+        old_cap = st.n_nodes
+        _grow(<void**>&st.mark, &old_cap, st.cap_nodes, sizeof(uint32_t))
+        memset(st.mark + st.n_nodes, 0, <size_t>(st.cap_nodes - st.n_nodes) * sizeof(uint32_t))
+    n = <int32_t>st.n_nodes
+    st.n_nodes += 1
+    st.node_state[n] = state
+    st.node_parent[n] = parent
+    st.table[slot] = n
+    if 2 * st.n_nodes > st.table_cap:
+        _rehash(st, 2 * st.table_cap)
+    return n
+
+
+cdef inline int _push_work(StackC* st, intp_t* n_work, int32_t node) except -1 nogil:
+    if n_work[0] == st.cap_work:
+        _grow(<void**>&st.work, &st.cap_work, n_work[0] + 1, sizeof(int32_t))
+    st.work[n_work[0]] = node
+    n_work[0] += 1
+    return 0
+
+
+cdef inline int _emit(StackC* st, int32_t node) except -1 nogil:
+    if st.n_tops == st.cap_tops:
+        _grow(<void**>&st.tops, &st.cap_tops, st.n_tops + 1, sizeof(int32_t))
+    st.tops[st.n_tops] = node
+    st.n_tops += 1
+    return 0
+
+
+cdef int _next_epoch(StackC* st) except -1 nogil:
+    st.epoch += 1
+    if st.epoch == 0:  # wrapped: old stamps could collide
+        memset(st.mark, 0, <size_t>st.cap_nodes * sizeof(uint32_t))
+        st.epoch = 1
+    return 0
+
+
+cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogil:
+    # Expand the work list: emit nodes that can read a byte (and BOTTOM), push callee frames for
+    # calls, pop finished frames to their parent.  Each node is handled once per epoch, so
+    # nullable loops terminate; left recursion is rejected at compile time.
+    cdef int32_t x, s, ret, parent, k, k_end
+    cdef uint8_t f
+    cdef uint32_t epoch = st.epoch
+    while n_work > 0:
+        n_work -= 1
+        x = st.work[n_work]
+        if st.mark[x] == epoch:
+            continue
+        st.mark[x] = epoch
+        if x == 0:
+            _emit(st, 0)
+            continue
+        s = st.node_state[x]
+        parent = st.node_parent[x]
+        f = a.flags[s]
+        if f & XM_FLAG_HAS_BYTES:
+            _emit(st, x)
+        k_end = a.call_offsets[s + 1]
+        k = a.call_offsets[s]
+        while k < k_end:
+            ret = a.call_ret[k]
+            if ret >= 0:
+                ret = stack_node(st, ret, parent)
+            else:
+                ret = parent
+            _push_work(st, &n_work, stack_node(st, a.call_target[k], ret))
+            k += 1
+        if f & XM_FLAG_FINAL:
+            _push_work(st, &n_work, parent)
+    return 0
+
+
+cdef inline int _open_set(StackC* st) except -1 nogil:
+    if st.depth + 2 > st.cap_depth:
+        _grow(<void**>&st.set_start, &st.cap_depth, st.depth + 2, sizeof(intp_t))
+    return 0
+
+
+cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil:
+    # Append the top set of a fresh stack (state over BOTTOM); returns its size.
+    cdef intp_t begin = st.n_tops
+    _open_set(st)
+    _next_epoch(st)
+    st.work[0] = stack_node(st, state, 0)  # cap_work >= 16 after stack_init
+    _closure(st, a, 1)
+    begin = st.set_start[st.depth]
+    st.depth += 1
+    st.set_start[st.depth] = st.n_tops
+    return st.n_tops - begin
+
+
+cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 nogil:
+    # Advance the newest top set by one byte.  Non-empty result: appended as a new set, size
+    # returned.  Empty: nothing is appended and 0 is returned (the byte is rejected).
+    cdef intp_t i, begin, end
+    cdef int32_t x, s, t
+    cdef intp_t cls = a.byte_class[byte]
+    cdef intp_t nc = a.n_classes
+    if st.depth == 0:
+        return 0
+    _open_set(st)
+    _next_epoch(st)
+    begin = st.set_start[st.depth - 1]
+    end = st.set_start[st.depth]
+    for i in range(begin, end):
+        x = st.tops[i]
+        if x == 0:
+            continue
+        s = st.node_state[x]
+        t = a.trans[s * nc + cls]
+        if t < 0:
+            continue
+        st.work[0] = stack_node(st, t, st.node_parent[x])
+        _closure(st, a, 1)
+    if st.n_tops == end:
+        return 0
+    st.depth += 1
+    st.set_start[st.depth] = st.n_tops
+    return st.n_tops - end
+
+
+cdef bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:
+    # Whether top set d contains BOTTOM (the stack below the root is reachable).
+    cdef intp_t i
+    for i in range(st.set_start[d], st.set_start[d + 1]):
+        if st.tops[i] == 0:
+            return True
+    return False

@@ -1,0 +1,56 @@
+# C layouts of a compiled grammar (implemented in _tables.pyx).
+#
+# Invariants: every pointer points into a NumPy array owned by the CompiledTables object, which
+# never changes after construction, so any number of matchers on any threads may read it.
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, word_t, intp_t
+
+
+ctypedef struct AutomatonC:
+    intp_t n_states
+    intp_t n_classes
+    int32_t root_start             # start state of the root rule
+    const uint8_t* byte_class      # [256] byte -> class
+    const int32_t* trans           # [n_states * n_classes] target state or -1
+    const uint8_t* flags           # [n_states] XM_FLAG_*
+    const int32_t* call_offsets    # [n_states + 1] range into call_target / call_ret
+    const int32_t* call_target     # callee start state
+    const int32_t* call_ret        # return state, -1 = tail call (return to our caller)
+
+
+ctypedef struct VocabC:
+    intp_t vocab_size              # mask width (may exceed the tokenizer: padding ids)
+    intp_t n_words                 # ceil(vocab_size / 32)
+    intp_t n_sorted                # number of grammar-eligible (non-special) tokens
+    intp_t max_token_len
+    const int32_t* sorted_ids      # [n_sorted] token id at each byte-sorted position
+    const int64_t* tok_offsets     # [n_sorted + 1] byte range of each sorted token
+    const uint8_t* tok_bytes
+    const int32_t* lcp             # [n_sorted] common prefix length with the previous token
+    const int32_t* id_pos          # [vocab_size] sorted position of an id, -1 if special
+    const word_t* eligible         # [n_words] bitset of non-special ids
+
+
+ctypedef struct MaskCacheC:
+    const int32_t* state_entry     # [n_states] entry index, -1 if the state cannot be a top
+    const uint8_t* entry_kind      # XM_KIND_*
+    const int64_t* entry_off       # range of the entry's ids / bitset words in data
+    const int64_t* entry_len
+    const int64_t* unc_off         # range of the entry's uncertain sorted positions in unc
+    const int64_t* unc_len
+    const int32_t* data
+    const int32_t* unc
+
+
+cdef class AutomatonTables:
+    cdef AutomatonC c              # views into the arrays below
+    cdef readonly object arrays    # dict name -> ndarray (keeps the memory alive)
+
+
+cdef class VocabTables:
+    cdef VocabC c
+    cdef readonly object arrays
+
+
+cdef class MaskCacheTables:
+    cdef MaskCacheC c
+    cdef readonly object arrays
