@@ -556,6 +556,35 @@ def _analyze(auto: Automaton) -> None:
                 if m != follow[r]:
                     follow[r] = m
                     changed = True
+    # Return contexts: where each rule's frame can return to (following tail calls upward), and
+    # the bytes that can follow those callers once they finish.  The cache builder continues
+    # its walk there instead of giving up at the rule's end.
+    sites: List[List[Tuple[int, int]]] = [[] for _ in range(n_rules)]
+    call_ret = auto.call_ret.tolist()
+    call_target = auto.call_target.tolist()
+    offsets = auto.call_offsets.tolist()
+    for s in range(n):
+        for k in range(offsets[s], offsets[s + 1]):
+            sites[start_rule[call_target[k]]].append((state_rule[s], call_ret[k]))
+    auto.rule_ctx_states = []
+    auto.rule_ctx_follow = np.zeros((n_rules, 256), dtype=np.uint8)
+    for r in range(n_rules):
+        rets, seen, stack = set(), {r}, [r]
+        while stack:
+            x = stack.pop()
+            for p, ret in sites[x]:
+                if ret >= 0:
+                    rets.add(ret)
+                elif p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        m = 0
+        for ret in rets:
+            m |= follow[state_rule[ret]]
+        auto.rule_ctx_states.append(sorted(rets))
+        for b in range(256):
+            if m >> b & 1:
+                auto.rule_ctx_follow[r, b] = 1
     auto.nullable = np.asarray(nullable, dtype=np.bool_)
     auto.first_bytes = first
     auto.rule_follow = np.zeros((n_rules, 256), dtype=np.uint8)

@@ -44,14 +44,21 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
     """Classify the vocabulary for every top-capable state; returns (MaskCacheTables, records)."""
     flags = automaton.flags
     states = np.nonzero(flags & FLAG_HAS_BYTES)[0].astype(np.int32)
-    follow = automaton.rule_follow[automaton.state_rule[states]]
-    chunks = [
-        (np.ascontiguousarray(states[i : i + _CHUNK]), np.ascontiguousarray(follow[i : i + _CHUNK]))
-        for i in range(0, len(states), _CHUNK)
-    ]
+    rules = automaton.state_rule[states]
+    follow = automaton.rule_ctx_follow[rules]
 
-    def run(chunk):
-        return classify_states(automaton_tables, vocab_tables, chunk[0], chunk[1])
+    def chunk(i):
+        sub = states[i : i + _CHUNK]
+        ctx = [automaton.rule_ctx_states[r] for r in rules[i : i + _CHUNK].tolist()]
+        offsets = np.zeros(len(sub) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in ctx], out=offsets[1:])
+        flat = np.asarray([x for c in ctx for x in c], dtype=np.int32)
+        return (np.ascontiguousarray(sub), offsets, flat, np.ascontiguousarray(follow[i : i + _CHUNK]))
+
+    chunks = [chunk(i) for i in range(0, len(states), _CHUNK)]
+
+    def run(c):
+        return classify_states(automaton_tables, vocab_tables, *c)
 
     if max_threads > 1 and len(chunks) > 1:
         with ThreadPoolExecutor(max_workers=max_threads) as pool:

@@ -2,7 +2,10 @@
 #
 # Nodes (state, parent) live in one arena and are hash-consed, so equal stacks share one node
 # and a "stack" is just a node id.  Node 0 is BOTTOM: below the root rule (at run time: the
-# grammar may end here; in the cache builder: the unknown context below the rule).  The parser
+# grammar may end here; in the cache builder: the walked rule has returned).  Node 1 is CONTEXT,
+# used only by the cache builder: below the possible callers of the walked rule (unknown).
+# When bottom_cont is set, BOTTOM in a top set steps like the nodes of bottom_cont (the
+# cache builder's "continue in every possible caller"); at run time it is NULL.  The parser
 # state after each accepted byte is a *top set* (node ids whose states have byte edges, plus 0
 # when the bottom is reachable); the history keeps every top set since the start, so rolling
 # back is truncation.  Nodes are never freed while a history may refer to them.
@@ -27,6 +30,8 @@ ctypedef struct StackC:
     intp_t cap_depth
     int32_t* work            # closure work list
     intp_t cap_work
+    const int32_t* bottom_cont   # top set that BOTTOM continues into, or NULL
+    intp_t n_bottom_cont
 
 
 cdef int stack_init(StackC* st) except -1 nogil
@@ -35,7 +40,14 @@ cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil
 cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil
 cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil
 cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 nogil
-cdef bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil
+cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept nogil
+cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
+                             int32_t parent) except -1 nogil
+
+
+cdef inline bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:
+    # Whether top set d contains BOTTOM (at run time: the grammar may end here).
+    return stack_set_contains(st, d, 0)
 
 
 cdef inline void stack_truncate(StackC* st, intp_t depth) noexcept nogil:

@@ -41,7 +41,7 @@ cdef int _rehash(StackC* st, intp_t new_cap) except -1 nogil:
         with gil:
             raise MemoryError()
     memset(t, 0xFF, <size_t>new_cap * sizeof(int32_t))
-    for i in range(1, st.n_nodes):
+    for i in range(2, st.n_nodes):
         slot = _hash(st.node_state[i], st.node_parent[i]) & mask
         while t[slot] >= 0:
             slot = (slot + 1) & mask
@@ -82,9 +82,11 @@ cdef void stack_free(StackC* st) noexcept nogil:
 cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil:
     # Empty the history; with drop_nodes also empty the arena (keeping only BOTTOM).
     if drop_nodes:
-        st.n_nodes = 1
+        st.n_nodes = 2  # the sentinels BOTTOM (0) and CONTEXT (1)
         st.node_state[0] = -1
         st.node_parent[0] = -1
+        st.node_state[1] = -1
+        st.node_parent[1] = -1
         memset(st.mark, 0, <size_t>st.cap_nodes * sizeof(uint32_t))
         st.epoch = 0
         memset(st.table, 0xFF, <size_t>st.table_cap * sizeof(int32_t))
@@ -164,8 +166,8 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogi
         if st.mark[x] == epoch:
             continue
         st.mark[x] = epoch
-        if x == 0:
-            _emit(st, 0)
+        if x < 2:  # a sentinel: no edges of its own
+            _emit(st, x)
             continue
         s = st.node_state[x]
         parent = st.node_parent[x]
@@ -195,24 +197,45 @@ cdef inline int _open_set(StackC* st) except -1 nogil:
 
 cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil:
     # Append the top set of a fresh stack (state over BOTTOM); returns its size.
-    cdef intp_t begin = st.n_tops
+    return stack_start_many(st, a, &state, 1, 0)
+
+
+cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
+                             int32_t parent) except -1 nogil:
+    # Append the top set of the stacks (states[i] over parent); returns its size.
+    cdef intp_t begin, i
     _open_set(st)
     _next_epoch(st)
-    st.work[0] = stack_node(st, state, 0)  # cap_work >= 16 after stack_init
-    _closure(st, a, 1)
     begin = st.set_start[st.depth]
+    for i in range(n):
+        st.work[0] = stack_node(st, states[i], parent)  # cap_work >= 16 after stack_init
+        _closure(st, a, 1)
     st.depth += 1
     st.set_start[st.depth] = st.n_tops
     return st.n_tops - begin
+
+
+cdef inline int _step_nodes(StackC* st, const AutomatonC* a, const int32_t* nodes, intp_t n,
+                            intp_t cls) except -1 nogil:
+    cdef intp_t i
+    cdef int32_t x, t
+    for i in range(n):
+        x = nodes[i]
+        if x < 2:
+            continue
+        t = a.trans[st.node_state[x] * a.n_classes + cls]
+        if t >= 0:
+            st.work[0] = stack_node(st, t, st.node_parent[x])
+            _closure(st, a, 1)
+    return 0
 
 
 cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 nogil:
     # Advance the newest top set by one byte.  Non-empty result: appended as a new set, size
     # returned.  Empty: nothing is appended and 0 is returned (the byte is rejected).
     cdef intp_t i, begin, end
-    cdef int32_t x, s, t
+    cdef int32_t x
     cdef intp_t cls = a.byte_class[byte]
-    cdef intp_t nc = a.n_classes
     if st.depth == 0:
         return 0
     _open_set(st)
@@ -221,14 +244,11 @@ cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 
     end = st.set_start[st.depth]
     for i in range(begin, end):
         x = st.tops[i]
-        if x == 0:
+        if x < 2:
+            if x == 0 and st.bottom_cont != NULL:
+                _step_nodes(st, a, st.bottom_cont, st.n_bottom_cont, cls)
             continue
-        s = st.node_state[x]
-        t = a.trans[s * nc + cls]
-        if t < 0:
-            continue
-        st.work[0] = stack_node(st, t, st.node_parent[x])
-        _closure(st, a, 1)
+        _step_nodes(st, a, &x, 1, cls)
     if st.n_tops == end:
         return 0
     st.depth += 1
@@ -236,10 +256,10 @@ cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 
     return st.n_tops - end
 
 
-cdef bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:
-    # Whether top set d contains BOTTOM (the stack below the root is reachable).
+cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept nogil:
+    # Whether top set d contains `node` (sets are small: a linear scan).
     cdef intp_t i
     for i in range(st.set_start[d], st.set_start[d + 1]):
-        if st.tops[i] == 0:
+        if st.tops[i] == node:
             return True
     return False
