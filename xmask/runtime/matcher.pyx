@@ -317,19 +317,15 @@ cdef class GrammarMatcher:
         self.terminated = False
 
     def is_terminated(self):
-        """True once a stop token was accepted (or, with ``terminate_without_stop_token``,
-        once the grammar has matched a complete sentence and nothing more can follow)."""
+        """True once a stop token was accepted.  With ``terminate_without_stop_token=True``:
+        True whenever the input so far is a complete sentence of the grammar (more tokens may
+        still be accepted if the grammar allows them; stop tokens are never consumed)."""
         if self.terminated:
             return True
-        return self.terminate_without_stop_token and self._can_only_end()
+        return self.terminate_without_stop_token and self._can_end()
 
     cdef bint _can_end(self):
         return stack_has_bottom(&self.st, self.st.depth - 1)
-
-    cdef bint _can_only_end(self):
-        cdef intp_t d = self.st.depth - 1
-        return (self.st.set_start[d + 1] - self.st.set_start[d] == 1
-                and self.st.tops[self.st.set_start[d]] == 0)
 
     @property
     def stop_token_ids(self):
@@ -371,10 +367,10 @@ cdef class GrammarMatcher:
                 f"token id {token_id} is outside the vocabulary [0, {self.vt.c.vocab_size})"
             )
         tid = token_id
-        if self.is_terminated():
+        if self.terminated:
             return False
         if self.is_stop[tid]:
-            if not self._can_end():
+            if self.terminate_without_stop_token or not self._can_end():
                 return False
             self._push_token()
             self.terminated = True
@@ -402,9 +398,10 @@ cdef class GrammarMatcher:
             data = bytes(input_str)
         else:
             raise TypeError(f"accept_string needs str or bytes, got {type(input_str).__name__}")
-        if self.is_terminated():
+        if self.terminated:
             return False
         if len(data) == 0:
+            self._push_token()
             return True
         view = data
         with nogil:
@@ -439,7 +436,9 @@ cdef class GrammarMatcher:
 
         ``bitmask`` is an int32 array of shape (batch, ceil(vocab_size / 32)) (see
         ``allocate_token_bitmask``); bit ``i % 32`` of word ``i // 32`` is set iff token i is
-        allowed.  Returns True (the row always needs applying).  The matcher state is unchanged.
+        allowed.  Special and padding ids are never set; stop tokens only where the grammar can
+        end.  Returns True (the row needs applying).  The matcher state is unchanged.  Raises
+        ``XmaskError`` after a stop token was accepted (as XGrammar does).
         """
         arr = _bitmask_view(bitmask)
         cdef int32_t[:, ::1] view = arr
@@ -452,12 +451,11 @@ cdef class GrammarMatcher:
         if not 0 <= index < view.shape[0]:
             raise BitmaskError(f"index {index} out of range for a batch of {view.shape[0]}")
         cdef word_t* row = <word_t*>&view[index, 0]
-        if self.is_terminated():
-            # nothing may follow a finished sequence but another stop token
-            memset(row, 0, n_words * sizeof(word_t))
-            for k in range(self.n_stop):
-                bitset_set(row, self.stop_ids[k])
-            return True
+        if self.terminated:
+            raise XmaskError(
+                "the matcher has terminated (a stop token was accepted): nothing can follow; "
+                "call rollback() or reset() before asking for another mask"
+            )
         with nogil:
             _fill_row(&self.st, &self.at.c, &self.vt.c, &self.ct.c, row, self.scratch,
                       self.pos_bits, self.stop_ids, self.n_stop)
@@ -499,7 +497,7 @@ cdef class GrammarMatcher:
         cdef int32_t node, s
         cdef const AutomatonC* a = &self.at.c
         out = bytearray()
-        if self.is_terminated():
+        if self.terminated:
             return ""
         try:
             while len(out) < _MAX_JUMP_FORWARD_BYTES:
