@@ -18,7 +18,7 @@ A token is
 import numpy as np
 
 from libc.stdlib cimport malloc, realloc, free
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from xmask.runtime._types cimport intp_t
 from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
@@ -160,3 +160,52 @@ def classify_states(AutomatonTables automaton, VocabTables vocab, int32_t[::1] s
         free(unc_prefix)
         free(ctx_tops)
     return result[:, :n_sorted]
+
+
+def split_verdicts(const uint8_t[::1] row, const int32_t[::1] ids_ascending,
+                   const int32_t[::1] pos_of_ids, intp_t n_words):
+    """Turn one state's verdict row into its smallest cache entry.
+
+    ``row[pos]`` is 0/1/2 (accepted/rejected/uncertain) per sorted position;
+    ``ids_ascending[k]`` are the eligible ids in increasing order and ``pos_of_ids[k]`` their
+    sorted positions.  Returns ``(kind, payload, uncertain_positions, n_accepted, n_rejected)``
+    where kind 0 = accepted ids, 1 = rejected ids, 2 = accepted bitset (as int32 words).
+    """
+    cdef intp_t n = row.shape[0], k, m = 0
+    cdef intp_t counts[3]
+    cdef int kind
+    cdef uint8_t want
+    counts[0] = counts[1] = counts[2] = 0
+    for k in range(n):
+        counts[row[k]] += 1
+    unc = np.empty(counts[2], dtype=np.int32)
+    cdef int32_t[::1] unc_v = unc
+    for k in range(n):
+        if row[k] == 2:
+            unc_v[m] = <int32_t>k
+            m += 1
+    if counts[0] <= counts[1] and counts[0] <= n_words:
+        kind = 0
+    elif counts[1] <= n_words:
+        kind = 1
+    else:
+        kind = 2
+    cdef int32_t[::1] pay_v
+    cdef uint32_t* words
+    if kind == 2:
+        payload = np.zeros(max(n_words, 1), dtype=np.int32)[:n_words]
+        pay_v = payload
+        words = <uint32_t*>&pay_v[0] if n_words > 0 else NULL
+        for k in range(ids_ascending.shape[0]):
+            if row[pos_of_ids[k]] == 0:
+                words[ids_ascending[k] >> 5] |= (<uint32_t>1) << (ids_ascending[k] & 31)
+    else:
+        want = 0 if kind == 0 else 1
+        payload = np.empty(counts[kind], dtype=np.int32)
+        pay_v = payload
+        m = 0
+        for k in range(ids_ascending.shape[0]):
+            if row[pos_of_ids[k]] == want:
+                pay_v[m] = ids_ascending[k]
+                m += 1
+    return kind, payload, unc, counts[0], counts[1]

@@ -19,11 +19,11 @@ from typing import List
 import numpy as np
 
 from ..runtime._tables import MaskCacheTables
-from ._kernels import classify_states
+from ._kernels import classify_states, split_verdicts
 from .automaton import FLAG_HAS_BYTES
 
 KIND_NAMES = ("accepted", "rejected", "bitset")
-_CHUNK = 32
+_CHUNK = 8
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,10 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
         results = [run(c) for c in chunks]
 
     sorted_ids = vocab_tables.arrays["sorted_ids"]
+    # eligible ids in ascending id order and their sorted positions: gathering a row through
+    # these yields id-ordered verdicts, so the id lists come out sorted without a sort
+    ids_ascending = np.sort(sorted_ids).astype(np.int32)
+    pos_of_ids = np.ascontiguousarray(vocab_tables.arrays["id_pos"][ids_ascending])
     vocab_size = len(vocab_tables.arrays["id_pos"])
     n_words = (vocab_size + 31) // 32
     state_entry = np.full(automaton.n_states, -1, dtype=np.int32)
@@ -80,19 +84,7 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
     entry_off, entry_len, unc_off, unc_len_l = [], [], [], []
     rows = (row for res in results for row in res)
     for s, row in zip(states.tolist(), rows):
-        acc_ids = np.sort(sorted_ids[row == 0])
-        rej_ids = np.sort(sorted_ids[row == 1])
-        unc_pos = np.nonzero(row == 2)[0].astype(np.int32)
-        sizes = (len(acc_ids), len(rej_ids), n_words)
-        kind = int(np.argmin(sizes))
-        if kind == 0:
-            payload = acc_ids.astype(np.int32)
-        elif kind == 1:
-            payload = rej_ids.astype(np.int32)
-        else:
-            bits = np.zeros(n_words * 32, dtype=np.uint8)
-            bits[acc_ids] = 1
-            payload = np.packbits(bits, bitorder="little").view("<u4").astype(np.uint32).view(np.int32)
+        kind, payload, unc_pos, n_acc, n_rej = split_verdicts(row, ids_ascending, pos_of_ids, n_words)
         key = (kind, payload.tobytes(), unc_pos.tobytes())
         entry = dedupe.get(key)
         shared = entry is not None
@@ -112,8 +104,8 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
             StateCacheRecord(
                 rule=automaton.rule_names[int(automaton.state_rule[s])],
                 state=int(s),
-                accepted=len(acc_ids),
-                rejected=len(rej_ids),
+                accepted=n_acc,
+                rejected=n_rej,
                 uncertain=len(unc_pos),
                 storage=KIND_NAMES[kind],
                 bytes=4 * (len(payload) + len(unc_pos)),
