@@ -42,3 +42,27 @@ class InvalidTokenError(XmaskError, ValueError):
 
 class BitmaskError(XmaskError, ValueError):
     """A bitmask with the wrong dtype, shape, or memory layout."""
+
+
+class UnsupportedSchemaError(XmaskError, ValueError):
+    """A JSON Schema keyword xmask cannot enforce exactly.  ``path`` is its JSON pointer."""
+
+    def __init__(self, message, path="#"):
+        self.path = path
+        super().__init__(f"{message} (at {path})")
+
+
+SchemaUnsupportedError = UnsupportedSchemaError
+
+
+class RegexSyntaxError(GrammarSyntaxError):
+    """A regex that cannot be parsed or uses an unsupported construct; ``position`` is the
+    0-based offset in the pattern."""
+
+    def __init__(self, message, pattern, position):
+        self.pattern = pattern
+        self.position = position
+        XmaskError.__init__(self, f"{message} at position {position} in regex {pattern!r}")
+        self.line = 1
+        self.column = position + 1
+        self.rule = None

