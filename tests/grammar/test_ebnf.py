@@ -410,3 +410,19 @@ def test_builtin_json_grammar_cached_and_roundtrips():
     assert g.rules["root"] == RuleRef("value")
     assert g.rules["ws"] == Repeat(CharClass(((9, 10), (13, 13), (32, 32))), 0, None)
     roundtrip(g)
+
+
+def test_module_doctests():
+    import doctest
+
+    import xmask.grammar
+    import xmask.grammar.builtin_json
+    import xmask.grammar.ebnf
+    import xmask.grammar.ir
+    import xmask.grammar.printer
+    import xmask.grammar.recognizer
+
+    for mod in (xmask.grammar, xmask.grammar.ir, xmask.grammar.ebnf, xmask.grammar.printer,
+                xmask.grammar.builtin_json, xmask.grammar.recognizer):
+        failures, _ = doctest.testmod(mod)
+        assert failures == 0, mod.__name__

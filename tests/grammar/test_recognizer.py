@@ -84,7 +84,7 @@ def test_repeat_bounds_exact():
     for lo, hi in [(0, 0), (0, 1), (1, 1), (2, 4), (3, 3), (0, 5), (2, None), (0, None), (1, None)]:
         hi_s = "" if hi is None else str(hi)
         r = rec(f'root ::= "<" "a"{{{lo},{hi_s}}} ">"')
-        for n in range(0, 9):
+        for n in range(9):
             expected = n >= lo and (hi is None or n <= hi)
             assert r.accepts(b"<" + b"a" * n + b">") == expected, (lo, hi, n)
             assert r.accepts_prefix(b"<" + b"a" * n) == (hi is None or n <= hi)
@@ -296,7 +296,10 @@ def _rand_value(rng, depth):
 
 def _spaced(v, rng):
     """Serialize with random JSON whitespace inside containers."""
-    ws = lambda: "".join(rng.choice(" \t\n\r") for _ in range(rng.choice([0, 0, 1, 3])))  # noqa: E731
+
+    def ws():
+        return "".join(rng.choice(" \t\n\r") for _ in range(rng.choice([0, 0, 1, 3])))
+
     if isinstance(v, list):
         if not v:
             return "[" + ws() + "]"

@@ -76,7 +76,7 @@ class _Utf8Class:
 class _ESet:
     """One Earley set: its items, items waiting per nonterminal, and scan items per terminal."""
 
-    __slots__ = ("items", "waiting", "scans", "__weakref__")
+    __slots__ = ("items", "waiting", "scans")
 
     def __init__(self):
         self.items = set()
