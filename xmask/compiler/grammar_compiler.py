@@ -86,6 +86,38 @@ class GrammarCompiler:
             return self._compile(("grammar", grammar), lambda: grammar)
         raise TypeError(f"compile_grammar needs a Grammar or EBNF str, got {type(grammar).__name__}")
 
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        """Compile a regex (full-match semantics; see ``Grammar.from_regex``)."""
+        if not isinstance(pattern, str):
+            raise TypeError(f"compile_regex needs a str pattern, got {type(pattern).__name__}")
+        return self._compile(("regex", pattern), lambda: Grammar.from_regex(pattern))
+
+    def compile_json_schema(self, schema, *, any_whitespace=True, indent=None, separators=None,
+                            strict_mode=True, max_whitespace_cnt=None, lenient=False,
+                            any_order=False) -> CompiledGrammar:
+        """Compile a JSON schema (str, dict or pydantic model; see ``Grammar.from_json_schema``).
+        Results are cached by the canonical schema text plus the options."""
+        import json
+
+        if isinstance(schema, str):
+            canonical = json.dumps(json.loads(schema), sort_keys=True)
+        elif isinstance(schema, (dict, bool)):
+            canonical = json.dumps(schema, sort_keys=True)
+        elif hasattr(schema, "model_json_schema"):
+            canonical = json.dumps(schema.model_json_schema(), sort_keys=True)
+        else:
+            raise TypeError(f"schema must be str, dict or a pydantic model, got {type(schema).__name__}")
+        opts = (any_whitespace, indent, tuple(separators) if separators else None, strict_mode,
+                max_whitespace_cnt, lenient, any_order)
+        return self._compile(
+            ("json_schema", canonical, opts),
+            lambda: Grammar.from_json_schema(
+                json.loads(canonical), any_whitespace=any_whitespace, indent=indent,
+                separators=separators, strict_mode=strict_mode,
+                max_whitespace_cnt=max_whitespace_cnt, lenient=lenient, any_order=any_order,
+            ),
+        )
+
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the built-in JSON grammar (any JSON value)."""
         return self._compile(("builtin_json",), Grammar.builtin_json_grammar)

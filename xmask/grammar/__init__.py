@@ -14,6 +14,7 @@ from .ebnf import make_choice, make_seq, parse_ebnf
 from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, iter_refs
 from .printer import expr_to_ebnf, grammar_to_ebnf
 from .recognizer import Recognizer, State
+from .regex import regex_to_expr, regex_to_grammar
 
 __all__ = [
     "Bytes",
@@ -35,4 +36,6 @@ __all__ = [
     "make_choice",
     "make_seq",
     "parse_ebnf",
+    "regex_to_expr",
+    "regex_to_grammar",
 ]

@@ -163,6 +163,43 @@ class Grammar:
         return parse_ebnf(text, root_rule_name=root_rule_name)
 
     @staticmethod
+    def from_regex(pattern: str) -> "Grammar":
+        """A grammar matching exactly the strings that fully match ``pattern`` (Python/JS regex
+        syntax; backreferences and lookaround raise ``RegexSyntaxError`` with the position).
+
+        Example::
+
+            >>> print(Grammar.from_regex(r"[0-9]{2}-[a-z]+"))
+            root ::= [0-9]{2} "-" [a-z]+
+        """
+        from .regex import regex_to_grammar
+
+        return regex_to_grammar(pattern)
+
+    @staticmethod
+    def from_json_schema(schema, *, any_whitespace=True, indent=None, separators=None,
+                         strict_mode=True, max_whitespace_cnt=None, lenient=False,
+                         any_order=False) -> "Grammar":
+        """A grammar of the JSON texts valid under ``schema`` (str, dict, or pydantic model).
+
+        Keywords that cannot be enforced exactly raise ``UnsupportedSchemaError`` naming the
+        JSON pointer, unless ``lenient=True`` (then they are loosened, with a warning each).
+
+        Example::
+
+            >>> g = Grammar.from_json_schema({"type": "integer", "minimum": 1})
+            >>> g.root
+            'root'
+        """
+        from .json_schema import json_schema_to_grammar
+
+        return json_schema_to_grammar(
+            schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+            strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, lenient=lenient,
+            any_order=any_order,
+        )
+
+    @staticmethod
     def builtin_json_grammar() -> "Grammar":
         """The built-in grammar of any JSON value (RFC 8259), with any JSON whitespace.
 
