@@ -370,35 +370,72 @@ def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits
     return trans, calls, finals
 
 
-def _minimize(trans, calls, finals):
-    """Moore partition refinement; returns (new trans, new calls, new finals), start stays 0."""
+def refine_partition(block: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """One Moore round: states keep a block iff they had one and every column's target (a state
+    index, -1 = none) lies in one block.  Returns dense new block ids (int64, 0..m-1).
+
+    Rows are folded one column at a time through 1-D ``np.unique`` (fast), never hashed, so
+    distinct signatures can never collide.
+    """
+    n_prev = int(block.max()) + 2 if len(block) else 1
+    lookup = np.append(block, -1) + 1  # -1 (no target) -> 0
+    key = np.unique(block, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    n_key = int(key.max()) + 1 if len(key) else 1
+    limit = 1 << 62
+    col = 0
+    while col < table.shape[1]:
+        # pack as many columns as fit exactly into one int64 before re-densifying
+        while col < table.shape[1] and n_key * n_prev < limit:
+            key = key * n_prev + lookup[table[:, col]]
+            n_key *= n_prev
+            col += 1
+        key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        n_key = int(key.max()) + 1 if len(key) else 1
+    return key
+
+
+def _minimize(trans, calls, finals, n_classes: int, budget: int = 5_000_000):
+    """Moore partition refinement, vectorized; returns (trans, calls, finals), start stays 0.
+
+    Refinement needs up to n rounds (a chain of n states splits one state per round), so the
+    work is capped: past ``budget`` cell updates the automaton is returned unminimized, which is
+    equally correct, only larger.
+    """
     n = len(trans)
-    block = [1 if f else 0 for f in finals]
-    n_blocks = len(set(block))
+    callees = sorted({r for row in calls for r in row})
+    col_of = {r: nc for nc, r in enumerate(callees, start=n_classes)}
+    width = n_classes + len(callees)
+    table = np.full((n, width), -1, dtype=np.int64)
+    for st in range(n):
+        for c, t in trans[st].items():
+            table[st, c] = t
+        for r, t in calls[st].items():
+            table[st, col_of[r]] = t
+    block = np.asarray(finals, dtype=np.int64)
+    n_blocks = len(set(finals))
+    work = 0
     while True:
-        sigs: Dict[tuple, int] = {}
-        new_block = []
-        for s in range(n):
-            sig = (
-                block[s],
-                tuple(sorted((c, block[t]) for c, t in trans[s].items())),
-                tuple(sorted((r, block[t]) for r, t in calls[s].items())),
-            )
-            new_block.append(sigs.setdefault(sig, len(sigs)))
-        if len(sigs) == n_blocks:
+        new_block = refine_partition(block, table)
+        m = int(new_block.max()) + 1
+        if m == n_blocks:
             break
-        block, n_blocks = new_block, len(sigs)
-    # renumber so the start state's block is 0, in order of first appearance
+        block, n_blocks = new_block, m
+        work += n * (width + 1)
+        if work > budget:
+            return trans, calls, finals
+    if n_blocks == n:
+        return trans, calls, finals
+    # renumber blocks in order of first appearance so the start state stays 0
     order: Dict[int, int] = {}
-    for s in range(n):
-        order.setdefault(block[s], len(order))
+    for b in block.tolist():
+        order.setdefault(b, len(order))
     rep: Dict[int, int] = {}
-    for s in range(n):
-        rep.setdefault(order[block[s]], s)
-    m = len(order)
-    new_trans = [{c: order[block[t]] for c, t in trans[rep[b]].items()} for b in range(m)]
-    new_calls = [{r: order[block[t]] for r, t in calls[rep[b]].items()} for b in range(m)]
-    new_finals = [finals[rep[b]] for b in range(m)]
+    for st, b in enumerate(block.tolist()):
+        rep.setdefault(order[b], st)
+    blk = [order[b] for b in block.tolist()]
+    new_trans = [{c: blk[t] for c, t in trans[rep[i]].items()} for i in range(n_blocks)]
+    new_calls = [{r: blk[t] for r, t in calls[rep[i]].items()} for i in range(n_blocks)]
+    new_finals = [finals[rep[i]] for i in range(n_blocks)]
     return new_trans, new_calls, new_finals
 
 
@@ -422,7 +459,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     total = 0
     for nfa, (s, e) in zip(nfas, bounds):
         t, c, f = _determinize(nfa, s, e, byte_class, limits, total)
-        t, c, f = _minimize(t, c, f)
+        t, c, f = _minimize(t, c, f, n_classes)
         per_rule.append((t, c, f))
         total += len(t)
     if total > limits.max_states:

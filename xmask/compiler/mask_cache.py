@@ -20,7 +20,7 @@ import numpy as np
 
 from ..runtime._tables import MaskCacheTables
 from ._kernels import classify_states, split_verdicts
-from .automaton import FLAG_HAS_BYTES
+from .automaton import FLAG_HAS_BYTES, refine_partition
 
 KIND_NAMES = ("accepted", "rejected", "bitset")
 _CHUNK = 8
@@ -40,10 +40,50 @@ class StateCacheRecord:
     shared: bool  # the entry is identical to an earlier state's and stored once
 
 
+def token_equivalent_states(automaton, horizon: int) -> np.ndarray:
+    """Representative state per state, merging states no token can tell apart.
+
+    Two states of the same rule with the same calls, whose byte behaviour agrees on every string
+    of up to ``horizon`` bytes (the longest token), classify every token identically, so one
+    walk serves both.  Bounded Moore refinement: ``horizon`` rounds at most, stopping early when
+    the partition is stable.  This is what keeps ``x{0,2000}`` at ~horizon walks, not 2000.
+    """
+    n, nc = automaton.n_states, automaton.n_classes
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    offsets = automaton.call_offsets
+    calls = [
+        tuple(zip(automaton.call_target[offsets[i] : offsets[i + 1]].tolist(),
+                  automaton.call_ret[offsets[i] : offsets[i + 1]].tolist()))
+        for i in range(n)
+    ]
+    keys = {}
+    block = np.fromiter(
+        (keys.setdefault((int(automaton.flags[i]) & 3, int(automaton.state_rule[i]), calls[i]), len(keys))
+         for i in range(n)),
+        dtype=np.int64,
+        count=n,
+    )
+    trans = automaton.trans.reshape(n, nc)
+    n_blocks = len(keys)
+    for _ in range(horizon):
+        new_block = refine_partition(block, trans)
+        if new_block.max() + 1 == n_blocks:
+            break
+        block, n_blocks = new_block, int(new_block.max()) + 1
+    rep_of_block = np.full(n_blocks, -1, dtype=np.int64)
+    order = np.arange(n)
+    # first state of each block is its representative
+    rep_of_block[block[::-1]] = order[::-1]
+    return rep_of_block[block].astype(np.int32)
+
+
 def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int = 1):
     """Classify the vocabulary for every top-capable state; returns (MaskCacheTables, records)."""
     flags = automaton.flags
-    states = np.nonzero(flags & FLAG_HAS_BYTES)[0].astype(np.int32)
+    all_states = np.nonzero(flags & FLAG_HAS_BYTES)[0].astype(np.int32)
+    rep = token_equivalent_states(automaton, int(vocab_tables.max_token_len) + 1)
+    states = np.unique(rep[all_states]).astype(np.int32)
     rules = automaton.state_rule[states]
     follow = automaton.rule_ctx_follow[rules]
 
@@ -83,6 +123,7 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
     unc_len = 0
     entry_off, entry_len, unc_off, unc_len_l = [], [], [], []
     rows = (row for res in results for row in res)
+    rep_record = {}
     for s, row in zip(states.tolist(), rows):
         kind, payload, unc_pos, n_acc, n_rej = split_verdicts(row, ids_ascending, pos_of_ids, n_words)
         key = (kind, payload.tobytes(), unc_pos.tobytes())
@@ -100,7 +141,7 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
             data_len += len(payload)
             unc_len += len(unc_pos)
         state_entry[s] = entry
-        records.append(
+        rep_record[s] = (
             StateCacheRecord(
                 rule=automaton.rule_names[int(automaton.state_rule[s])],
                 state=int(s),
@@ -112,6 +153,13 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
                 shared=shared,
             )
         )
+    for s in all_states.tolist():
+        r = int(rep[s])
+        state_entry[s] = state_entry[r]
+        base = rep_record[r]
+        records.append(base if r == s else StateCacheRecord(
+            rule=base.rule, state=s, accepted=base.accepted, rejected=base.rejected,
+            uncertain=base.uncertain, storage=base.storage, bytes=base.bytes, shared=True))
     tables = MaskCacheTables(
         {
             "state_entry": state_entry,

@@ -101,6 +101,15 @@ cdef class VocabTables:
     def nbytes(self):
         return sum(a.nbytes for a in self.arrays.values())
 
+    @property
+    def max_token_len(self):
+        """Length in bytes of the longest grammar-eligible token."""
+        return self.c.max_token_len
+
+    @property
+    def vocab_size(self):
+        return self.c.vocab_size
+
 
 cdef class MaskCacheTables:
     """The adaptive token-mask cache (per-state entries, deduplicated) as a ``MaskCacheC``."""

@@ -1,0 +1,2394 @@
+"""JSON Schema -> grammar IR, with exact JSON Schema semantics or a clear error.
+
+Entry points: :func:`json_schema_to_grammar` and :func:`json_schema_to_grammar_with_report`.
+
+Semantics
+---------
+The grammar accepts a JSON text iff it is valid against the schema (draft 2020-12, plus the
+draft-4/6/7 forms ``items: [...]``/``additionalItems``, ``definitions``, ``dependencies``,
+boolean ``exclusiveMinimum``/``exclusiveMaximum`` and ``id``), except for the documented
+*restrictions* below, which only ever reject valid texts.  Whatever cannot be enforced
+exactly raises :class:`~xmask.errors.UnsupportedSchemaError` naming the JSON pointer of the
+keyword; with ``lenient=True`` the keyword is dropped instead (a *loosening*) and reported.
+
+How it works: every schema location is a set of *atoms* -- the own keywords of each schema
+object that applies there (``allOf`` and ``$ref`` are followed in place), plus one atom per
+disjunctive keyword (``anyOf``, ``oneOf``, ``not``, ``if``, dependencies).  Disjunctions are
+distributed (``A and (B or C)`` = ``(A and B) or (A and C)``), so every grammar alternative
+is a plain conjunction whose keywords are *merged* (types intersected, bounds tightened,
+``properties`` combined per name, ...).  Each (atom set, depth) becomes one rule; recursion
+through ``$ref`` is recursion between rules.
+
+* ``oneOf`` is exact when the branches are provably disjoint (kinds, ``const``/``enum``
+  values, numeric ranges, string automata, a required property with disjoint values,
+  a property required by one branch and forbidden by the other, ...); otherwise each branch
+  is conjoined with the negation of the branches it overlaps, when those are negatable.
+* ``not`` (and the ``else`` side of ``if``) use a symbolic negation of the subschema that
+  covers types, bounds, lengths, ``pattern``, ``format``, ``const``/``enum`` (strings,
+  numbers, booleans, null), ``required``, ``properties``, ``items``, counts, ``allOf``,
+  ``anyOf``, ``not``.
+* ``enum``/``const`` sets are filtered with a validator against all other keywords, so any
+  keyword combined with ``enum`` is exact.
+* strings: lengths count code points (an escape is one character; a surrogate-pair escape is
+  one character); ``pattern`` is an unanchored search on the decoded value; the JSON text may
+  spell any character as ``\\uXXXX`` (see :mod:`.string_format`).  Combinations of patterns,
+  formats and lengths are intersected as automata.
+* objects: additional keys are the exact complement (over decoded keys, so escaped
+  spellings are covered) of the declared names and of the ``patternProperties`` patterns;
+  a key matching several patterns gets all their schemas.
+
+Restrictions (valid texts rejected):
+
+* object members follow the declaration order of ``properties`` (then ``required``-only
+  names), additional members come last (XGrammar's behaviour); ``any_order=True`` accepts
+  any order for up to :data:`MAX_ANY_ORDER_PROPERTIES` declared properties.
+* ``enum``/``const`` values, declared keys: printable ASCII characters are matched only
+  literally (as ``json.dumps`` writes them); numbers only in their ``json.dumps`` spelling
+  (``1`` does not match ``1.0``).
+* ``type: integer`` accepts integer syntax only (``1.0`` is rejected); bounded non-integer
+  numbers accept plain and normalized scientific spellings (see :mod:`.number_range`).
+* strings with a length, pattern or format reject lone surrogate escapes.
+* string formats are the sound grammars of :mod:`.string_format`.
+* with ``indent``, recursive values nest at most :data:`MAX_INDENT_DEPTH` levels.
+
+Whitespace (XGrammar-compatible): ``any_whitespace=True`` allows ``[ \\t\\n\\r]*`` (at most
+``max_whitespace_cnt`` characters when given) around ``{ } [ ] , :`` inside values, none
+before or after the root value.  ``any_whitespace=False``: ``separators`` (default
+``(", ", ": ")``, or ``(",", ": ")`` with ``indent``) and, with ``indent=N``, newline plus
+N spaces per level as ``json.dumps(indent=N)`` writes it (empty ``{}``/``[]``).
+
+Example::
+
+    >>> g = json_schema_to_grammar({"type": "object", "properties": {"a": {"type": "integer"}},
+    ...                             "required": ["a"]}, any_whitespace=False)
+    >>> from xmask.grammar.recognizer import Recognizer
+    >>> r = Recognizer(g)
+    >>> r.accepts(b'{"a": 1}'), r.accepts(b'{"a": "x"}')
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections import deque
+from fractions import Fraction
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from urllib.parse import unquote, urldefrag, urljoin
+
+from ..errors import GrammarError, GrammarLimitError, RegexSyntaxError, UnsupportedSchemaError
+from .ebnf import make_choice, make_seq
+from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
+from .number_range import (
+    Dfa,
+    RuleSink,
+    dfa_complement,
+    dfa_from_expr,
+    dfa_literals,
+    dfa_product,
+    dfa_to_expr,
+    dfa_with_length,
+    number_expr,
+    to_fraction,
+)
+from .string_format import (
+    JSON_CHAR,
+    JSON_CHAR_PERMISSIVE,
+    encode_char_class_as_json,
+    encode_expr_as_json,
+    format_expr,
+    json_string_literal,
+)
+
+__all__ = [
+    "MAX_ANY_ORDER_PROPERTIES",
+    "MAX_ENUM_VALUES",
+    "MAX_INDENT_DEPTH",
+    "json_schema_to_grammar",
+    "json_schema_to_grammar_with_report",
+]
+
+# ---------------------------------------------------------------------------- limits
+#: ``any_order=True`` supports at most this many declared properties per object.
+MAX_ANY_ORDER_PROPERTIES = 8
+#: Largest ``enum``.
+MAX_ENUM_VALUES = 100_000
+#: With ``indent``, values nested deeper than this (through recursion) are not generated.
+MAX_INDENT_DEPTH = 32
+#: Alternatives produced by distributing disjunctions at one location.
+MAX_ALTERNATIVES = 2048
+#: Nested disjunction expansions at one location.
+MAX_DISJUNCTION_NESTING = 64
+#: Count-tracking states of one object or array (``minProperties``, ``contains``, ...).
+MAX_COUNT_STATES = 20_000
+#: Largest finite length / item / property count bound.
+MAX_COUNT_BOUND = 1_000_000
+#: Total rules of one grammar.
+MAX_RULES = 200_000
+#: Repeat counts above this are factored into rule-backed chunks (compact automata).
+_DIRECT_REPEAT = 48
+
+# ---------------------------------------------------------------------------- kinds
+NULL, BOOL, OBJ, ARR, STR, INT, FRAC = "null", "boolean", "object", "array", "string", "integer", "fraction"
+ALL_KINDS = frozenset((NULL, BOOL, OBJ, ARR, STR, INT, FRAC))
+_TYPE_KINDS = {
+    "null": {NULL}, "boolean": {BOOL}, "object": {OBJ}, "array": {ARR}, "string": {STR},
+    "integer": {INT}, "number": {INT, FRAC},
+}
+_KIND_ORDER = (NULL, BOOL, INT, FRAC, STR, ARR, OBJ)
+
+_FALSE = ("false",)
+_NEVER = CharClass(())
+_WS_CLASS = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
+
+# keywords handled structurally (not merged)
+_STRUCTURAL = frozenset((
+    "$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
+    "dependentSchemas", "dependencies",
+))
+# keywords that are silently ignored (annotations, identifiers, containers)
+_ANNOTATIONS = frozenset((
+    "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$defs",
+    "definitions", "$comment", "$vocabulary", "title", "description", "default", "examples",
+    "example", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
+))
+# read together with another keyword ("contains", "items")
+_COMPANIONS = frozenset(("minContains", "maxContains", "additionalItems"))
+_IGNORED = _ANNOTATIONS | _COMPANIONS
+# keywords the merge acts on (a schema object without any of them adds no constraint)
+_OWN_KEYWORDS = frozenset((
+    "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "minLength", "maxLength", "pattern", "format", "items", "prefixItems",
+    "minItems", "maxItems", "contains", "uniqueItems", "properties", "patternProperties",
+    "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "required",
+    "minProperties", "maxProperties", "propertyNames", "contentSchema", "extends", "disallow",
+    "divisibleBy", "\x00kinds", "\x00not_pattern", "\x00not_format", "\x00not_strings",
+    "\x00not_multiple",
+))
+_NUMERIC_FORMATS = {
+    "int8": (-(2 ** 7), 2 ** 7 - 1), "int16": (-(2 ** 15), 2 ** 15 - 1),
+    "int32": (-(2 ** 31), 2 ** 31 - 1), "int64": (-(2 ** 63), 2 ** 63 - 1),
+    "uint8": (0, 2 ** 8 - 1), "uint16": (0, 2 ** 16 - 1), "uint32": (0, 2 ** 32 - 1),
+    "uint64": (0, 2 ** 64 - 1), "float": (None, None), "double": (None, None),
+}
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_SINGLES = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not",
+                   "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "contentSchema")
+
+
+class _CannotValidate(Exception):
+    """The reference validator met a keyword it cannot evaluate."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+# ============================================================================ public API
+
+def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
+                           separators: Optional[Tuple[str, str]] = None, strict_mode: bool = True,
+                           max_whitespace_cnt: Optional[int] = None, lenient: bool = False,
+                           any_order: bool = False) -> Grammar:
+    """Convert a JSON Schema to a :class:`~xmask.grammar.ir.Grammar`.
+
+    Parameters
+    ----------
+    schema : str, dict, bool or pydantic model class
+        The schema (JSON text, parsed JSON, or a class with ``model_json_schema()``).
+    any_whitespace : bool
+        Allow any JSON whitespace between tokens inside objects and arrays.
+    indent : int, optional
+        With ``any_whitespace=False``: ``json.dumps(indent=N)`` layout.
+    separators : (str, str), optional
+        With ``any_whitespace=False``: item and key separators.
+    strict_mode : bool
+        Unspecified ``additionalProperties`` (objects with ``properties``) and items after
+        ``prefixItems`` default to false (XGrammar); ``False`` gives the spec defaults.
+    max_whitespace_cnt : int, optional
+        Bound on each whitespace run when ``any_whitespace=True``.
+    lenient : bool
+        Drop keywords that cannot be enforced (a warning per loosening) instead of raising.
+    any_order : bool
+        Accept object members in any order (objects with few declared properties).
+
+    Raises
+    ------
+    UnsupportedSchemaError
+        A keyword cannot be enforced exactly (``path`` is its JSON pointer).
+
+    Example::
+
+        >>> print(json_schema_to_grammar({"enum": ["a", 1]}))
+        root ::= "\\"a\\"" | "1"
+    """
+    grammar, report = json_schema_to_grammar_with_report(
+        schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+        strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, lenient=lenient,
+        any_order=any_order)
+    for item in report:
+        warnings.warn(f"JSON Schema loosened: {item}", stacklevel=2)
+    return grammar
+
+
+def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
+                                       indent: Optional[int] = None,
+                                       separators: Optional[Tuple[str, str]] = None,
+                                       strict_mode: bool = True,
+                                       max_whitespace_cnt: Optional[int] = None,
+                                       lenient: bool = False,
+                                       any_order: bool = False) -> Tuple[Grammar, List[str]]:
+    """Like :func:`json_schema_to_grammar`, also returning the loosenings made in lenient mode
+    (``"<json pointer>: <what was dropped>"``; always empty when ``lenient=False``).
+
+    Example::
+
+        >>> g, report = json_schema_to_grammar_with_report(
+        ...     {"type": "array", "uniqueItems": True}, lenient=True)
+        >>> report
+        ['#/uniqueItems: uniqueItems is not enforced (dropped)']
+    """
+    schema = _load(schema)
+    if max_whitespace_cnt is not None and max_whitespace_cnt < 0:
+        raise ValueError("max_whitespace_cnt must be >= 0")
+    conv = _Converter(schema, _Layout(any_whitespace, indent, separators, max_whitespace_cnt),
+                      strict_mode=strict_mode, lenient=lenient, any_order=any_order)
+    return conv.run(), list(conv.report)
+
+
+def _load(schema):
+    if isinstance(schema, (bytes, bytearray)):
+        schema = schema.decode("utf-8")
+    if isinstance(schema, str):
+        try:
+            return json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"invalid JSON Schema text: {e}") from None
+    if isinstance(schema, (dict, bool)):
+        return schema
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    if hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    raise TypeError(f"schema must be JSON text, a dict, a bool or a pydantic model, not {type(schema).__name__}")
+
+
+# ============================================================================ layout
+
+class _Layout:
+    """Where whitespace goes (see the module docstring)."""
+
+    def __init__(self, any_ws: bool, indent, separators, max_ws: Optional[int]):
+        self.any_ws = bool(any_ws)
+        if isinstance(indent, bool):
+            raise TypeError("indent must be an int or None")
+        self.indent = None if self.any_ws else indent
+        if isinstance(self.indent, int):
+            self.indent_unit = " " * self.indent
+        elif isinstance(self.indent, str):
+            self.indent_unit = self.indent
+        else:
+            self.indent_unit = None
+        if separators is None:
+            separators = (",", ": ") if self.indent_unit is not None else (", ", ": ")
+        if len(separators) != 2:
+            raise ValueError("separators must be a pair (item_separator, key_separator)")
+        self.item_sep, self.key_sep_text = separators
+        self.ws = Repeat(_WS_CLASS, 0, max_ws) if max_ws != 0 else EPSILON
+        self.depth_matters = self.indent_unit is not None
+
+    def _nl(self, depth: int) -> Expr:
+        return Bytes(("\n" + self.indent_unit * depth).encode())
+
+    def open(self, depth: int) -> Expr:
+        if self.any_ws:
+            return self.ws
+        if self.indent_unit is not None:
+            return self._nl(depth + 1)
+        return EPSILON
+
+    def close(self, depth: int) -> Expr:
+        if self.any_ws:
+            return self.ws
+        if self.indent_unit is not None:
+            return self._nl(depth)
+        return EPSILON
+
+    def sep(self, depth: int) -> Expr:
+        if self.any_ws:
+            return make_seq([self.ws, Bytes(b","), self.ws])
+        if self.indent_unit is not None:
+            return make_seq([Bytes(self.item_sep.encode()), self._nl(depth + 1)])
+        return Bytes(self.item_sep.encode())
+
+    def key_sep(self) -> Expr:
+        if self.any_ws:
+            return make_seq([self.ws, Bytes(b":"), self.ws])
+        return Bytes(self.key_sep_text.encode())
+
+    def empty(self) -> Expr:
+        return self.ws if self.any_ws else EPSILON
+
+
+# ============================================================================ document
+
+def _detect_draft(root) -> int:
+    if isinstance(root, dict):
+        s = root.get("$schema")
+        if isinstance(s, str):
+            for tag, n in (("draft-03", 3), ("draft-04", 4), ("draft-06", 6), ("draft-07", 7),
+                           ("2019-09", 2019), ("2020-12", 2020)):
+                if tag in s:
+                    return n
+    return 2020
+
+
+def _esc(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+class _Doc:
+    """Indexes schema objects: node ids, base URIs, ``$id`` resources and anchors."""
+
+    TRUE_NID = 0
+    FALSE_NID = 1
+
+    def __init__(self, root):
+        self.root = root
+        self.draft = _detect_draft(root)
+        self.nodes: List[Tuple[Any, Optional[str], str]] = [(True, None, "#"), (False, None, "#")]
+        self.by_id: Dict[int, int] = {}
+        self.resources: Dict[str, Any] = {}
+        self.anchors: Dict[Tuple[str, str], Any] = {}
+        self.keep: List[Any] = []  # synthetic objects kept alive (their id() must not be reused)
+        self.index(root, "", "#")
+        self.resources.setdefault("", root)
+
+    def nid(self, obj, base: Optional[str] = None, ptr: str = "#") -> int:
+        if obj is True:
+            return self.TRUE_NID
+        if obj is False:
+            return self.FALSE_NID
+        n = self.by_id.get(id(obj))
+        if n is None:
+            n = self.index(obj, base or "", ptr)
+        return n
+
+    def index(self, obj, base: str, ptr: str) -> int:
+        """Register ``obj`` and its subschemas; returns the node id of ``obj``."""
+        first = None
+        stack = [(obj, base, ptr)]
+        while stack:
+            o, b, p = stack.pop()
+            if o is True or o is False:
+                if first is None:
+                    first = self.TRUE_NID if o else self.FALSE_NID
+                continue
+            if not isinstance(o, dict):
+                if first is None:
+                    raise UnsupportedSchemaError(f"a schema must be an object or a boolean, not {type(o).__name__}", p)
+                continue
+            if id(o) in self.by_id:
+                if first is None:
+                    first = self.by_id[id(o)]
+                continue
+            sid = o.get("$id")
+            if not isinstance(sid, str) and self.draft <= 4 and isinstance(o.get("id"), str):
+                sid = o.get("id")
+            if isinstance(sid, str):
+                if sid.startswith("#"):
+                    self.anchors[(b, sid[1:])] = o
+                else:
+                    nb, frag = urldefrag(urljoin(b, sid) if b else sid)
+                    b = nb
+                    self.resources.setdefault(b, o)
+                    if frag and not frag.startswith("/"):
+                        self.anchors[(b, frag)] = o
+            for key in ("$anchor", "$dynamicAnchor"):
+                if isinstance(o.get(key), str):
+                    self.anchors[(b, o[key])] = o
+            n = len(self.nodes)
+            self.nodes.append((o, b, p))
+            self.by_id[id(o)] = n
+            if first is None:
+                first = n
+            for k in _SCHEMA_SINGLES:
+                if k in o:
+                    stack.append((o[k], b, f"{p}/{k}"))
+            if "items" in o:
+                it = o["items"]
+                if isinstance(it, list):
+                    for i, s in enumerate(it):
+                        stack.append((s, b, f"{p}/items/{i}"))
+                else:
+                    stack.append((it, b, f"{p}/items"))
+            for k in _SCHEMA_LISTS:
+                v = o.get(k)
+                if isinstance(v, list):
+                    for i, s in enumerate(v):
+                        stack.append((s, b, f"{p}/{k}/{i}"))
+            for k in _SCHEMA_MAPS:
+                v = o.get(k)
+                if isinstance(v, dict):
+                    for name, s in v.items():
+                        if isinstance(s, (dict, bool)):
+                            stack.append((s, b, f"{p}/{k}/{_esc(name)}"))
+        return first
+
+    def resolve(self, ref: str, base: Optional[str], where: str) -> int:
+        """Node id of the target of ``$ref``; UnsupportedSchemaError if it is not local."""
+        base = base or ""
+        uri = urljoin(base, ref) if base else ref
+        doc_uri, frag = urldefrag(uri)
+        if doc_uri == "":
+            target = self.resources.get("", self.root)
+        else:
+            target = self.resources.get(doc_uri)
+            if target is None:
+                target = self.resources.get(doc_uri.rstrip("#"))
+        if target is None:
+            raise UnsupportedSchemaError(f"remote $ref {ref!r} cannot be resolved", where)
+        frag = unquote(frag)
+        ptr = "#"
+        if frag.startswith("/"):
+            o = target
+            for tok in frag[1:].split("/"):
+                tok = tok.replace("~1", "/").replace("~0", "~")
+                if isinstance(o, dict) and tok in o:
+                    o = o[tok]
+                elif isinstance(o, list) and tok.isdigit() and int(tok) < len(o):
+                    o = o[int(tok)]
+                else:
+                    raise UnsupportedSchemaError(f"$ref {ref!r} points to nothing", where)
+                ptr += "/" + _esc(tok)
+            target = o
+        elif frag:
+            t = self.anchors.get((doc_uri, frag))
+            if t is None and doc_uri == "":
+                t = self.anchors.get(("", frag))
+            if t is None:
+                raise UnsupportedSchemaError(f"$ref {ref!r}: unknown anchor", where)
+            target = t
+        if not isinstance(target, (dict, bool)):
+            raise UnsupportedSchemaError(f"$ref {ref!r} does not point to a schema", where)
+        base_of = self.nodes[self.by_id[id(target)]][1] if id(target) in self.by_id else doc_uri
+        return self.nid(target, base_of, ptr)
+
+    def synth(self, obj) -> int:
+        """Register a synthetic schema object (built by the converter)."""
+        self.keep.append(obj)
+        return self.index(obj, "", "#(derived)")
+
+
+# ============================================================================ merged constraints
+
+class _Merged:
+    """The conjunction of the own keywords of a set of schema objects."""
+
+    __slots__ = (
+        "kinds", "enum", "lo", "lo_x", "hi", "hi_x", "mult", "not_mult", "min_len", "max_len",
+        "patterns", "not_patterns", "formats", "not_formats", "not_strings", "arr_units",
+        "min_items", "max_items", "contains", "unique", "obj_units", "required", "min_props",
+        "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest",
+    )
+
+    def __init__(self):
+        self.kinds = set(ALL_KINDS)
+        self.enum: Optional[list] = None
+        self.lo = self.hi = None
+        self.lo_x = self.hi_x = False
+        self.mult: Optional[Fraction] = None
+        self.not_mult: List[Fraction] = []
+        self.min_len, self.max_len = 0, None
+        self.patterns: List[Tuple[str, str]] = []
+        self.not_patterns: List[Tuple[str, str]] = []
+        self.formats: List[Tuple[str, str]] = []
+        self.not_formats: List[Tuple[str, str]] = []
+        self.not_strings: List[str] = []
+        self.arr_units: List[Tuple[Optional[list], Optional[int], str]] = []
+        self.min_items, self.max_items = 0, None
+        self.contains: List[Tuple[int, int, Optional[int], str]] = []
+        self.unique: Optional[str] = None
+        self.obj_units: List[Tuple[Dict[str, int], List[Tuple[str, int, str]], Optional[int], str]] = []
+        self.required: Dict[str, None] = {}
+        self.min_props, self.max_props = 0, None
+        self.prop_names: List[int] = []
+        self.gated: List[Tuple[Optional[str], str, str]] = []  # (kind or None, pointer, message)
+        self.nids: List[int] = []
+        self.has_addl = False
+        self.has_rest = False
+
+    def tighten_lo(self, v: Fraction, excl: bool) -> None:
+        if self.lo is None or v > self.lo or (v == self.lo and excl):
+            self.lo, self.lo_x = v, excl
+
+    def tighten_hi(self, v: Fraction, excl: bool) -> None:
+        if self.hi is None or v < self.hi or (v == self.hi and excl):
+            self.hi, self.hi_x = v, excl
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float, Fraction)) and not isinstance(v, bool)
+
+
+def _as_count(v, path: str) -> int:
+    if _is_num(v) and float(v).is_integer() and v >= 0:
+        return int(v)
+    raise UnsupportedSchemaError(f"expected a non-negative integer, got {v!r}", path)
+
+
+def _kind_of(v) -> str:
+    if v is None:
+        return NULL
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    if isinstance(v, float):
+        return INT if v.is_integer() else FRAC
+    if isinstance(v, str):
+        return STR
+    if isinstance(v, list):
+        return ARR
+    if isinstance(v, dict):
+        return OBJ
+    raise TypeError(f"not a JSON value: {v!r}")
+
+
+def _json_eq(a, b) -> bool:
+    """JSON Schema equality: numbers by value, booleans distinct from numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_num(a) and _is_num(b):
+        return to_fraction(a) == to_fraction(b) if not (a == b) else True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_eq(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_eq(a[k], b[k]) for k in a)
+    if type(a) is not type(b) and not (_is_num(a) and _is_num(b)):
+        return False
+    return a == b
+
+
+def _frac_lcm(a: Fraction, b: Fraction) -> Fraction:
+    num = a.numerator * b.numerator // math.gcd(a.numerator, b.numerator)
+    den = math.gcd(a.denominator, b.denominator)
+    return Fraction(num, den)
+
+
+def _code_points(s: str) -> int:
+    return len(s)
+
+
+# ============================================================================ converter
+
+class _Converter:
+    def __init__(self, schema, layout: _Layout, *, strict_mode: bool, lenient: bool, any_order: bool):
+        self.doc = _Doc(schema)
+        self.layout = layout
+        self.strict = strict_mode
+        self.lenient = lenient
+        self.any_order = any_order
+        self.report: List[str] = []
+        self._reported = set()
+        self.rules: Dict[str, Optional[Expr]] = {"root": None}
+        self.sink = RuleSink(self.rules)
+        self.memo: Dict[Tuple[FrozenSet, int], str] = {}
+        self.queue: deque = deque()
+        self.flat_memo: Dict[int, FrozenSet] = {}
+        self.merge_memo: Dict[FrozenSet, _Merged] = {}
+        self.inline_memo: Dict[Tuple[FrozenSet, int], Optional[Expr]] = {}
+        self.shared: Dict[Any, Optional[Expr]] = {}
+        self.synth_memo: Dict[Any, int] = {}
+        self.synth_alts: List[List[FrozenSet]] = []
+        self.dfa_memo: Dict[Any, Optional[Dfa]] = {}
+        self.regex_memo: Dict[str, Any] = {}
+        self.alt_budget = 0
+        self.neg_stack: set = set()
+
+    # ------------------------------------------------------------------ errors / reports
+    def unsupported(self, message: str, path: str, action: str = "dropped") -> None:
+        """Raise, or in lenient mode record the loosening."""
+        if not self.lenient:
+            raise UnsupportedSchemaError(message, path)
+        item = f"{path}: {message} ({action})"
+        if item not in self._reported:
+            self._reported.add(item)
+            self.report.append(item)
+
+    def ptr(self, nid: int) -> str:
+        return self.doc.nodes[nid][2]
+
+    def node(self, nid: int):
+        return self.doc.nodes[nid][0]
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Grammar:
+        root_atoms = self.flatten(self.doc.nid(self.doc.root))
+        self.memo[(root_atoms, 0)] = "root"
+        self.sink.fresh("root")
+        self.queue.append(("root", root_atoms, 0))
+        while self.queue:
+            name, atoms, depth = self.queue.popleft()
+            try:
+                expr = self.value_expr(atoms, depth, name, ())
+            except RecursionError:
+                raise GrammarLimitError("JSON Schema is too deeply nested") from None
+            self.rules[name] = expr if expr is not None else _NEVER
+            if len(self.rules) > MAX_RULES:
+                raise GrammarLimitError(f"JSON Schema grammar exceeds {MAX_RULES} rules")
+        rules = {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
+        return Grammar(rules, root="root")
+
+    def value_ref(self, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
+        """A reference to the rule of the values satisfying ``atoms`` (None: none can)."""
+        if _FALSE in atoms:
+            return None
+        if self.layout.depth_matters:
+            if depth > MAX_INDENT_DEPTH:
+                return None
+        else:
+            depth = 0
+        key = (atoms, depth)
+        name = self.memo.get(key)
+        if name is None:
+            name = self.sink.fresh(hint)
+            self.rules[name] = None
+            self.memo[key] = name
+            self.queue.append((name, atoms, depth))
+        return RuleRef(name)
+
+    def shared_rule(self, key, hint: str, build) -> Optional[Expr]:
+        """A rule for an expression shared by content (strings, numbers, key classes)."""
+        if key in self.shared:
+            return self.shared[key]
+        e = build()
+        if e is None:
+            self.shared[key] = None
+            return None
+        if isinstance(e, (Bytes, RuleRef)) or e == EPSILON:
+            self.shared[key] = e
+            return e
+        name = self.sink.fresh(hint)
+        self.rules[name] = e
+        self.shared[key] = RuleRef(name)
+        return self.shared[key]
+
+    # ------------------------------------------------------------------ atoms
+    def flatten(self, nid: int) -> FrozenSet:
+        """The atoms of the schema ``nid`` (``allOf`` and ``$ref`` followed in place)."""
+        hit = self.flat_memo.get(nid)
+        if hit is not None:
+            return hit
+        atoms = set()
+        seen = {nid}
+        stack = [nid]
+        doc = self.doc
+        while stack:
+            n = stack.pop()
+            obj, base, p = doc.nodes[n]
+            if obj is True:
+                continue
+            if obj is False:
+                atoms.add(_FALSE)
+                continue
+            ref = obj.get("$ref")
+            if isinstance(ref, str):
+                try:
+                    t = doc.resolve(ref, base, f"{p}/$ref")
+                except UnsupportedSchemaError as e:
+                    self.unsupported(str(e.args[0]).split(" (at ")[0], e.path)
+                    t = None
+                if t is not None and t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+                if doc.draft <= 7:
+                    continue  # siblings of $ref are ignored before 2019-09
+            for k in ("$dynamicRef", "$recursiveRef"):
+                if k in obj:
+                    self.unsupported(f"{k} is not supported", f"{p}/{k}")
+            own = any(k in _OWN_KEYWORDS for k in obj)
+            if own:
+                atoms.add(("own", n))
+            sub = obj.get("allOf")
+            if isinstance(sub, list):
+                for i, s in enumerate(sub):
+                    t = doc.nid(s, base, f"{p}/allOf/{i}")
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            for k in ("anyOf", "oneOf"):
+                if isinstance(obj.get(k), list):
+                    if not obj[k]:
+                        raise UnsupportedSchemaError(f"{k} must not be empty", f"{p}/{k}")
+                    atoms.add((k, n))
+            if "not" in obj:
+                atoms.add(("not", n))
+            if "if" in obj and ("then" in obj or "else" in obj):
+                atoms.add(("if", n))
+            for k in ("dependentRequired", "dependentSchemas", "dependencies"):
+                v = obj.get(k)
+                if isinstance(v, dict):
+                    for name in v:
+                        atoms.add(("dep", n, k, name))
+        out = frozenset(atoms)
+        if _FALSE in out:
+            out = frozenset((_FALSE,))
+        self.flat_memo[nid] = out
+        return out
+
+    def synth(self, key, obj) -> int:
+        n = self.synth_memo.get(key)
+        if n is None:
+            n = self.synth_memo[key] = self.doc.synth(obj)
+        return n
+
+    def synth_atoms(self, key, obj) -> FrozenSet:
+        return self.flatten(self.synth(key, obj))
+
+    def disjunction_atom(self, alternatives: List[FrozenSet]) -> tuple:
+        self.synth_alts.append(alternatives)
+        return ("alt", len(self.synth_alts) - 1)
+
+    # ------------------------------------------------------------------ distribution
+    def value_expr(self, atoms: FrozenSet, depth: int, hint: str, stack: tuple) -> Optional[Expr]:
+        if _FALSE in atoms:
+            return None
+        disj = [a for a in atoms if a[0] != "own"]
+        if not disj:
+            merged = self.merge(atoms)
+            return self.gen(merged, atoms, depth, hint)
+        if len(stack) > MAX_DISJUNCTION_NESTING:
+            raise UnsupportedSchemaError("disjunctions (anyOf/oneOf/...) nested too deeply at one location",
+                                         self.ptr(self._some_nid(atoms)))
+        d = min(disj, key=repr)
+        rest = atoms - {d}
+        alts = self.alternatives(d, rest)
+        self.alt_budget += len(alts)
+        if self.alt_budget > MAX_ALTERNATIVES * 16:
+            raise GrammarLimitError("JSON Schema expands to too many alternatives (anyOf/oneOf distribution)")
+        out: List[Expr] = []
+        seen = set()
+        for s in alts:
+            if _FALSE in s:
+                continue
+            if s == atoms or s in stack:
+                raise UnsupportedSchemaError("circular schema reference that does not descend into the instance",
+                                             self.ptr(self._some_nid(atoms)))
+            key = (s, depth)
+            if key in self.inline_memo:
+                e = self.inline_memo[key]
+            else:
+                e = self.value_expr(s, depth, hint, stack + (atoms,))
+                self.inline_memo[key] = e
+            if e is not None and e not in seen:
+                seen.add(e)
+                out.append(e)
+        if len(out) > MAX_ALTERNATIVES:
+            raise GrammarLimitError("JSON Schema expands to too many alternatives")
+        return make_choice(out) if out else None
+
+    def _some_nid(self, atoms) -> int:
+        for a in sorted(atoms, key=repr):
+            if len(a) > 1 and isinstance(a[1], int) and a[0] != "alt":
+                return a[1]
+        return 0
+
+    def alternatives(self, d: tuple, rest: FrozenSet) -> List[FrozenSet]:
+        kind = d[0]
+        if kind == "alt":
+            return [rest | a for a in self.synth_alts[d[1]]]
+        n = d[1]
+        obj, base, p = self.doc.nodes[n]
+        if kind == "anyOf":
+            return [rest | self.flatten(self.doc.nid(s, base, f"{p}/anyOf/{i}")) for i, s in enumerate(obj["anyOf"])]
+        if kind == "oneOf":
+            return self.one_of(n, rest)
+        if kind == "not":
+            sub = self.doc.nid(obj["not"], base, f"{p}/not")
+            neg = self.negate(sub)
+            if neg is None:
+                self.unsupported("this 'not' subschema cannot be negated exactly", f"{p}/not")
+                return [rest]
+            return [rest | a for a in neg]
+        if kind == "if":
+            cond = self.doc.nid(obj["if"], base, f"{p}/if")
+            then = self.flatten(self.doc.nid(obj.get("then", True), base, f"{p}/then"))
+            other = self.flatten(self.doc.nid(obj.get("else", True), base, f"{p}/else"))
+            neg = self.negate(cond)
+            if neg is None:
+                self.unsupported("the 'if' subschema cannot be negated exactly; then/else treated as anyOf",
+                                 f"{p}/if", "loosened")
+                return [rest | then, rest | other]
+            return [rest | self.flatten(cond) | then] + [rest | a | other for a in neg]
+        if kind == "dep":
+            _, _, k, name = d
+            val = obj[k][name]
+            absent = self.synth_atoms(("absent", name), {"properties": {name: False}})
+            if isinstance(val, list):
+                if not all(isinstance(x, str) for x in val):
+                    raise UnsupportedSchemaError("dependency lists must contain strings", f"{p}/{k}/{_esc(name)}")
+                req = self.synth_atoms(("required", (name,) + tuple(val)), {"required": [name] + list(val)})
+                return [rest | absent, rest | req]
+            if isinstance(val, (dict, bool)):
+                req = self.synth_atoms(("required", (name,)), {"required": [name]})
+                sub = self.flatten(self.doc.nid(val, base, f"{p}/{k}/{_esc(name)}"))
+                return [rest | absent, rest | req | sub]
+            raise UnsupportedSchemaError("invalid dependency value", f"{p}/{k}/{_esc(name)}")
+        raise AssertionError(kind)
+
+    def one_of(self, n: int, rest: FrozenSet) -> List[FrozenSet]:
+        obj, base, p = self.doc.nodes[n]
+        subs = [self.doc.nid(s, base, f"{p}/oneOf/{i}") for i, s in enumerate(obj["oneOf"])]
+        branches = [rest | self.flatten(s) for s in subs]
+        live = [i for i, b in enumerate(branches) if _FALSE not in b]
+        conflicts: Dict[int, List[int]] = {i: [] for i in live}
+        for x in range(len(live)):
+            for y in range(x + 1, len(live)):
+                i, j = live[x], live[y]
+                if not self.disjoint(branches[i], branches[j], 3):
+                    conflicts[i].append(j)
+                    conflicts[j].append(i)
+        if not any(conflicts.values()):
+            return [branches[i] for i in live]
+        out = []
+        for i in live:
+            extra = set()
+            for j in conflicts[i]:
+                neg = self.negate(subs[j])
+                if neg is None:
+                    self.unsupported("oneOf branches are not provably exclusive; treated as anyOf",
+                                     f"{p}/oneOf", "loosened")
+                    return [branches[k] for k in live]
+                extra.add(self.disjunction_atom(neg))
+            out.append(branches[i] | frozenset(extra))
+        return out
+
+    # ------------------------------------------------------------------ merging
+    def merge(self, atoms: FrozenSet) -> _Merged:
+        hit = self.merge_memo.get(atoms)
+        if hit is not None:
+            return hit
+        m = _Merged()
+        for a in sorted(atoms, key=repr):
+            if a[0] == "own":
+                self._merge_node(m, a[1])
+        self.merge_memo[atoms] = m
+        return m
+
+    def _merge_node(self, m: _Merged, n: int) -> None:
+        obj, base, p = self.doc.nodes[n]
+        m.nids.append(n)
+        doc = self.doc
+        for k, v in obj.items():
+            if k in _STRUCTURAL or k in _IGNORED:
+                continue
+            kp = f"{p}/{k}"
+            if k == "type":
+                types = v if isinstance(v, list) else [v]
+                ks = set()
+                for t in types:
+                    if not isinstance(t, str) or t not in _TYPE_KINDS:
+                        if isinstance(t, str) and t == "any":
+                            ks |= ALL_KINDS
+                            continue
+                        raise UnsupportedSchemaError(f"unknown type {t!r}", kp)
+                    ks |= _TYPE_KINDS[t]
+                m.kinds &= ks
+            elif k in ("enum", "const"):
+                vals = v if k == "enum" else [v]
+                if k == "enum" and not isinstance(v, list):
+                    raise UnsupportedSchemaError("enum must be an array", kp)
+                if len(vals) > MAX_ENUM_VALUES:
+                    raise GrammarLimitError(f"enum with more than {MAX_ENUM_VALUES} values")
+                if m.enum is None:
+                    m.enum = list(vals)
+                else:
+                    m.enum = [x for x in m.enum if any(_json_eq(x, y) for y in vals)]
+            elif k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                if isinstance(v, bool):
+                    continue  # draft-4 flag, read with minimum/maximum below
+                if not _is_num(v):
+                    raise UnsupportedSchemaError(f"{k} must be a number", kp)
+                f = to_fraction(v)
+                if k == "minimum":
+                    m.tighten_lo(f, obj.get("exclusiveMinimum") is True)
+                elif k == "maximum":
+                    m.tighten_hi(f, obj.get("exclusiveMaximum") is True)
+                elif k == "exclusiveMinimum":
+                    m.tighten_lo(f, True)
+                else:
+                    m.tighten_hi(f, True)
+            elif k == "multipleOf":
+                if not _is_num(v) or v <= 0:
+                    raise UnsupportedSchemaError("multipleOf must be a positive number", kp)
+                f = to_fraction(v)
+                m.mult = f if m.mult is None else _frac_lcm(m.mult, f)
+            elif k == "\x00not_multiple":
+                m.not_mult.append(to_fraction(v))
+            elif k == "minLength":
+                m.min_len = max(m.min_len, _as_count(v, kp))
+            elif k == "maxLength":
+                c = _as_count(v, kp)
+                m.max_len = c if m.max_len is None else min(m.max_len, c)
+            elif k == "pattern":
+                if not isinstance(v, str):
+                    raise UnsupportedSchemaError("pattern must be a string", kp)
+                if (v, ) not in [(x,) for x, _ in m.patterns]:
+                    m.patterns.append((v, kp))
+            elif k == "\x00not_pattern":
+                m.not_patterns.append((v, kp))
+            elif k == "format":
+                if isinstance(v, str):
+                    m.formats.append((v, kp))
+            elif k == "\x00not_format":
+                m.not_formats.append((v, kp))
+            elif k == "\x00not_strings":
+                m.not_strings.extend(v)
+            elif k == "\x00kinds":
+                m.kinds &= set(v)
+            elif k in ("items", "prefixItems"):
+                if k == "items" and "prefixItems" in obj:
+                    continue  # read with prefixItems
+                self._merge_items(m, obj, n, p)
+            elif k == "minItems":
+                m.min_items = max(m.min_items, _as_count(v, kp))
+            elif k == "maxItems":
+                c = _as_count(v, kp)
+                m.max_items = c if m.max_items is None else min(m.max_items, c)
+            elif k == "contains":
+                lo = obj.get("minContains", 1)
+                hi = obj.get("maxContains")
+                lo = _as_count(lo, f"{p}/minContains")
+                hi = None if hi is None else _as_count(hi, f"{p}/maxContains")
+                m.contains.append((doc.nid(v, base, kp), lo, hi, kp))
+            elif k == "uniqueItems":
+                if v is True:
+                    m.unique = kp
+            elif k in ("properties", "patternProperties", "additionalProperties", "unevaluatedProperties"):
+                if k in ("patternProperties", "additionalProperties", "unevaluatedProperties") and "properties" in obj:
+                    continue
+                if k in ("additionalProperties", "unevaluatedProperties") and "patternProperties" in obj:
+                    continue
+                if k == "unevaluatedProperties" and "additionalProperties" in obj:
+                    continue
+                self._merge_object(m, obj, n, p)
+            elif k == "unevaluatedItems":
+                if any(x in obj for x in ("items", "prefixItems")):
+                    continue
+                self._merge_items(m, obj, n, p)
+            elif k == "required":
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    m.gated.append((OBJ, kp, "required must be an array of strings"))
+                    continue
+                for x in v:
+                    m.required[x] = None
+            elif k == "minProperties":
+                m.min_props = max(m.min_props, _as_count(v, kp))
+            elif k == "maxProperties":
+                c = _as_count(v, kp)
+                m.max_props = c if m.max_props is None else min(m.max_props, c)
+            elif k == "propertyNames":
+                m.prop_names.append(doc.nid(v, base, kp))
+            elif k == "contentSchema":
+                m.gated.append((STR, kp, "contentSchema is not supported"))
+            elif k in ("extends", "disallow", "divisibleBy"):
+                m.gated.append((None, kp, f"draft-3 keyword {k} is not supported"))
+            # anything else: unknown keywords are annotations
+
+    def _in_place_applicators(self, obj) -> bool:
+        return any(k in obj for k in ("allOf", "anyOf", "oneOf", "$ref", "if", "not",
+                                      "dependentSchemas", "dependencies", "$dynamicRef"))
+
+    def _merge_items(self, m: _Merged, obj, n: int, p: str) -> None:
+        base = self.doc.nodes[n][1]
+        prefix = None
+        rest: Optional[int] = None
+        has_rest = False
+        if isinstance(obj.get("prefixItems"), list):
+            prefix = [self.doc.nid(s, base, f"{p}/prefixItems/{i}") for i, s in enumerate(obj["prefixItems"])]
+            if "items" in obj:
+                rest, has_rest = self.doc.nid(obj["items"], base, f"{p}/items"), True
+        elif isinstance(obj.get("items"), list):
+            prefix = [self.doc.nid(s, base, f"{p}/items/{i}") for i, s in enumerate(obj["items"])]
+            if "additionalItems" in obj:
+                rest, has_rest = self.doc.nid(obj["additionalItems"], base, f"{p}/additionalItems"), True
+        elif "items" in obj:
+            rest, has_rest = self.doc.nid(obj["items"], base, f"{p}/items"), True
+        if not has_rest and "unevaluatedItems" in obj:
+            if self._in_place_applicators(obj):
+                m.gated.append((ARR, f"{p}/unevaluatedItems",
+                                "unevaluatedItems next to in-place applicators is not supported"))
+            else:
+                rest, has_rest = self.doc.nid(obj["unevaluatedItems"], base, f"{p}/unevaluatedItems"), True
+        if has_rest:
+            m.has_rest = True
+        m.arr_units.append((prefix, rest, p))
+
+    def _merge_object(self, m: _Merged, obj, n: int, p: str) -> None:
+        base = self.doc.nodes[n][1]
+        props: Dict[str, int] = {}
+        pats: List[Tuple[str, int, str]] = []
+        addl: Optional[int] = None
+        pv = obj.get("properties")
+        if isinstance(pv, dict):
+            for name, s in pv.items():
+                props[name] = self.doc.nid(s, base, f"{p}/properties/{_esc(name)}")
+        pp = obj.get("patternProperties")
+        if isinstance(pp, dict):
+            for pat, s in pp.items():
+                pats.append((pat, self.doc.nid(s, base, f"{p}/patternProperties/{_esc(pat)}"),
+                             f"{p}/patternProperties/{_esc(pat)}"))
+        if "additionalProperties" in obj:
+            addl = self.doc.nid(obj["additionalProperties"], base, f"{p}/additionalProperties")
+            m.has_addl = True
+        elif "unevaluatedProperties" in obj:
+            if self._in_place_applicators(obj):
+                m.gated.append((OBJ, f"{p}/unevaluatedProperties",
+                                "unevaluatedProperties next to in-place applicators is not supported"))
+            else:
+                addl = self.doc.nid(obj["unevaluatedProperties"], base, f"{p}/unevaluatedProperties")
+                m.has_addl = True
+        m.obj_units.append((props, pats, addl, p))
+
+    # ------------------------------------------------------------------ generation
+    def gen(self, m: _Merged, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
+        if m.enum is not None:
+            return self.gen_enum(m, depth, hint)
+        kinds = m.kinds
+        for kind, path, msg in m.gated:
+            if kind is None or kind in kinds:
+                self.unsupported(msg, path)
+        alts: List[Expr] = []
+        if NULL in kinds:
+            alts.append(Bytes(b"null"))
+        if BOOL in kinds:
+            alts.append(make_choice([Bytes(b"true"), Bytes(b"false")]))
+        if INT in kinds or FRAC in kinds:
+            e = self.gen_number(m, hint)
+            if e is not None:
+                alts.append(e)
+        if STR in kinds:
+            e = self.gen_string(m, hint)
+            if e is not None:
+                alts.append(e)
+        if ARR in kinds:
+            e = self.gen_array(m, depth, hint)
+            if e is not None:
+                alts.append(e)
+        if OBJ in kinds:
+            e = self.gen_object(m, depth, hint)
+            if e is not None:
+                alts.append(e)
+        return make_choice(alts) if alts else None
+
+    # ------------------------------------------------------------------ enum / literals
+    def gen_enum(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
+        out = []
+        seen: List[Any] = []
+        for v in m.enum:
+            try:
+                ok = all(self.validate(v, n, own_only=True) for n in m.nids)
+            except _CannotValidate as e:
+                self.unsupported(e.message, e.path)
+                ok = True
+            sig = json.dumps(v, sort_keys=True)
+            if ok and sig not in seen:
+                seen.append(sig)
+                out.append(self.literal(v, depth))
+        if not out:
+            return None
+        return make_choice(out)
+
+    def literal(self, v, depth: int) -> Expr:
+        L = self.layout
+        if v is None:
+            return Bytes(b"null")
+        if v is True:
+            return Bytes(b"true")
+        if v is False:
+            return Bytes(b"false")
+        if isinstance(v, (int, float)):
+            return Bytes(json.dumps(v).encode())
+        if isinstance(v, str):
+            return make_seq([Bytes(b'"'), json_string_literal(v), Bytes(b'"')])
+        if isinstance(v, list):
+            if not v:
+                return make_seq([Bytes(b"["), L.empty(), Bytes(b"]")])
+            parts = [Bytes(b"["), L.open(depth)]
+            for i, x in enumerate(v):
+                if i:
+                    parts.append(L.sep(depth))
+                parts.append(self.literal(x, depth + 1))
+            parts += [L.close(depth), Bytes(b"]")]
+            return make_seq(parts)
+        if isinstance(v, dict):
+            if not v:
+                return make_seq([Bytes(b"{"), L.empty(), Bytes(b"}")])
+            parts = [Bytes(b"{"), L.open(depth)]
+            for i, (k, x) in enumerate(v.items()):
+                if i:
+                    parts.append(L.sep(depth))
+                parts += [Bytes(b'"'), json_string_literal(k), Bytes(b'"'), L.key_sep(), self.literal(x, depth + 1)]
+            parts += [L.close(depth), Bytes(b"}")]
+            return make_seq(parts)
+        raise UnsupportedSchemaError(f"not a JSON value in enum/const: {v!r}", "#")
+
+    # ------------------------------------------------------------------ numbers
+    def gen_number(self, m: _Merged, hint: str) -> Optional[Expr]:
+        lo, lo_x, hi, hi_x = m.lo, m.lo_x, m.hi, m.hi_x
+        for fmt, path in m.formats:
+            if fmt in _NUMERIC_FORMATS:
+                a, b = _NUMERIC_FORMATS[fmt]
+                if a is not None and (lo is None or a > lo):
+                    lo, lo_x = Fraction(a), False
+                if b is not None and (hi is None or b < hi):
+                    hi, hi_x = Fraction(b), False
+        integer = FRAC not in m.kinds
+        if INT not in m.kinds:
+            # non-integer numbers only (e.g. from "not": {"type": "integer"})
+            self.unsupported("non-integer-only numbers are not supported", self.ptr(m.nids[0]) if m.nids else "#")
+            integer = False
+        if m.not_mult:
+            self.unsupported("'not multipleOf' is not supported", self.ptr(m.nids[0]) if m.nids else "#")
+        key = ("num", lo, lo_x, hi, hi_x, m.mult, integer)
+
+        def build():
+            try:
+                return number_expr(lo, hi, lo_exclusive=lo_x, hi_exclusive=hi_x, multiple_of=m.mult,
+                                   integer=integer, sink=self.sink, hint="integer" if integer else "number")
+            except (GrammarLimitError, ValueError) as e:
+                self.unsupported(f"numeric constraint not expressible: {e}", self.ptr(m.nids[0]) if m.nids else "#")
+                return number_expr(integer=integer, sink=self.sink)
+        return self.shared_rule(key, "integer" if integer else "number", build)
+
+    # ------------------------------------------------------------------ strings
+    def gen_string(self, m: _Merged, hint: str) -> Optional[Expr]:
+        fmts = []
+        for fmt, path in m.formats:
+            if fmt in _NUMERIC_FORMATS and fmt not in ("float", "double"):
+                self.unsupported(f"format {fmt!r} on strings is not supported", path)
+                continue
+            if fmt in ("float", "double"):
+                self.unsupported(f"format {fmt!r} on strings is not supported", path)
+                continue
+            if format_expr(fmt) is None:
+                self.unsupported(f"unknown format {fmt!r}", path)
+                continue
+            fmts.append(fmt)
+        pats = []
+        for pat, path in m.patterns:
+            if self.regex(pat, path) is not None:
+                pats.append(pat)
+        not_pats = []
+        for pat, path in m.not_patterns:
+            if self.regex(pat, path) is not None:
+                not_pats.append(pat)
+        not_fmts = [f for f, _ in m.not_formats]
+        lo, hi = m.min_len, m.max_len
+        if hi is not None and hi < lo:
+            return None
+        if hi is not None and hi > MAX_COUNT_BOUND or lo > MAX_COUNT_BOUND:
+            raise GrammarLimitError(f"string length bound above {MAX_COUNT_BOUND}")
+        key = ("str", lo, hi, tuple(sorted(set(pats))), tuple(sorted(set(fmts))), tuple(sorted(set(not_pats))),
+               tuple(sorted(set(not_fmts))), tuple(sorted(set(m.not_strings))))
+        return self.shared_rule(key, "string", lambda: self.build_string(key, m))
+
+    def regex(self, pattern: str, path: str):
+        """(code-point expr, lazily built DFA holder) of an unanchored pattern, or None."""
+        if pattern in self.regex_memo:
+            r = self.regex_memo[pattern]
+            if r is None:
+                self.unsupported("pattern is not supported", path)
+            return r
+        try:
+            from .regex import regex_to_expr
+        except ImportError:
+            self.regex_memo[pattern] = None
+            self.unsupported("pattern is not supported (no regex support)", path)
+            return None
+        try:
+            e = regex_to_expr(pattern, search=True)
+        except (RegexSyntaxError, GrammarError, ValueError) as err:
+            self.regex_memo[pattern] = None
+            self.unsupported(f"pattern not supported: {err}", path)
+            return None
+        self.regex_memo[pattern] = e
+        return e
+
+    def pattern_dfa(self, pattern: str) -> Optional[Dfa]:
+        key = ("re", pattern)
+        if key not in self.dfa_memo:
+            e = self.regex_memo.get(pattern)
+            if e is None:
+                e = self.regex(pattern, "#")
+            self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
+        return self.dfa_memo[key]
+
+    def format_dfa(self, fmt: str) -> Optional[Dfa]:
+        key = ("fmt", fmt)
+        if key not in self.dfa_memo:
+            e = format_expr(fmt)
+            self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
+        return self.dfa_memo[key]
+
+    def string_dfa(self, key) -> Optional[Dfa]:
+        """The DFA over decoded code points of the string constraint ``key``; None = any string."""
+        _, lo, hi, pats, fmts, not_pats, not_fmts, not_strings = key
+        d: Optional[Dfa] = None
+
+        def conj(x: Dfa):
+            nonlocal d
+            d = x if d is None else dfa_product(d, x, "and")
+
+        for pat in pats:
+            conj(self.pattern_dfa(pat))
+        for f in fmts:
+            conj(self.format_dfa(f))
+        for pat in not_pats:
+            conj(dfa_complement(self.pattern_dfa(pat)))
+        for f in not_fmts:
+            fd = self.format_dfa(f)
+            if fd is not None:
+                conj(dfa_complement(fd))
+        if not_strings:
+            conj(dfa_complement(dfa_literals(list(not_strings))))
+        if lo > 0 or hi is not None:
+            if d is None:
+                return None  # plain length limits are handled without automata
+            short, long_ = d.length_bounds()
+            if short is None:
+                return d
+            if short < lo or (hi is not None and (long_ is None or long_ > hi)):
+                d = dfa_with_length(d, lo, hi)
+        return d
+
+    def build_string(self, key, m: _Merged) -> Optional[Expr]:
+        _, lo, hi, pats, fmts, not_pats, not_fmts, not_strings = key
+        q = Bytes(b'"')
+        if not (pats or fmts or not_pats or not_fmts or not_strings):
+            if lo == 0 and hi is None:
+                return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
+            return make_seq([q, self.counted(JSON_CHAR, lo, hi, "str_chunk"), q])
+        path = self.ptr(m.nids[0]) if m.nids else "#"
+        if len(pats) + len(fmts) == 1 and not (not_pats or not_fmts or not_strings) and lo == 0 and hi is None:
+            e = self.regex_memo[pats[0]] if pats else format_expr(fmts[0])
+            enc = encode_expr_as_json(e)
+            return None if enc is None else make_seq([q, enc, q])
+        try:
+            d = self.string_dfa(key)
+        except GrammarLimitError as err:
+            self.unsupported(f"string constraints too complex to intersect: {err}", path)
+            return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
+        if d is None:
+            return make_seq([q, self.counted(JSON_CHAR, lo, hi, "str_chunk"), q])
+        body = self.emit_string_dfa(d, "str")
+        return None if body is None else make_seq([q, body, q])
+
+    def emit_string_dfa(self, d: Dfa, hint: str) -> Optional[Expr]:
+        return dfa_to_expr(d, self.sink, hint, label=lambda rs: encode_char_class_as_json(CharClass(tuple(rs))))
+
+    def counted(self, item: Expr, lo: int, hi: Optional[int], hint: str) -> Expr:
+        """``item{lo,hi}`` with large counts factored through a chunk rule (exact and
+        unambiguous: n = a*q + r with the remainder r < a, except in the last chunk row)."""
+        if hi is not None and hi <= _DIRECT_REPEAT or hi is None and lo <= _DIRECT_REPEAT:
+            return _rep(item, lo, hi)
+        span = (hi - lo) if hi is not None else lo
+        a = max(2, int(math.isqrt(max(span, lo))))
+        chunk = self.shared_rule(("chunk", item, a), hint, lambda: Repeat(item, a, a))
+        parts: List[Expr] = []
+        if lo:
+            q, r = divmod(lo, a)
+            parts += [_rep(chunk, q, q), _rep(item, r, r)]
+        if hi is None:
+            parts.append(Repeat(item, 0, None))
+            return make_seq(parts)
+        q, r = divmod(hi - lo, a)
+        if q == 0:
+            parts.append(_rep(item, 0, r))
+        else:
+            parts.append(make_choice([
+                make_seq([_rep(chunk, 0, q - 1), _rep(item, 0, a - 1)]),
+                make_seq([_rep(chunk, q, q), _rep(item, 0, r)]),
+            ]))
+        return make_seq(parts)
+
+    # ------------------------------------------------------------------ arrays
+    def gen_array(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
+        L = self.layout
+        if m.unique is not None and (m.max_items is None or m.max_items > 1):
+            self.unsupported("uniqueItems is not enforced", m.unique)
+        plen = max((len(u[0]) for u in m.arr_units if u[0] is not None), default=0)
+        has_prefix = any(u[0] is not None for u in m.arr_units)
+
+        def atoms_at(j: Optional[int]) -> FrozenSet:
+            acc: set = set()
+            for prefix, rest, _ in m.arr_units:
+                if j is not None and prefix is not None and j < len(prefix):
+                    acc |= self.flatten(prefix[j])
+                elif rest is not None:
+                    acc |= self.flatten(rest)
+            if self.strict and has_prefix and not m.has_rest and (j is None or j >= plen):
+                return frozenset((_FALSE,))
+            return frozenset(acc) if _FALSE not in acc else frozenset((_FALSE,))
+
+        lo, hi = m.min_items, m.max_items
+        rest_atoms = atoms_at(None)
+        if _FALSE in rest_atoms:
+            hi = plen if hi is None else min(hi, plen)
+        if hi is not None and hi < lo:
+            return None
+        if hi is not None and hi > MAX_COUNT_BOUND or lo > MAX_COUNT_BOUND:
+            raise GrammarLimitError(f"array length bound above {MAX_COUNT_BOUND}")
+        contains = [(c, a, b, path) for c, a, b, path in m.contains if a > 0 or b is not None]
+        if contains:
+            return self.gen_array_contains(m, contains, plen, rest_atoms, lo, hi, depth, hint)
+        d1 = depth + 1
+        sep = L.sep(depth)
+        npos = plen if hi is None else min(plen, hi)  # prefix positions that can be written
+        items = [self.value_ref(atoms_at(j), d1, f"{hint}_{j}") for j in range(npos)]
+        if npos == 0:
+            # no prefix: rest (sep rest){lo'-1, hi-1} with lo' = max(lo, 1)
+            body = None
+            if hi is None or hi >= 1:
+                rest_ref = self.value_ref(rest_atoms, d1, f"{hint}_item")
+                if rest_ref is not None:
+                    r_lo = max(lo, 1)
+                    body = make_seq([rest_ref, self.counted(make_seq([sep, rest_ref]), r_lo - 1,
+                                                            None if hi is None else hi - 1, f"{hint}_items")])
+        else:
+            # after all npos prefix elements
+            if npos < plen or (hi is not None and hi <= plen):
+                after: Optional[Expr] = EPSILON if lo <= npos else None
+            else:
+                rest_ref = self.value_ref(rest_atoms, d1, f"{hint}_item")
+                r_lo = max(0, lo - plen)
+                if rest_ref is None:
+                    after = EPSILON if r_lo == 0 else None
+                else:
+                    after = self.counted(make_seq([sep, rest_ref]), r_lo, None if hi is None else hi - plen,
+                                         f"{hint}_items")
+            cur = after
+            for j in range(npos - 1, -1, -1):
+                item = items[j]
+                take = None
+                if item is not None and cur is not None:
+                    take = make_seq([sep, item, cur]) if j > 0 else make_seq([item, cur])
+                stop = EPSILON if (j > 0 and j >= lo) else None  # exactly j elements
+                alts = [x for x in (take, stop) if x is not None]
+                cur = make_choice(alts) if alts else None
+            body = cur
+        alts = []
+        if body is not None:
+            alts.append(make_seq([L.open(depth), body, L.close(depth)]))
+        if lo == 0:
+            alts.append(L.empty())
+        if not alts:
+            return None
+        return make_seq([Bytes(b"["), make_choice(alts), Bytes(b"]")])
+
+    def gen_array_contains(self, m, contains, plen, rest_atoms, lo, hi, depth, hint) -> Optional[Expr]:
+        L = self.layout
+        if len(contains) > 1 or plen > 0:
+            self.unsupported("contains with prefixItems or several contains is not supported", contains[0][3])
+            contains = contains[:1] if plen == 0 else []
+            if not contains:
+                return self.gen_array(_strip_contains(m), depth, hint)
+        cnid, cmin, cmax, path = contains[0]
+        if cmax is not None:
+            neg = self.negate(cnid)
+            if neg is None:
+                self.unsupported("maxContains is not enforced", path.rsplit("/", 1)[0] + "/maxContains")
+                cmax = None
+        d1 = depth + 1
+        any_ref = self.value_ref(rest_atoms, d1, f"{hint}_item")
+        yes_ref = self.value_ref(rest_atoms | self.flatten(cnid), d1, f"{hint}_match")
+        no_ref = None
+        if cmax is not None:
+            no_ref = self.value_ref(rest_atoms | self.disj_atoms(self.negate(cnid)), d1, f"{hint}_nomatch")
+        if cmax is not None and cmax < cmin:
+            return None
+        # states (n, k): n elements written (capped), k matches (capped)
+        ncap = hi if hi is not None else max(lo, 1)
+        kcap = cmax + 1 if cmax is not None else cmin
+        if (ncap + 1) * (kcap + 1) > MAX_COUNT_STATES:
+            raise GrammarLimitError("array count constraints need too many states")
+        sep = L.sep(depth)
+        names: Dict[Tuple[int, int], str] = {}
+
+        def ref(n, k):
+            if hi is not None and n > hi:
+                return None
+            n = min(n, ncap)
+            if cmax is not None and k > cmax:
+                return None
+            k = min(k, kcap)
+            key = (n, k)
+            if key not in names:
+                names[key] = self.sink.fresh(f"{hint}_c{n}_{k}")
+                self.rules[names[key]] = None
+                todo.append(key)
+            return RuleRef(names[key])
+
+        todo: List[Tuple[int, int]] = []
+        start = ref(0, 0)
+        while todo:
+            n, k = todo.pop()
+            alts = []
+            if n >= max(lo, 1) and k >= cmin and (cmax is None or k <= cmax):
+                alts.append(EPSILON)
+            lead = [sep] if n > 0 else []
+            nxt_yes = ref(n + 1, k + 1)
+            if yes_ref is not None and nxt_yes is not None:
+                alts.append(make_seq(lead + [yes_ref, nxt_yes]))
+            other = no_ref if cmax is not None else any_ref
+            nxt_no = ref(n + 1, k)
+            if other is not None and nxt_no is not None:
+                alts.append(make_seq(lead + [other, nxt_no]))
+            self.rules[names[(n, k)]] = make_choice(alts) if alts else _NEVER
+        body = start
+        alts = [make_seq([L.open(depth), body, L.close(depth)])]
+        if lo == 0 and cmin == 0:
+            alts.append(L.empty())
+        return make_seq([Bytes(b"["), make_choice(alts), Bytes(b"]")])
+
+    def disj_atoms(self, alternatives: Optional[List[FrozenSet]]) -> FrozenSet:
+        if alternatives is None:
+            return frozenset()
+        if len(alternatives) == 1:
+            return alternatives[0]
+        return frozenset((self.disjunction_atom(alternatives),))
+
+    # ------------------------------------------------------------------ objects
+    def prop_atoms(self, m: _Merged, name: str) -> FrozenSet:
+        acc: set = set()
+        declared_anywhere = False
+        for props, pats, addl, _ in m.obj_units:
+            hit = False
+            if name in props:
+                acc |= self.flatten(props[name])
+                hit = True
+                declared_anywhere = True
+            for pat, pn, ppath in pats:
+                d = self.pattern_dfa_or_none(pat, ppath)
+                if d is not None and d.matches(name):
+                    acc |= self.flatten(pn)
+                    hit = True
+            if not hit and addl is not None:
+                acc |= self.flatten(addl)
+        if self.strict and not m.has_addl and not declared_anywhere and m.obj_units and self._strict_objects(m):
+            if not any(self.pattern_matches_any(u, name) for u in m.obj_units):
+                return frozenset((_FALSE,))
+        if _FALSE in acc:
+            return frozenset((_FALSE,))
+        return frozenset(acc)
+
+    def _strict_objects(self, m: _Merged) -> bool:
+        return any(props or pats for props, pats, _, _ in m.obj_units)
+
+    def pattern_matches_any(self, unit, name: str) -> bool:
+        for pat, _, ppath in unit[1]:
+            d = self.pattern_dfa_or_none(pat, ppath)
+            if d is not None and d.matches(name):
+                return True
+        return False
+
+    def pattern_dfa_or_none(self, pat: str, path: str) -> Optional[Dfa]:
+        if self.regex(pat, path) is None:
+            return None
+        try:
+            return self.pattern_dfa(pat)
+        except GrammarLimitError as e:
+            self.unsupported(f"pattern too complex: {e}", path)
+            return None
+
+    def name_allowed(self, m: _Merged, name: str) -> bool:
+        for pn in m.prop_names:
+            try:
+                if not self.validate(name, pn):
+                    return False
+            except _CannotValidate as e:
+                self.unsupported(e.message, e.path)
+        return True
+
+    def key_classes(self, m: _Merged, declared: List[str], hint: str) -> List[Tuple[Expr, FrozenSet]]:
+        """(key expression, value atoms) for the keys outside ``declared``, one per set of
+        ``patternProperties`` patterns a key matches."""
+        pats: List[Tuple[int, str, int, str]] = []  # (unit index, pattern, schema nid, path)
+        for ui, (props, upats, addl, _) in enumerate(m.obj_units):
+            for pat, pn, ppath in upats:
+                if self.pattern_dfa_or_none(pat, ppath) is not None:
+                    pats.append((ui, pat, pn, ppath))
+        strict_forbid = self.strict and not m.has_addl and self._strict_objects(m)
+
+        def atoms_for(matched: FrozenSet[int]) -> FrozenSet:
+            acc: set = set()
+            for ui, (props, upats, addl, _) in enumerate(m.obj_units):
+                mine = [pats[i] for i in matched if pats[i][0] == ui]
+                if mine:
+                    for _, _, pn, _ in mine:
+                        acc |= self.flatten(pn)
+                elif addl is not None:
+                    acc |= self.flatten(addl)
+            if not matched and strict_forbid:
+                return frozenset((_FALSE,))
+            return frozenset((_FALSE,)) if _FALSE in acc else frozenset(acc)
+
+        names_key = tuple(m.prop_names)
+        if not pats:
+            atoms = atoms_for(frozenset())
+            if _FALSE in atoms:
+                return []
+            key = self.key_expr(declared, None, (), names_key, m, hint)
+            return [] if key is None else [(key, atoms)]
+        try:
+            dfas = [self.pattern_dfa(p[1]) for p in pats]
+            prod, labels = _classify_product(dfas)
+        except GrammarLimitError as e:
+            self.unsupported(f"patternProperties too complex: {e}", pats[0][3])
+            return []
+        out = []
+        pat_key = tuple(p[1] for p in pats)
+        for label in sorted(set(labels), key=sorted):
+            atoms = atoms_for(label)
+            if _FALSE in atoms:
+                continue
+            cls = Dfa(prod.edges, [lab == label for lab in labels])
+            key = self.key_expr(declared, cls, (pat_key, tuple(sorted(label))), names_key, m, hint)
+            if key is not None:
+                out.append((key, atoms))
+        return out
+
+    def prop_names_dfa(self, m: _Merged) -> Optional[Dfa]:
+        """DFA of the allowed key strings from ``propertyNames`` (None: any)."""
+        if not m.prop_names:
+            return None
+        d = None
+        for pn in m.prop_names:
+            atoms = self.flatten(pn)
+            if _FALSE in atoms:
+                return dfa_literals([])
+            if any(a[0] != "own" for a in atoms):
+                self.unsupported("propertyNames with anyOf/oneOf/not is not supported", self.ptr(pn))
+                continue
+            pm = self.merge(atoms)
+            if STR not in pm.kinds:
+                return dfa_literals([])
+            if pm.enum is not None:
+                vals = []
+                for v in pm.enum:
+                    if isinstance(v, str):
+                        try:
+                            ok = all(self.validate(v, n, own_only=True) for n in pm.nids)
+                        except _CannotValidate as e:
+                            self.unsupported(e.message, e.path)
+                            ok = True
+                        if ok:
+                            vals.append(v)
+                x = dfa_literals(vals)
+            else:
+                key = ("str", pm.min_len, pm.max_len,
+                       tuple(p for p, path in pm.patterns if self.regex(p, path) is not None),
+                       tuple(f for f, path in pm.formats if self._string_format_ok(f, path)),
+                       tuple(p for p, path in pm.not_patterns if self.regex(p, path) is not None),
+                       tuple(f for f, _ in pm.not_formats), tuple(pm.not_strings))
+                if key[1] == 0 and key[2] is None and not any(key[3:]):
+                    continue
+                x = self.string_dfa(key)
+                if x is None:  # length only
+                    x = dfa_with_length(_any_string_dfa(), pm.min_len, pm.max_len)
+            for kind, path, msg in pm.gated:
+                if kind in (None, STR):
+                    self.unsupported(msg, path)
+            d = x if d is None else dfa_product(d, x, "and")
+        return d
+
+    def _string_format_ok(self, f: str, path: str) -> bool:
+        if format_expr(f) is None:
+            self.unsupported(f"unknown format {f!r}", path)
+            return False
+        return True
+
+    def key_expr(self, declared: List[str], cls: Optional[Dfa], cls_key, names_key, m: _Merged,
+                 hint: str) -> Optional[Expr]:
+        """A JSON string key: decoded value in ``cls`` (None: any), allowed by propertyNames,
+        and not one of ``declared``."""
+        key = ("key", tuple(sorted(declared)), cls_key, names_key)
+
+        def build():
+            try:
+                d = cls
+                name_dfa = self.prop_names_dfa(m)
+                if name_dfa is not None:
+                    d = name_dfa if d is None else dfa_product(d, name_dfa, "and")
+                if declared:
+                    names = dfa_literals(declared)
+                    d = dfa_complement(names) if d is None else dfa_product(d, names, "diff")
+            except GrammarLimitError as e:
+                self.unsupported(f"object key constraints too complex: {e}", self.ptr(m.nids[0]) if m.nids else "#")
+                return None
+            q = Bytes(b'"')
+            if d is None:
+                return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
+            body = self.emit_string_dfa(d, f"{hint}_key")
+            return None if body is None else make_seq([q, body, q])
+        return self.shared_rule(key, f"{hint}_key", build)
+
+    def gen_object(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
+        L = self.layout
+        d1 = depth + 1
+        order: Dict[str, None] = {}
+        for props, _, _, _ in m.obj_units:
+            for name in props:
+                order[name] = None
+        for name in m.required:
+            order[name] = None
+        members = []  # (name, member expr or None, required)
+        for name in order:
+            req = name in m.required
+            atoms = self.prop_atoms(m, name)
+            val = None
+            if _FALSE not in atoms and self.name_allowed(m, name):
+                val = self.value_ref(atoms, d1, f"{hint}_{name}")
+            if val is None:
+                if req:
+                    return None
+                continue
+            key = make_seq([Bytes(b'"'), json_string_literal(name), Bytes(b'"')])
+            members.append((name, make_seq([key, L.key_sep(), val]), req))
+        n_req = sum(1 for _, _, r in members if r)
+        if m.max_props is not None and n_req > m.max_props:
+            return None
+        declared = list(order)
+        extra = []
+        for key, atoms in self.key_classes(m, declared, hint):
+            val = self.value_ref(atoms, d1, f"{hint}_addl")
+            if val is not None:
+                extra.append(make_seq([key, L.key_sep(), val]))
+        addl = make_choice(extra) if extra else None
+        if addl is not None and len(extra) > 1:
+            addl = self.shared_rule(("addl", addl), f"{hint}_addl_member", lambda: make_choice(extra))
+        if self.any_order and len(members) > 1:
+            if len(members) > MAX_ANY_ORDER_PROPERTIES:
+                self.unsupported(f"any_order supports at most {MAX_ANY_ORDER_PROPERTIES} properties; "
+                                 "using declaration order", self.ptr(m.nids[0]) if m.nids else "#", "restricted")
+                body = self.members_in_order(members, addl, m, depth, hint)
+            else:
+                body = self.members_any_order(members, addl, m, depth, hint)
+        else:
+            body = self.members_in_order(members, addl, m, depth, hint)
+        alts = []
+        if body is not None:
+            alts.append(make_seq([L.open(depth), body, L.close(depth)]))
+        if n_req == 0 and m.min_props == 0:
+            alts.append(L.empty())
+        if not alts:
+            return None
+        return make_seq([Bytes(b"{"), make_choice(alts), Bytes(b"}")])
+
+    def _count_cap(self, m: _Merged, n_members: int) -> int:
+        if m.max_props is not None:
+            cap = m.max_props
+        else:
+            cap = max(m.min_props, 1)
+        if m.max_props is not None and m.max_props > MAX_COUNT_BOUND or m.min_props > MAX_COUNT_BOUND:
+            raise GrammarLimitError(f"property count bound above {MAX_COUNT_BOUND}")
+        return cap
+
+    def members_in_order(self, members, addl, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
+        """Non-empty member sequences in declaration order, additional members last.
+
+        E(i, c): the members from position i on, when c members were written (c saturates
+        at ``cap`` when there is no maxProperties); E(n, c) are the additional members.
+        """
+        L = self.layout
+        sep = L.sep(depth)
+        n = len(members)
+        cap = self._count_cap(m, n)
+        lo_p, hi_p = m.min_props, m.max_props
+        if sum(min(i, cap) + 1 for i in range(n + 1)) > MAX_COUNT_STATES:
+            raise GrammarLimitError("object property counts need too many states")
+
+        def norm(c: int) -> int:
+            return c if hi_p is not None else min(c, cap)
+
+        def tail_additional(c: int) -> Optional[Expr]:
+            need = max(0, lo_p - c)
+            room = None if hi_p is None else hi_p - c
+            if c == 0:
+                need = max(need, 1)
+            if room is not None and room < need:
+                return None
+            if addl is None:
+                return EPSILON if need == 0 else None
+            if room == 0:
+                return EPSILON
+            if c == 0:
+                rest = self.counted(make_seq([sep, addl]), need - 1, None if room is None else room - 1,
+                                    f"{hint}_more")
+                return make_seq([addl, rest])
+            if c >= lo_p and hi_p is None:
+                return Repeat(make_seq([sep, addl]), 0, None)
+            return self.counted(make_seq([sep, addl]), need, room, f"{hint}_more")
+
+        exprs: Dict[Tuple[int, int], Optional[Expr]] = {}
+        refs: Dict[Tuple[int, int], Optional[Expr]] = {}
+
+        def ref_of(i: int, c: int) -> Optional[Expr]:
+            key = (i, c)
+            if key in refs:
+                return refs[key]
+            e = exprs.get(key)
+            if e is not None and not _small(e) and i > 0:
+                name = self.sink.fresh(f"{hint}_m{i}_{c}")
+                self.rules[name] = e
+                e = RuleRef(name)
+            refs[key] = e
+            return e
+
+        for c in range(0, min(n, cap) + 1):
+            exprs[(n, c)] = tail_additional(c)
+        for i in range(n - 1, -1, -1):
+            _, mem, req = members[i]
+            for c in range(0, min(i, cap) + 1):
+                alts = []
+                if hi_p is None or c + 1 <= hi_p:
+                    nxt = ref_of(i + 1, norm(c + 1))
+                    if nxt is not None:
+                        alts.append(make_seq(([sep] if c > 0 else []) + [mem, nxt]))
+                if not req:
+                    skip = ref_of(i + 1, c)
+                    if skip is not None:
+                        alts.append(skip)
+                exprs[(i, c)] = make_choice(alts) if alts else None
+        return exprs.get((0, 0))
+
+    def members_any_order(self, members, addl, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
+        L = self.layout
+        sep = L.sep(depth)
+        n = len(members)
+        cap = self._count_cap(m, n)
+        lo_p, hi_p = m.min_props, m.max_props
+        req_mask = 0
+        for i, (_, _, r) in enumerate(members):
+            if r:
+                req_mask |= 1 << i
+        if (1 << n) * (cap + 1) > MAX_COUNT_STATES:
+            raise GrammarLimitError("any_order object needs too many states")
+        names: Dict[Tuple[int, int], str] = {}
+        todo: List[Tuple[int, int]] = []
+
+        def ref(s: int, c: int) -> Optional[Expr]:
+            if hi_p is not None and c > hi_p:
+                return None
+            c = c if hi_p is not None else min(c, cap)
+            key = (s, c)
+            if key not in names:
+                names[key] = self.sink.fresh(f"{hint}_any{s}_{c}")
+                self.rules[names[key]] = None
+                todo.append(key)
+            return RuleRef(names[key])
+
+        start = ref(0, 0)
+        while todo:
+            s, c = todo.pop()
+            alts = []
+            lead = [sep] if c > 0 else []
+            if c > 0 and (s & req_mask) == req_mask and c >= lo_p:
+                alts.append(EPSILON)
+            for i, (_, mem, _) in enumerate(members):
+                if not s & (1 << i):
+                    nxt = ref(s | (1 << i), c + 1)
+                    if nxt is not None:
+                        alts.append(make_seq(lead + [mem, nxt]))
+            if addl is not None:
+                nxt = ref(s, c + 1)
+                if nxt is not None:
+                    alts.append(make_seq(lead + [addl, nxt]))
+            self.rules[names[(s, c)]] = make_choice(alts) if alts else _NEVER
+        return start
+
+    # ------------------------------------------------------------------ disjointness
+    def disjoint(self, a: FrozenSet, b: FrozenSet, budget: int) -> bool:
+        """True only if no instance satisfies both atom sets (a sound, partial test)."""
+        if _FALSE in a or _FALSE in b:
+            return True
+        ma = self.merge(frozenset(x for x in a if x[0] == "own"))
+        mb = self.merge(frozenset(x for x in b if x[0] == "own"))
+        ka, kb = self._value_kinds(ma), self._value_kinds(mb)
+        common = ka & kb
+        if not common:
+            return True
+        try:
+            if ma.enum is not None:
+                if not any(self._valid_atoms(v, ma) and self._valid_atoms(v, mb) for v in ma.enum):
+                    return True
+            if mb.enum is not None:
+                if not any(self._valid_atoms(v, ma) and self._valid_atoms(v, mb) for v in mb.enum):
+                    return True
+        except _CannotValidate:
+            pass
+        if ma.enum is not None or mb.enum is not None:
+            # enumerated values: only the value checks above can decide
+            return False
+        for k in common:
+            if k in (NULL, BOOL):
+                return False
+            if k in (INT, FRAC):
+                if not _ranges_disjoint(ma, mb):
+                    return False
+            elif k == STR:
+                if not self._strings_disjoint(ma, mb):
+                    return False
+            elif k == OBJ:
+                if budget <= 0 or not self._objects_disjoint(ma, mb, budget - 1):
+                    return False
+            elif k == ARR:
+                if not _counts_disjoint(ma.min_items, ma.max_items, mb.min_items, mb.max_items):
+                    return False
+        return True
+
+    def _value_kinds(self, m: _Merged) -> set:
+        if m.enum is not None:
+            return {_kind_of(v) for v in m.enum} & m.kinds
+        return set(m.kinds)
+
+    def _valid_atoms(self, v, m: _Merged) -> bool:
+        return all(self.validate(v, n, own_only=True) for n in m.nids)
+
+    def _strings_disjoint(self, ma: _Merged, mb: _Merged) -> bool:
+        if _counts_disjoint(ma.min_len, ma.max_len, mb.min_len, mb.max_len):
+            return True
+        if not (ma.patterns or ma.formats or mb.patterns or mb.formats):
+            return False
+        try:
+            da = self._simple_string_dfa(ma)
+            db = self._simple_string_dfa(mb)
+            if da is None or db is None:
+                return False
+            return dfa_product(da, db, "and").is_empty()
+        except (GrammarLimitError, UnsupportedSchemaError):
+            return False
+
+    def _simple_string_dfa(self, m: _Merged) -> Optional[Dfa]:
+        d = None
+        for p, path in m.patterns:
+            if self.regex_memo.get(p, 0) is None:
+                return None
+            if p not in self.regex_memo:
+                try:
+                    from .regex import regex_to_expr
+                    self.regex_memo[p] = regex_to_expr(p, search=True)
+                except Exception:
+                    self.regex_memo[p] = None
+                    return None
+            x = self.pattern_dfa(p)
+            d = x if d is None else dfa_product(d, x, "and")
+        for f, _ in m.formats:
+            x = self.format_dfa(f)
+            if x is None:
+                continue
+            d = x if d is None else dfa_product(d, x, "and")
+        if d is not None and (m.min_len or m.max_len is not None):
+            d = dfa_with_length(d, m.min_len, m.max_len)
+        return d
+
+    def _objects_disjoint(self, ma: _Merged, mb: _Merged, budget: int) -> bool:
+        if _counts_disjoint(ma.min_props, ma.max_props, mb.min_props, mb.max_props):
+            return True
+        names = set(ma.required) | set(mb.required)
+        for name in sorted(names):
+            pa, pb = self.prop_atoms(ma, name), self.prop_atoms(mb, name)
+            ra, rb = name in ma.required, name in mb.required
+            if ra and _FALSE in pb or rb and _FALSE in pa:
+                return True
+            if ra and rb and self.disjoint(pa, pb, budget):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ negation
+    def negate(self, nid: int) -> Optional[List[FrozenSet]]:
+        """Alternatives (atom sets) whose union is the complement of schema ``nid``; None if
+        not expressible."""
+        obj, base, p = self.doc.nodes[nid]
+        if obj is True:
+            return []
+        if obj is False:
+            return [frozenset()]
+        alts: List[FrozenSet] = []
+        if isinstance(obj.get("$ref"), str):
+            try:
+                t = self.doc.resolve(obj["$ref"], base, f"{p}/$ref")
+            except UnsupportedSchemaError:
+                return None
+            if t == nid:
+                return None
+            sub = self._negate_guarded(t)
+            if sub is None:
+                return None
+            alts += sub
+            if self.doc.draft <= 7:
+                return alts
+        for k, v in obj.items():
+            if k in _ANNOTATIONS or k == "$ref":
+                continue
+            kp = f"{p}/{k}"
+            part = self._negate_keyword(obj, k, v, base, kp)
+            if part is None:
+                if k not in _KNOWN_KEYWORDS:
+                    continue  # unknown keywords are annotations
+                return None
+            alts += part
+        out = []
+        seen = set()
+        for a in alts:
+            if _FALSE in a or a in seen:
+                continue
+            seen.add(a)
+            out.append(a)
+        return out
+
+    def _kinds_atoms(self, kinds) -> FrozenSet:
+        ks = tuple(sorted(kinds))
+        return self.synth_atoms(("kinds", ks), {"\x00kinds": list(ks)})
+
+    def _not_kind(self, kind: str) -> FrozenSet:
+        return self._kinds_atoms(ALL_KINDS - ({kind} if kind != "number" else {INT, FRAC}))
+
+    def _with_kind(self, kinds, extra: dict, key) -> FrozenSet:
+        ks = tuple(sorted(kinds))
+        obj = dict(extra)
+        obj["\x00kinds"] = list(ks)
+        return self.synth_atoms(("kw", ks, key), obj)
+
+    def _negate_keyword(self, obj, k, v, base, kp) -> Optional[List[FrozenSet]]:
+        num = {INT, FRAC}
+        if k == "type":
+            types = v if isinstance(v, list) else [v]
+            ks = set()
+            for t in types:
+                if t not in _TYPE_KINDS:
+                    return None
+                ks |= _TYPE_KINDS[t]
+            rest = ALL_KINDS - ks
+            return [self._kinds_atoms(rest)] if rest else []
+        if k in ("enum", "const"):
+            vals = v if k == "enum" else [v]
+            if not isinstance(vals, list):
+                return None
+            kinds_present = {_kind_of(x) for x in vals}
+            out = [self._kinds_atoms(ALL_KINDS - kinds_present - ({INT, FRAC} if kinds_present & num else set()))]
+            if NULL in kinds_present:
+                pass
+            if BOOL in kinds_present:
+                rem = [b for b in (True, False) if not any(x is b for x in vals)]
+                if rem:
+                    out.append(self.synth_atoms(("const", tuple(rem)), {"enum": rem}))
+            if STR in kinds_present:
+                strs = tuple(sorted(x for x in vals if isinstance(x, str)))
+                out.append(self._with_kind({STR}, {"\x00not_strings": list(strs)}, ("nstr", strs)))
+            if kinds_present & num:
+                points = sorted({to_fraction(x) for x in vals if _is_num(x)})
+                prev = None
+                for pt in points + [None]:
+                    extra = {}
+                    if prev is not None:
+                        extra["exclusiveMinimum"] = _frac_json(prev)
+                    if pt is not None:
+                        extra["exclusiveMaximum"] = _frac_json(pt)
+                    out.append(self._with_kind(num, extra, ("nrange", prev, pt)))
+                    prev = pt
+            if kinds_present & {OBJ, ARR}:
+                return None
+            return [a for a in out if a]
+        if k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+            if isinstance(v, bool):
+                return []
+            if not _is_num(v):
+                return None
+            excl_flag = obj.get("exclusive" + k[0].upper() + k[1:]) is True if k in ("minimum", "maximum") else True
+            if k in ("minimum", "exclusiveMinimum"):
+                extra = {"exclusiveMaximum" if not excl_flag else "maximum": v}
+            else:
+                extra = {"exclusiveMinimum" if not excl_flag else "minimum": v}
+            return [self._kinds_atoms(ALL_KINDS - num), self._with_kind(num, extra, (k, v, excl_flag))]
+        if k == "multipleOf":
+            if not _is_num(v):
+                return None
+            return [self._kinds_atoms(ALL_KINDS - num), self._with_kind(num, {"\x00not_multiple": v}, ("nmult", v))]
+        if k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+            if not _is_num(v):
+                return None
+            c = int(v)
+            kind = {"L": STR, "I": ARR, "P": OBJ}[k[3] if k.startswith("min") else k[3]]
+            other = self._kinds_atoms(ALL_KINDS - {kind})
+            if k.startswith("min"):
+                if c == 0:
+                    return []
+                return [other, self._with_kind({kind}, {"max" + k[3:]: c - 1}, (k, c))]
+            return [other, self._with_kind({kind}, {"min" + k[3:]: c + 1}, (k, c))]
+        if k == "pattern":
+            return [self._kinds_atoms(ALL_KINDS - {STR}), self._with_kind({STR}, {"\x00not_pattern": v}, ("npat", v))]
+        if k == "format":
+            if format_expr(v) is None:
+                return None
+            return [self._kinds_atoms(ALL_KINDS - {STR}), self._with_kind({STR}, {"\x00not_format": v}, ("nfmt", v))]
+        if k == "required":
+            if not isinstance(v, list):
+                return None
+            return [self._with_kind({OBJ}, {"properties": {name: False}}, ("absent", name)) for name in v]
+        if k == "properties":
+            if not isinstance(v, dict):
+                return None
+            out = []
+            for name, s in v.items():
+                if s is True:
+                    continue
+                nsub = {"not": s}
+                out.append(self._with_kind({OBJ}, {"required": [name], "properties": {name: nsub}},
+                                           ("nprop", name, id(s))))
+                self.doc.keep.append(s)
+            return out
+        if k == "items" and isinstance(v, (dict, bool)) and "prefixItems" not in obj:
+            if v is True:
+                return []
+            self.doc.keep.append(v)
+            return [self._with_kind({ARR}, {"contains": {"not": v}}, ("nitems", id(v)))]
+        if k == "not":
+            sub = self.doc.nid(v, base, kp)
+            return [self.flatten(sub)]
+        if k == "allOf":
+            out = []
+            for i, s in enumerate(v):
+                sub = self.doc.nid(s, base, f"{kp}/{i}")
+                r = self._negate_guarded(sub)
+                if r is None:
+                    return None
+                out += r
+            return out
+        if k == "anyOf":
+            conj: set = set()
+            for i, s in enumerate(v):
+                sub = self.doc.nid(s, base, f"{kp}/{i}")
+                r = self._negate_guarded(sub)
+                if r is None:
+                    return None
+                conj |= self.disj_atoms(r) if r else {_FALSE}
+            return [frozenset(conj)]
+        if k in ("if", "then", "else", "additionalItems", "minContains", "maxContains"):
+            if k == "if" and ("then" in obj or "else" in obj):
+                return None
+            return []
+        return None
+
+    def _negate_guarded(self, nid: int) -> Optional[List[FrozenSet]]:
+        if nid in self.neg_stack or len(self.neg_stack) > 50:
+            return None
+        self.neg_stack.add(nid)
+        try:
+            return self.negate(nid)
+        finally:
+            self.neg_stack.discard(nid)
+
+    # ------------------------------------------------------------------ validator
+    def validate(self, v, nid: int, own_only: bool = False, _depth: int = 0) -> bool:
+        """Reference validator (used for enum filtering and disjointness proofs)."""
+        if _depth > 200:
+            raise _CannotValidate(self.ptr(nid), "schema recursion too deep to validate")
+        obj, base, p = self.doc.nodes[nid]
+        if obj is True:
+            return True
+        if obj is False:
+            return False
+        d = _depth + 1
+        doc = self.doc
+        if not own_only and isinstance(obj.get("$ref"), str):
+            t = doc.resolve(obj["$ref"], base, f"{p}/$ref")
+            if not self.validate(v, t, False, d):
+                return False
+            if doc.draft <= 7:
+                return True
+        kind = _kind_of(v)
+        for k, kv in obj.items():
+            kp = f"{p}/{k}"
+            if k in _ANNOTATIONS or k in ("$ref", "minContains", "maxContains"):
+                continue
+            if own_only and k in _STRUCTURAL:
+                continue
+            if k == "type":
+                types = kv if isinstance(kv, list) else [kv]
+                if not any(t == "any" or kind in _TYPE_KINDS.get(t, ()) for t in types):
+                    return False
+            elif k == "\x00kinds":
+                if kind not in kv:
+                    return False
+            elif k == "enum":
+                if not any(_json_eq(v, x) for x in kv):
+                    return False
+            elif k == "const":
+                if not _json_eq(v, kv):
+                    return False
+            elif k == "\x00not_strings":
+                if isinstance(v, str) and v in kv:
+                    return False
+            elif kind in (INT, FRAC) and k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                               "multipleOf", "\x00not_multiple"):
+                if isinstance(kv, bool):
+                    continue
+                x, b = to_fraction(v), to_fraction(kv)
+                if k == "minimum" and (x < b or (x == b and obj.get("exclusiveMinimum") is True)):
+                    return False
+                if k == "maximum" and (x > b or (x == b and obj.get("exclusiveMaximum") is True)):
+                    return False
+                if k == "exclusiveMinimum" and x <= b:
+                    return False
+                if k == "exclusiveMaximum" and x >= b:
+                    return False
+                if k == "multipleOf" and (x / b).denominator != 1:
+                    return False
+                if k == "\x00not_multiple" and (x / b).denominator == 1:
+                    return False
+            elif kind == STR and k in ("minLength", "maxLength", "pattern", "format", "\x00not_pattern",
+                                       "\x00not_format", "contentSchema"):
+                if k == "minLength" and _code_points(v) < kv:
+                    return False
+                if k == "maxLength" and _code_points(v) > kv:
+                    return False
+                if k in ("pattern", "\x00not_pattern"):
+                    if self.regex_memo.get(kv, 0) is None or self.regex(kv, kp) is None:
+                        raise _CannotValidate(kp, "pattern is not supported")
+                    if self.pattern_dfa(kv).matches(v) != (k == "pattern"):
+                        return False
+                if k in ("format", "\x00not_format"):
+                    if kv in _NUMERIC_FORMATS or format_expr(kv) is None:
+                        raise _CannotValidate(kp, f"unknown format {kv!r}")
+                    if self.format_dfa(kv).matches(v) != (k == "format"):
+                        return False
+                if k == "contentSchema":
+                    raise _CannotValidate(kp, "contentSchema is not supported")
+            elif kind in (INT, FRAC) and k == "format" and kv in _NUMERIC_FORMATS:
+                a, b = _NUMERIC_FORMATS[kv]
+                if a is not None and not (a <= v <= b):
+                    return False
+            elif kind == ARR and k in ("items", "prefixItems", "additionalItems", "minItems", "maxItems",
+                                       "contains", "uniqueItems", "unevaluatedItems"):
+                if not self._validate_array(v, obj, k, kv, base, kp, d):
+                    return False
+            elif kind == OBJ and k in ("properties", "patternProperties", "additionalProperties", "required",
+                                       "minProperties", "maxProperties", "propertyNames", "dependentRequired",
+                                       "dependentSchemas", "dependencies", "unevaluatedProperties"):
+                if not self._validate_object(v, obj, k, kv, base, kp, d):
+                    return False
+            elif k == "allOf":
+                if not all(self.validate(v, doc.nid(s, base, f"{kp}/{i}"), False, d) for i, s in enumerate(kv)):
+                    return False
+            elif k == "anyOf":
+                if not any(self.validate(v, doc.nid(s, base, f"{kp}/{i}"), False, d) for i, s in enumerate(kv)):
+                    return False
+            elif k == "oneOf":
+                if sum(1 for i, s in enumerate(kv) if self.validate(v, doc.nid(s, base, f"{kp}/{i}"), False, d)) != 1:
+                    return False
+            elif k == "not":
+                if self.validate(v, doc.nid(kv, base, kp), False, d):
+                    return False
+            elif k == "if":
+                cond = self.validate(v, doc.nid(kv, base, kp), False, d)
+                branch = "then" if cond else "else"
+                if branch in obj and not self.validate(v, doc.nid(obj[branch], base, f"{p}/{branch}"), False, d):
+                    return False
+            elif k in ("$dynamicRef", "$recursiveRef", "extends", "disallow", "divisibleBy"):
+                raise _CannotValidate(kp, f"{k} is not supported")
+        return True
+
+    def _validate_array(self, v, obj, k, kv, base, kp, d) -> bool:
+        doc = self.doc
+        if k == "minItems":
+            return len(v) >= kv
+        if k == "maxItems":
+            return len(v) <= kv
+        if k == "uniqueItems":
+            if kv is True:
+                for i in range(len(v)):
+                    for j in range(i + 1, len(v)):
+                        if _json_eq(v[i], v[j]):
+                            return False
+            return True
+        if k == "contains":
+            n = sum(1 for x in v if self.validate(x, doc.nid(kv, base, kp), False, d))
+            lo = obj.get("minContains", 1)
+            hi = obj.get("maxContains")
+            return n >= lo and (hi is None or n <= hi)
+        if k == "prefixItems":
+            return all(self.validate(x, doc.nid(s, base, f"{kp}/{i}"), False, d) for i, (x, s) in enumerate(zip(v, kv)))
+        if k == "items":
+            if isinstance(kv, list):
+                return all(self.validate(x, doc.nid(s, base, f"{kp}/{i}"), False, d)
+                           for i, (x, s) in enumerate(zip(v, kv)))
+            start = len(obj["prefixItems"]) if isinstance(obj.get("prefixItems"), list) else 0
+            sub = doc.nid(kv, base, kp)
+            return all(self.validate(x, sub, False, d) for x in v[start:])
+        if k == "additionalItems":
+            if isinstance(obj.get("items"), list):
+                sub = doc.nid(kv, base, kp)
+                return all(self.validate(x, sub, False, d) for x in v[len(obj["items"]):])
+            return True
+        if k == "unevaluatedItems":
+            if self._in_place_applicators(obj):
+                raise _CannotValidate(kp, "unevaluatedItems is not supported")
+            if "items" in obj and not isinstance(obj["items"], list):
+                return True
+            start = len(obj.get("prefixItems") or (obj["items"] if isinstance(obj.get("items"), list) else []))
+            sub = doc.nid(kv, base, kp)
+            return all(self.validate(x, sub, False, d) for x in v[start:])
+        return True
+
+    def _validate_object(self, v, obj, k, kv, base, kp, d) -> bool:
+        doc = self.doc
+        if k == "required":
+            return all(x in v for x in kv) if isinstance(kv, list) else True
+        if k == "minProperties":
+            return len(v) >= kv
+        if k == "maxProperties":
+            return len(v) <= kv
+        if k == "properties":
+            return all(self.validate(v[name], doc.nid(s, base, f"{kp}/{_esc(name)}"), False, d)
+                       for name, s in kv.items() if name in v)
+        if k == "patternProperties":
+            for pat, s in kv.items():
+                ppath = f"{kp}/{_esc(pat)}"
+                dfa = self.pattern_dfa_or_none(pat, ppath)
+                if dfa is None:
+                    raise _CannotValidate(ppath, "pattern is not supported")
+                for name, x in v.items():
+                    if dfa.matches(name) and not self.validate(x, doc.nid(s, base, ppath), False, d):
+                        return False
+            return True
+        if k in ("additionalProperties", "unevaluatedProperties"):
+            if k == "unevaluatedProperties":
+                if self._in_place_applicators(obj):
+                    raise _CannotValidate(kp, "unevaluatedProperties is not supported")
+                if "additionalProperties" in obj:
+                    return True
+            props = obj.get("properties") or {}
+            pats = []
+            for pat in (obj.get("patternProperties") or {}):
+                dfa = self.pattern_dfa_or_none(pat, f"{kp}")
+                if dfa is None:
+                    raise _CannotValidate(kp, "pattern is not supported")
+                pats.append(dfa)
+            sub = doc.nid(kv, base, kp)
+            for name, x in v.items():
+                if name in props or any(p.matches(name) for p in pats):
+                    continue
+                if not self.validate(x, sub, False, d):
+                    return False
+            return True
+        if k == "propertyNames":
+            sub = doc.nid(kv, base, kp)
+            return all(self.validate(name, sub, False, d) for name in v)
+        if k in ("dependentRequired", "dependentSchemas", "dependencies"):
+            for name, dep in kv.items():
+                if name not in v:
+                    continue
+                if isinstance(dep, list):
+                    if not all(x in v for x in dep):
+                        return False
+                elif not self.validate(v, doc.nid(dep, base, f"{kp}/{_esc(name)}"), False, d):
+                    return False
+            return True
+        return True
+
+
+_KNOWN_KEYWORDS = frozenset((
+    "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minLength", "maxLength", "pattern", "format", "items", "prefixItems", "additionalItems", "minItems",
+    "maxItems", "contains", "minContains", "maxContains", "uniqueItems", "properties", "patternProperties",
+    "additionalProperties", "required", "minProperties", "maxProperties", "propertyNames",
+    "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems",
+    "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
+    "contentSchema", "\x00kinds", "\x00not_pattern", "\x00not_format", "\x00not_strings", "\x00not_multiple",
+    "extends", "disallow", "divisibleBy",
+))
+
+
+def _frac_json(f: Fraction):
+    """Synthetic schemas carry exact bounds as Fractions (never serialized)."""
+    return int(f) if f.denominator == 1 else f
+
+
+def _rep(item: Expr, lo: int, hi: Optional[int]) -> Expr:
+    if hi == 0:
+        return EPSILON
+    if lo == 1 and hi == 1:
+        return item
+    return Repeat(item, lo, hi)
+
+
+def _small(e: Expr) -> bool:
+    return isinstance(e, (Bytes, RuleRef)) or e == EPSILON
+
+
+def _counts_disjoint(alo, ahi, blo, bhi) -> bool:
+    return (ahi is not None and ahi < blo) or (bhi is not None and bhi < alo)
+
+
+def _ranges_disjoint(a: _Merged, b: _Merged) -> bool:
+    def below(hi, hi_x, lo, lo_x):  # every value <= hi is < lo
+        if hi is None or lo is None:
+            return False
+        return hi < lo or (hi == lo and (hi_x or lo_x))
+    return below(a.hi, a.hi_x, b.lo, b.lo_x) or below(b.hi, b.hi_x, a.lo, a.lo_x)
+
+
+def _strip_contains(m: _Merged) -> _Merged:
+    c = _Merged()
+    for s in _Merged.__slots__:
+        setattr(c, s, getattr(m, s))
+    c.contains = []
+    return c
+
+
+_ANY_STRING: Optional[Dfa] = None
+
+
+def _any_string_dfa() -> Dfa:
+    global _ANY_STRING
+    if _ANY_STRING is None:
+        _ANY_STRING = dfa_from_expr(Repeat(CharClass((), negated=True), 0, None))
+    return _ANY_STRING
+
+
+def _classify_product(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
+    """Product of ``dfas`` over all code points; each state is labelled with the set of
+    component automata accepting there (the returned DFA's own accept flags are unused)."""
+    from .number_range import MAX_DFA_STATES, _merge_edges, _split_points
+
+    cuts: List[List[Tuple[int, int]]] = [[(0, 0xD7FF), (0xE000, 0x10FFFF)]]
+    for d in dfas:
+        for es in d.edges:
+            cuts.append([(lo, hi) for lo, hi, _ in es])
+    alphabet = [iv for iv in _split_points(cuts) if not 0xD800 <= iv[0] <= 0xDFFF]
+    start = tuple(0 for _ in dfas)
+    ids = {start: 0}
+    keys = [start]
+    edges = []
+    i = 0
+    while i < len(keys):
+        cur = keys[i]
+        out = []
+        for lo, hi in alphabet:
+            nxt = tuple(d.step(q, lo) if q >= 0 else -1 for d, q in zip(dfas, cur))
+            t = ids.get(nxt)
+            if t is None:
+                if len(keys) >= MAX_DFA_STATES:
+                    raise GrammarLimitError(f"pattern product exceeds {MAX_DFA_STATES} states")
+                t = ids[nxt] = len(keys)
+                keys.append(nxt)
+            out.append((lo, hi, t))
+        edges.append(_merge_edges(out))
+        i += 1
+    labels = [frozenset(j for j, q in enumerate(k) if q >= 0 and dfas[j].accept[q]) for k in keys]
+    return Dfa(edges, [True] * len(keys)), labels

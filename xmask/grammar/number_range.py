@@ -1,0 +1,1192 @@
+"""Numeric ranges -> grammar IR, and the small DFA toolkit the JSON Schema converter shares.
+
+JSON number text (RFC 8259)::
+
+    number  = "-"? int frac? exp?      int = "0" | [1-9][0-9]*
+    frac    = "." [0-9]+               exp = [eE] [+-]? [0-9]+
+
+The functions here build the IR of exactly the JSON number texts whose *value* satisfies a
+constraint (bounds, ``multipleOf``).  They are built as deterministic automata from a small
+step function (a value comparator that reads the text left to right), minimized, and
+emitted as IR.  This keeps every construction obviously exact:
+
+* :func:`integer_expr` -- integer syntax ``-?(0|[1-9][0-9]*)`` (``-0`` is the value 0)
+  with value in ``[lo, hi]`` (either side may be open) and optionally a multiple of ``k``
+  (a DFA of remainders mod ``k`` over the digits).
+* :func:`number_expr` -- full number syntax with value in a (possibly exclusive) decimal
+  interval, optionally ``multipleOf`` a decimal.  Exponent forms:
+
+  - a side-only bound at zero (e.g. ``minimum: 0`` or ``exclusiveMaximum: 0``), or no bound:
+    every spelling is accepted, exponents included;
+  - other bounds: plain forms (``12``, ``-0.5``, ``3.250``) exactly, plus *normalized
+    scientific* forms ``d(.ddd)?e[+-]?N`` with one nonzero leading digit (what Python's
+    ``json.dumps``/``repr`` writes, e.g. ``1e-05``, ``1.5e+20``) and zero forms
+    ``0(.0*)?eN``, exactly.  Non-normalized exponent forms such as ``0.5e1`` or ``15e-1``
+    are rejected (documented restriction: a sound subset; never an out-of-range value);
+  - with ``multipleOf``: exponent forms are rejected (plain forms are exact).
+
+DFA toolkit (code-point alphabet, used by the schema converter for regex intersections,
+key complements and length limits): :class:`Dfa`, :func:`dfa_from_step`,
+:func:`dfa_from_expr`, :func:`dfa_product`, :func:`dfa_complement`, :func:`dfa_minimize`,
+:func:`dfa_with_length`, :func:`dfa_to_expr`, :class:`RuleSink`.
+
+Example::
+
+    >>> from xmask.grammar.recognizer import Recognizer
+    >>> g = integer_grammar(-5, 123)
+    >>> r = Recognizer(g)
+    >>> [r.accepts(s) for s in (b"-5", b"-6", b"0", b"123", b"124", b"007")]
+    [True, False, True, True, False, False]
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple, Union
+
+from ..errors import GrammarLimitError
+from .ebnf import make_choice, make_seq
+from .ir import (
+    EPSILON,
+    MAX_CODE_POINT,
+    Bytes,
+    CharClass,
+    Choice,
+    Expr,
+    Grammar,
+    Repeat,
+    RuleRef,
+    Seq,
+    merge_ranges,
+)
+
+__all__ = [
+    "Dfa",
+    "MAX_DFA_STATES",
+    "MAX_NUMBER_DIGITS",
+    "MAX_MULTIPLE_OF_STATES",
+    "RuleSink",
+    "dfa_complement",
+    "dfa_from_expr",
+    "dfa_from_step",
+    "dfa_minimize",
+    "dfa_product",
+    "dfa_to_expr",
+    "dfa_with_length",
+    "integer_expr",
+    "integer_grammar",
+    "number_expr",
+    "number_grammar",
+    "to_fraction",
+]
+
+#: Cap on states of any DFA built here (GrammarLimitError beyond).
+MAX_DFA_STATES = 20_000
+#: Cap on NFA states while converting an expression to a DFA.
+MAX_NFA_STATES = 100_000
+#: Cap on the digits of a numeric bound (e.g. 1e400 has 401 digits).
+MAX_NUMBER_DIGITS = 400
+#: Cap on the modulus of a ``multipleOf`` remainder automaton.
+MAX_MULTIPLE_OF_STATES = 10_000
+
+Number = Union[int, float, Decimal, Fraction, str]
+
+_UNIVERSE = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
+
+
+# ============================================================================ rule sink
+
+class RuleSink:
+    """Collects the extra rules an emitted expression needs (``fresh`` + ``define``)."""
+
+    def __init__(self, rules: Optional[Dict[str, Expr]] = None, prefix: str = "r"):
+        self.rules: Dict[str, Expr] = {} if rules is None else rules
+        self._used = set(self.rules)
+        self.prefix = prefix
+
+    def fresh(self, hint: str) -> str:
+        base = _clean_name(hint) or self.prefix
+        name, i = base, 1
+        while name in self._used:
+            i += 1
+            name = f"{base}_{i}"
+        self._used.add(name)
+        return name
+
+    def define(self, name: str, expr: Expr) -> None:
+        self.rules[name] = expr
+
+
+def _clean_name(hint: str) -> str:
+    out = []
+    for ch in hint:
+        if ch.isascii() and (ch.isalnum() or ch in "_-"):
+            out.append(ch)
+        else:
+            out.append("_")
+    s = "".join(out).strip("_-")
+    while "__" in s:
+        s = s.replace("__", "_")
+    if s and not (s[0].isalpha() or s[0] == "_"):
+        s = "r_" + s
+    return s[:60]
+
+
+# ============================================================================ DFA toolkit
+
+class Dfa:
+    """A DFA over code points: ``edges[q]`` is a sorted tuple of disjoint ``(lo, hi, target)``;
+    missing symbols go to an implicit dead state.  State 0 is the start state."""
+
+    __slots__ = ("edges", "accept")
+
+    def __init__(self, edges: List[Tuple[Tuple[int, int, int], ...]], accept: List[bool]):
+        self.edges = edges
+        self.accept = accept
+
+    @property
+    def n_states(self) -> int:
+        return len(self.accept)
+
+    def step(self, q: int, cp: int) -> int:
+        for lo, hi, t in self.edges[q]:
+            if lo <= cp <= hi:
+                return t
+            if lo > cp:
+                break
+        return -1
+
+    def matches(self, text: str) -> bool:
+        q = 0
+        for ch in text:
+            q = self.step(q, ord(ch))
+            if q < 0:
+                return False
+        return self.accept[q]
+
+    def is_empty(self) -> bool:
+        return not any(self.accept[q] for q in self._reachable())
+
+    def _reachable(self) -> List[int]:
+        seen, stack = {0}, [0]
+        while stack:
+            q = stack.pop()
+            for _, _, t in self.edges[q]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return sorted(seen)
+
+    def length_bounds(self) -> Tuple[Optional[int], Optional[int]]:
+        """(shortest, longest) accepted length; longest is None when unbounded; (None, None)
+        when the language is empty."""
+        live = self._live()
+        if 0 not in live:
+            return None, None
+        # shortest: BFS
+        dist = {0: 0}
+        frontier = [0]
+        shortest = None
+        while frontier and shortest is None:
+            nxt = []
+            for q in frontier:
+                if self.accept[q]:
+                    shortest = dist[q]
+                    break
+                for _, _, t in self.edges[q]:
+                    if t in live and t not in dist:
+                        dist[t] = dist[q] + 1
+                        nxt.append(t)
+            frontier = nxt
+        # longest: DAG longest path over live states, None on a cycle
+        order: List[int] = []
+        state: Dict[int, int] = {}
+        stack = [(0, 0)]
+        while stack:
+            q, i = stack.pop()
+            if i == 0:
+                if state.get(q) == 1:
+                    return shortest, None
+                if state.get(q) == 2:
+                    continue
+                state[q] = 1
+            succ = [t for _, _, t in self.edges[q] if t in live]
+            if i < len(succ):
+                stack.append((q, i + 1))
+                t = succ[i]
+                if state.get(t) == 1:
+                    return shortest, None
+                if state.get(t) != 2:
+                    stack.append((t, 0))
+            else:
+                state[q] = 2
+                order.append(q)
+        longest: Dict[int, int] = {}
+        for q in order:  # successors first
+            best = 0 if self.accept[q] else -1
+            for _, _, t in self.edges[q]:
+                if t in longest and longest[t] >= 0:
+                    best = max(best, longest[t] + 1)
+            longest[q] = best
+        return shortest, longest[0]
+
+    def _live(self) -> set:
+        """States that can reach an accepting state."""
+        rev: Dict[int, List[int]] = {}
+        for q, es in enumerate(self.edges):
+            for _, _, t in es:
+                rev.setdefault(t, []).append(q)
+        live = {q for q, a in enumerate(self.accept) if a}
+        stack = list(live)
+        while stack:
+            q = stack.pop()
+            for p in rev.get(q, ()):
+                if p not in live:
+                    live.add(p)
+                    stack.append(p)
+        return live
+
+
+def _merge_edges(pairs) -> Tuple[Tuple[int, int, int], ...]:
+    """Sort and fuse adjacent ``(lo, hi, target)`` intervals with the same target."""
+    out: List[Tuple[int, int, int]] = []
+    for lo, hi, t in sorted(pairs):
+        if out and out[-1][2] == t and out[-1][1] + 1 == lo:
+            out[-1] = (out[-1][0], hi, t)
+        else:
+            out.append((lo, hi, t))
+    return tuple(out)
+
+
+def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
+                  alphabet: Sequence[Tuple[int, int]], max_states: int = MAX_DFA_STATES) -> Dfa:
+    """Explore the automaton ``step(state, code_point) -> state | None`` from ``start``.
+
+    ``step`` must be constant over each ``alphabet`` interval (it is called with the
+    interval's low end).  ``None`` is the dead state.
+    """
+    ids: Dict[Hashable, int] = {start: 0}
+    keys = [start]
+    edges: List[Tuple[Tuple[int, int, int], ...]] = []
+    i = 0
+    while i < len(keys):
+        key = keys[i]
+        out = []
+        for lo, hi in alphabet:
+            nxt = step(key, lo)
+            if nxt is None:
+                continue
+            t = ids.get(nxt)
+            if t is None:
+                if len(keys) >= max_states:
+                    raise GrammarLimitError(f"automaton exceeds {max_states} states")
+                t = ids[nxt] = len(keys)
+                keys.append(nxt)
+            out.append((lo, hi, t))
+        edges.append(_merge_edges(out))
+        i += 1
+    return Dfa(edges, [bool(accepting(k)) for k in keys])
+
+
+def _split_points(interval_lists) -> List[Tuple[int, int]]:
+    cuts = set()
+    for ranges in interval_lists:
+        for lo, hi in ranges:
+            cuts.add(lo)
+            cuts.add(hi + 1)
+    pts = sorted(cuts)
+    return [(pts[i], pts[i + 1] - 1) for i in range(len(pts) - 1)]
+
+
+def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STATES) -> Dfa:
+    """Product automaton; ``mode`` is ``"and"``, ``"or"`` or ``"diff"`` (a and not b)."""
+    start = (0, 0)
+    ids = {start: 0}
+    keys = [start]
+    edges = []
+    i = 0
+    while i < len(keys):
+        p, q = keys[i]
+        ea = a.edges[p] if p >= 0 else ()
+        eb = b.edges[q] if q >= 0 else ()
+        out = []
+        for lo, hi in _split_points([[(x, y) for x, y, _ in ea], [(x, y) for x, y, _ in eb]]):
+            ta = a.step(p, lo) if p >= 0 else -1
+            tb = b.step(q, lo) if q >= 0 else -1
+            if mode == "and" and (ta < 0 or tb < 0):
+                continue
+            if mode == "diff" and ta < 0:
+                continue
+            if ta < 0 and tb < 0:
+                continue
+            key = (ta, tb)
+            t = ids.get(key)
+            if t is None:
+                if len(keys) >= max_states:
+                    raise GrammarLimitError(f"automaton product exceeds {max_states} states")
+                t = ids[key] = len(keys)
+                keys.append(key)
+            out.append((lo, hi, t))
+        edges.append(_merge_edges(out))
+        i += 1
+
+    def acc(p, q):
+        fa = p >= 0 and a.accept[p]
+        fb = q >= 0 and b.accept[q]
+        if mode == "and":
+            return fa and fb
+        if mode == "or":
+            return fa or fb
+        return fa and not fb
+
+    return dfa_minimize(Dfa(edges, [acc(p, q) for p, q in keys]))
+
+
+def dfa_complement(a: Dfa, universe=_UNIVERSE) -> Dfa:
+    """Strings over ``universe`` (default: all Unicode scalar values) not accepted by ``a``."""
+    n = a.n_states
+    sink = n
+    edges = []
+    for q in range(n + 1):
+        own = a.edges[q] if q < n else ()
+        out = list(own)
+        covered = [(lo, hi) for lo, hi, _ in own]
+        for lo, hi in _subtract(universe, covered):
+            out.append((lo, hi, sink))
+        edges.append(_merge_edges(out))
+    accept = [not x for x in a.accept] + [True]
+    return dfa_minimize(Dfa(edges, accept))
+
+
+def _subtract(universe, ranges) -> List[Tuple[int, int]]:
+    out = []
+    rs = merge_ranges(ranges)
+    for ulo, uhi in universe:
+        cur = ulo
+        for lo, hi in rs:
+            if hi < cur or lo > uhi:
+                continue
+            if lo > cur:
+                out.append((cur, lo - 1))
+            cur = max(cur, hi + 1)
+        if cur <= uhi:
+            out.append((cur, uhi))
+    return out
+
+
+def dfa_minimize(a: Dfa) -> Dfa:
+    """Remove unreachable and dead states and merge equivalent ones (Moore refinement)."""
+    reach = a._reachable()
+    live = a._live()
+    keep = [q for q in reach if q in live]
+    if 0 not in live:
+        return Dfa([()], [False])
+    index = {q: i for i, q in enumerate(keep)}
+    edges = [[(lo, hi, index[t]) for lo, hi, t in a.edges[q] if t in index] for q in keep]
+    accept = [a.accept[q] for q in keep]
+    block = [1 if x else 0 for x in accept]
+    n_blocks = len(set(block))
+    while True:
+        sigs: Dict[tuple, int] = {}
+        new_block = []
+        for q in range(len(keep)):
+            sig = (block[q], _merge_edges((lo, hi, block[t]) for lo, hi, t in edges[q]))
+            b = sigs.get(sig)
+            if b is None:
+                b = sigs[sig] = len(sigs)
+            new_block.append(b)
+        if len(sigs) == n_blocks:
+            block = new_block
+            break
+        block, n_blocks = new_block, len(sigs)
+    # renumber with the start state first (BFS order for readable output)
+    order = {block[0]: 0}
+    queue = [0]
+    rep: Dict[int, int] = {block[0]: 0}
+    while queue:
+        q = queue.pop(0)
+        for _, _, t in edges[q]:
+            if block[t] not in order:
+                order[block[t]] = len(order)
+                rep[block[t]] = t
+                queue.append(t)
+    new_edges: List[tuple] = [()] * len(order)
+    new_accept = [False] * len(order)
+    for b, q in rep.items():
+        new_edges[order[b]] = _merge_edges((lo, hi, order[block[t]]) for lo, hi, t in edges[q])
+        new_accept[order[b]] = accept[q]
+    return Dfa(new_edges, new_accept)
+
+
+def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
+                    max_states: int = MAX_DFA_STATES) -> Dfa:
+    """Strings of ``a`` whose length (in code points) lies in ``[min_len, max_len]``."""
+    cap = max_len if max_len is not None else min_len
+
+    def step(key, cp):
+        q, n = key
+        t = a.step(q, cp)
+        if t < 0:
+            return None
+        if max_len is not None and n >= max_len:
+            return None
+        return (t, min(n + 1, cap))
+
+    def accepting(key):
+        q, n = key
+        return a.accept[q] and n >= min_len
+
+    alphabet = _split_points([[(lo, hi) for lo, hi, _ in es] for es in a.edges])
+    return dfa_minimize(dfa_from_step((0, 0), step, accepting, alphabet, max_states))
+
+
+def dfa_literals(words: Sequence[str]) -> Dfa:
+    """The DFA (a trie) accepting exactly ``words``."""
+    trie: List[Dict[int, int]] = [{}]
+    accept = [False]
+    for w in words:
+        q = 0
+        for ch in w:
+            cp = ord(ch)
+            nxt = trie[q].get(cp)
+            if nxt is None:
+                nxt = trie[q][cp] = len(trie)
+                trie.append({})
+                accept.append(False)
+            q = nxt
+        accept[q] = True
+    edges = [_merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
+    return dfa_minimize(Dfa(edges, accept))
+
+
+# ---------------------------------------------------------------------------- expr -> DFA
+
+class _Nfa:
+    __slots__ = ("eps", "sym")
+
+    def __init__(self):
+        self.eps: List[List[int]] = []
+        self.sym: List[List[Tuple[Tuple[Tuple[int, int], ...], int]]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise GrammarLimitError(f"regular expression expands to more than {MAX_NFA_STATES} states")
+        self.eps.append([])
+        self.sym.append([])
+        return len(self.eps) - 1
+
+    def build(self, e: Expr, s: int) -> int:
+        if isinstance(e, Bytes):
+            text = e.data.decode("utf-8")
+            for ch in text:
+                t = self.new()
+                self.sym[s].append((((ord(ch), ord(ch)),), t))
+                s = t
+            return s
+        if isinstance(e, CharClass):
+            if e.byte_level:
+                raise ValueError("byte-level character classes have no code point meaning")
+            t = self.new()
+            rs = e.positive_ranges()
+            if rs:
+                self.sym[s].append((rs, t))
+            return t
+        if isinstance(e, Seq):
+            for item in e.items:
+                s = self.build(item, s)
+            return s
+        if isinstance(e, Choice):
+            end = self.new()
+            for item in e.items:
+                b = self.new()
+                self.eps[s].append(b)
+                self.eps[self.build(item, b)].append(end)
+            return end
+        if isinstance(e, Repeat):
+            for _ in range(e.min):
+                s = self.build(e.item, s)
+            if e.max is None:
+                loop = self.new()
+                self.eps[s].append(loop)
+                self.eps[self.build(e.item, loop)].append(loop)
+                return loop
+            end = self.new()
+            for _ in range(e.max - e.min):
+                self.eps[s].append(end)
+                s = self.build(e.item, s)
+            self.eps[s].append(end)
+            return end
+        raise ValueError(f"cannot build an automaton for {type(e).__name__}")
+
+
+def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
+    """Subset construction over code points for an expression without rule references."""
+    nfa = _Nfa()
+    start = nfa.new()
+    end = nfa.build(expr, start)
+
+    def closure(states) -> frozenset:
+        seen = set(states)
+        stack = list(states)
+        while stack:
+            q = stack.pop()
+            for t in nfa.eps[q]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    s0 = closure([start])
+    ids = {s0: 0}
+    keys = [s0]
+    edges = []
+    i = 0
+    while i < len(keys):
+        cur = keys[i]
+        moves = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
+        out = []
+        if moves:
+            for lo, hi in _split_points([rs for rs, _ in moves]):
+                targets = [t for rs, t in moves if _in_ranges(lo, rs)]
+                if not targets:
+                    continue
+                nxt = closure(targets)
+                t = ids.get(nxt)
+                if t is None:
+                    if len(keys) >= max_states:
+                        raise GrammarLimitError(f"regular expression DFA exceeds {max_states} states")
+                    t = ids[nxt] = len(keys)
+                    keys.append(nxt)
+                out.append((lo, hi, t))
+        edges.append(_merge_edges(out))
+        i += 1
+    return dfa_minimize(Dfa(edges, [end in k for k in keys]))
+
+
+def _in_ranges(cp: int, ranges) -> bool:
+    for lo, hi in ranges:
+        if lo <= cp <= hi:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- DFA -> IR
+
+def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
+                label: Optional[Callable[[Tuple[Tuple[int, int], ...]], Expr]] = None) -> Optional[Expr]:
+    """Emit a (minimized) DFA as IR.  Returns None for the empty language.
+
+    ``label`` maps a code point set to the expression of one symbol (default: a
+    :class:`CharClass`).  States on cycles other than self-loops, and states with several
+    predecessors whose expansion is large, become rules in ``sink`` (a ``ValueError`` if
+    ``sink`` is None and a rule is needed).
+    """
+    a = dfa_minimize(a)
+    if not a.accept[0] and not a.edges[0]:
+        return None
+    if label is None:
+        label = _plain_label
+    n = a.n_states
+    # group edges by target
+    grouped: List[List[Tuple[int, Tuple[Tuple[int, int], ...]]]] = []
+    indeg = [0] * n
+    for q in range(n):
+        by_t: Dict[int, List[Tuple[int, int]]] = {}
+        for lo, hi, t in a.edges[q]:
+            by_t.setdefault(t, []).append((lo, hi))
+        grouped.append([(t, tuple(rs)) for t, rs in by_t.items()])
+        for t in by_t:
+            if t != q:
+                indeg[t] += 1
+    cyc = _cyclic_states(n, grouped)
+    size: Dict[int, int] = {}
+    needs_rule = [False] * n
+    for q in range(n):
+        if q in cyc:
+            needs_rule[q] = True
+    # sizes bottom-up (acyclic part), deciding rules for shared big states
+    order = _topo_order(n, grouped, cyc)
+    for q in order:
+        s = 1
+        for t, rs in grouped[q]:
+            if t == q:
+                s += 2
+            elif needs_rule[t]:
+                s += 2
+            else:
+                s += 1 + size[t]
+        size[q] = s
+        if indeg[q] > 1 and s > 12 and q != 0:
+            needs_rule[q] = True
+    names: Dict[int, str] = {}
+    for q in range(n):
+        if needs_rule[q] and q != 0:
+            if sink is None:
+                raise ValueError("this automaton needs rules; pass a RuleSink")
+            names[q] = sink.fresh(f"{hint}_s{q}")
+    memo: Dict[int, Expr] = {}
+    label_memo: Dict[tuple, Expr] = {}
+
+    def lab(rs):
+        e = label_memo.get(rs)
+        if e is None:
+            e = label_memo[rs] = label(rs)
+        return e
+
+    def body(q: int) -> Expr:
+        loop = None
+        alts = []
+        for t, rs in grouped[q]:
+            if t == q:
+                loop = Repeat(lab(rs), 0, None)
+            else:
+                alts.append(make_seq([lab(rs), ref(t)]))
+        if a.accept[q]:
+            alts.append(EPSILON)
+        rest = make_choice(alts) if alts else None
+        if rest is None:
+            # only a self-loop and not accepting: cannot happen in a minimized, live DFA
+            rest = EPSILON
+        return make_seq([loop, rest]) if loop is not None else rest
+
+    def ref(t: int) -> Expr:
+        if t in names:
+            return RuleRef(names[t])
+        e = memo.get(t)
+        if e is None:
+            e = memo[t] = body(t)
+        return e
+
+    for q in order:  # build acyclic inline parts bottom-up (no deep recursion)
+        if q not in names and q != 0:
+            ref(q)
+    for q, name in names.items():
+        sink.define(name, body(q))
+    if 0 in cyc:
+        name0 = sink.fresh(f"{hint}_s0") if sink is not None else None
+        if name0 is None:
+            raise ValueError("this automaton needs rules; pass a RuleSink")
+        sink.define(name0, body(0))
+        return RuleRef(name0)
+    return body(0)
+
+
+def _plain_label(ranges) -> Expr:
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1] and not 0xD800 <= ranges[0][0] <= 0xDFFF:
+        return Bytes(chr(ranges[0][0]).encode("utf-8"))
+    return CharClass(tuple(ranges))
+
+
+def _cyclic_states(n: int, grouped) -> set:
+    """States on a cycle of length >= 2 (self-loops are emitted as repeats)."""
+    index: Dict[int, int] = {}
+    low: Dict[int, int] = {}
+    on_stack = set()
+    stack: List[int] = []
+    out = set()
+    counter = 0
+    for root in range(n):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            nbrs = [t for t, _ in grouped[node] if t != node]
+            if i < len(nbrs):
+                work.append((node, i + 1))
+                nxt = nbrs[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1:
+                    out.update(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return out
+
+
+def _topo_order(n: int, grouped, cyc: set) -> List[int]:
+    """Successors-first order; edges into cyclic states are cut."""
+    order: List[int] = []
+    done = set()
+    for root in range(n):
+        if root in done:
+            continue
+        stack = [(root, 0)]
+        while stack:
+            q, i = stack.pop()
+            if i == 0 and q in done:
+                continue
+            succ = [t for t, _ in grouped[q] if t != q and t not in cyc]
+            if i < len(succ):
+                stack.append((q, i + 1))
+                if succ[i] not in done:
+                    stack.append((succ[i], 0))
+            else:
+                if q not in done:
+                    done.add(q)
+                    order.append(q)
+    return order
+
+
+# ============================================================================ numbers
+
+def to_fraction(x: Number) -> Fraction:
+    """Exact value of a schema number: floats use their shortest repr (``0.1`` is 1/10)."""
+    if isinstance(x, bool):
+        raise TypeError("a boolean is not a number")
+    if isinstance(x, int):
+        return Fraction(x)
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, float):
+        if x != x or x in (float("inf"), float("-inf")):
+            raise ValueError(f"not a finite number: {x!r}")
+        return Fraction(Decimal(repr(x)))
+    if isinstance(x, Decimal):
+        if not x.is_finite():
+            raise ValueError(f"not a finite number: {x!r}")
+        return Fraction(x)
+    if isinstance(x, str):
+        try:
+            d = Decimal(x)
+        except InvalidOperation:
+            raise ValueError(f"not a number: {x!r}") from None
+        return to_fraction(d)
+    raise TypeError(f"not a number: {x!r}")
+
+
+def _decimal_digits(x: Fraction) -> Tuple[str, str]:
+    """``x >= 0`` with a finite decimal expansion -> (integer digits, fraction digits without
+    trailing zeros).  Raises ValueError when the expansion is infinite (e.g. 1/3)."""
+    if x < 0:
+        raise ValueError("negative")
+    num, den = x.numerator, x.denominator
+    k = 0
+    d = den
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    if d != 1:
+        raise ValueError(f"{x} has no finite decimal expansion")
+    while den != 1 and (10 ** k) % den != 0:
+        k += 1
+    scaled = num * (10 ** k // den)
+    s = str(scaled).rjust(k + 1, "0")
+    ip, fp = (s[:-k], s[-k:]) if k else (s, "")
+    fp = fp.rstrip("0")
+    if len(ip) + len(fp) > MAX_NUMBER_DIGITS:
+        raise GrammarLimitError(f"numeric bound {x} has more than {MAX_NUMBER_DIGITS} digits")
+    return ip, fp
+
+
+_DIGIT_ALPHABET = [(c, c) for c in b"0123456789.-+eE"]
+
+
+class _Cmp:
+    """Online comparison of an unsigned decimal text with a fixed bound ``b`` (>= 0).
+
+    State: (phase, n, lex) -- phase 0: integer part, ``n`` digits read (capped at
+    ``len(bi) + 1``), ``lex`` the lexicographic comparison with ``bi[:n]``; phase 1: fraction,
+    ``n`` fraction digits read (capped at ``len(bf)``), ``lex`` the running comparison with
+    the bound's fraction padded with zeros (once nonzero it is final).
+    """
+
+    __slots__ = ("bi", "bf")
+
+    def __init__(self, b: Fraction):
+        self.bi, self.bf = _decimal_digits(b)
+
+    def start(self):
+        return (0, 0, 0)
+
+    def int_digit(self, st, d: str):
+        _, n, lex = st
+        bi = self.bi
+        if n < len(bi) and lex == 0:
+            lex = (d > bi[n]) - (d < bi[n])
+        return (0, min(n + 1, len(bi) + 1), lex)
+
+    def end_int(self, st):
+        """Comparison of the integer part with the bound's integer part."""
+        _, n, lex = st
+        if n < len(self.bi):
+            return -1
+        if n > len(self.bi):
+            return 1
+        return lex
+
+    def to_frac(self, st):
+        c = self.end_int(st)
+        return (1, 0, c)
+
+    def frac_digit(self, st, d: str):
+        _, n, lex = st
+        if lex != 0:
+            return st
+        bf = self.bf
+        bd = bf[n] if n < len(bf) else "0"
+        lex = (d > bd) - (d < bd)
+        return (1, min(n + 1, len(bf)), lex)
+
+    def final(self, st) -> int:
+        phase, n, lex = st
+        if phase == 0:
+            c = self.end_int(st)
+            if c != 0:
+                return c
+            return -1 if self.bf else 0
+        if lex != 0:
+            return lex
+        return -1 if n < len(self.bf) else 0
+
+
+def _check_cmp(c: int, bound_kind: str, exclusive: bool) -> bool:
+    if bound_kind == "lo":
+        return c > 0 or (c == 0 and not exclusive)
+    return c < 0 or (c == 0 and not exclusive)
+
+
+def _magnitude_plain_dfa(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction],
+                         hi_excl: bool, *, int_only: bool, mult: Optional[Fraction],
+                         single_digit_int: bool = False) -> Dfa:
+    """Unsigned ``(0|[1-9][0-9]*)(\\.[0-9]+)?`` (``int_only``: no fraction;
+    ``single_digit_int``: integer part one digit 1-9) with value in the interval and, when
+    ``mult`` is given, a multiple of it."""
+    clo = _Cmp(lo) if lo is not None else None
+    chi = _Cmp(hi) if hi is not None else None
+    k = modulus = 0
+    if mult is not None:
+        # value is a multiple of p/q  <=>  value * 10^k is a multiple of p * 10^k / q,
+        # where k is the number of decimal places of p/q
+        p, q = mult.numerator, mult.denominator
+        while (10 ** k) % q != 0:
+            k += 1
+            if k > 30:
+                raise GrammarLimitError(f"multipleOf {mult} has no finite decimal expansion")
+        modulus = p * (10 ** k // q)
+        if modulus > MAX_MULTIPLE_OF_STATES:
+            raise GrammarLimitError(
+                f"multipleOf {mult} needs {modulus} remainder states (limit {MAX_MULTIPLE_OF_STATES})")
+
+    # state: (phase, cmp_lo, cmp_hi, rem, fpos)
+    #   phase 0 start, 1 after a leading '0', 2 in integer digits, 3 after '.', 4 in fraction
+    #   rem: (integer part mod modulus) in phases 1-2; (value*10^k so far) mod modulus in 3-4
+    #   fpos: fraction digits read, capped at k
+    def step(st, cp):
+        ch = chr(cp)
+        phase, cl, chh, rem, fpos = st
+        if "0" <= ch <= "9":
+            d = ord(ch) - 48
+            if phase == 0:
+                if single_digit_int and d == 0:
+                    return None
+                return (1 if d == 0 else 2,
+                        clo.int_digit(clo.start(), ch) if clo else None,
+                        chi.int_digit(chi.start(), ch) if chi else None,
+                        d % modulus if modulus else 0, 0)
+            if phase == 1 or (phase == 2 and single_digit_int):
+                return None
+            if phase == 2:
+                return (2, clo.int_digit(cl, ch) if clo else None,
+                        chi.int_digit(chh, ch) if chi else None,
+                        (rem * 10 + d) % modulus if modulus else 0, 0)
+            if phase in (3, 4):
+                if modulus:
+                    if fpos < k:
+                        rem = (rem + d * 10 ** (k - 1 - fpos)) % modulus
+                        fpos += 1
+                    elif d != 0:
+                        return None
+                return (4, clo.frac_digit(cl, ch) if clo else None,
+                        chi.frac_digit(chh, ch) if chi else None, rem, fpos)
+            return None
+        if ch == "." and phase in (1, 2) and not int_only:
+            return (3, clo.to_frac(cl) if clo else None, chi.to_frac(chh) if chi else None,
+                    (rem * 10 ** k) % modulus if modulus else 0, 0)
+        return None
+
+    def accepting(st):
+        phase, cl, chh, rem, fpos = st
+        if phase not in (1, 2, 4):
+            return False
+        if modulus:
+            r = rem if phase == 4 else (rem * 10 ** k) % modulus
+            if r != 0:
+                return False
+        if clo is not None and not _check_cmp(clo.final(cl), "lo", lo_excl):
+            return False
+        if chi is not None and not _check_cmp(chi.final(chh), "hi", hi_excl):
+            return False
+        return True
+
+    alphabet = [(c, c) for c in b"0123456789."]
+    return dfa_minimize(dfa_from_step((0, None, None, 0, 0), step, accepting, alphabet))
+
+
+_DIGIT = CharClass(((0x30, 0x39),))
+_NONZERO = CharClass(((0x31, 0x39),))
+_DIGITS = Repeat(_DIGIT, 1, None)
+_UINT = make_choice([Bytes(b"0"), make_seq([_NONZERO, Repeat(_DIGIT, 0, None)])])
+_FRAC = make_seq([Bytes(b"."), _DIGITS])
+_EXP = make_seq([CharClass(((0x45, 0x45), (0x65, 0x65))), Repeat(CharClass(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1), _DIGITS])
+_EXP_MARK = CharClass(((0x45, 0x45), (0x65, 0x65)))
+
+
+def _exp_int_dfa(lo: Optional[int], hi: Optional[int]) -> Dfa:
+    """Exponent text ``[+-]?[0-9]+`` (leading zeros allowed) with value in ``[lo, hi]``."""
+    clo = _Cmp(Fraction(abs(lo))) if lo is not None else None
+    chi = _Cmp(Fraction(abs(hi))) if hi is not None else None
+
+    # state: (phase, neg, cl, ch, nonzero) ; phase 0 start, 1 after sign, 2 digits
+    def step(st, cp):
+        ch = chr(cp)
+        phase, neg, cl, chh, nz = st
+        if ch in "+-" and phase == 0:
+            return (1, ch == "-", cl, chh, nz)
+        if ch.isdigit():
+            if not nz and ch == "0":
+                return (2, neg, cl, chh, False)  # leading zeros do not count
+            cl2 = clo.int_digit(cl if nz else clo.start(), ch) if clo else None
+            ch2 = chi.int_digit(chh if nz else chi.start(), ch) if chi else None
+            return (2, neg, cl2, ch2, True)
+        return None
+
+    def value_cmp(cmp_obj, cstate, nz, neg, bound) -> int:
+        """Sign of (value - bound)."""
+        if not nz:
+            return (0 > bound) - (0 < bound)
+        if neg:
+            return -1 if bound >= 0 else -cmp_obj.end_int(cstate)
+        return 1 if bound <= 0 else cmp_obj.end_int(cstate)
+
+    def accepting(st):
+        phase, neg, cl, chh, nz = st
+        if phase != 2:
+            return False
+        if lo is not None and value_cmp(clo, cl, nz, neg, lo) < 0:
+            return False
+        if hi is not None and value_cmp(chi, chh, nz, neg, hi) > 0:
+            return False
+        return True
+
+    start = (0, False, clo.start() if clo else None, chi.start() if chi else None, False)
+    alphabet = [(c, c) for c in b"0123456789+-"]
+    return dfa_minimize(dfa_from_step(start, step, accepting, alphabet))
+
+
+def _ceil_log10(x: Fraction) -> int:
+    """Smallest E with 10^E >= x (x > 0)."""
+    e = len(str(x.numerator)) - len(str(x.denominator))
+    while Fraction(10) ** e < x:
+        e += 1
+    while Fraction(10) ** (e - 1) >= x:
+        e -= 1
+    return e
+
+
+def _floor_log10(x: Fraction) -> int:
+    """Largest E with 10^E <= x (x > 0)."""
+    e = len(str(x.numerator)) - len(str(x.denominator))
+    while Fraction(10) ** e > x:
+        e -= 1
+    while Fraction(10) ** (e + 1) <= x:
+        e += 1
+    return e
+
+
+def _positive_part(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction], hi_excl: bool,
+                   *, integer: bool, mult: Optional[Fraction], sink: Optional[RuleSink], hint: str,
+                   exponents: bool) -> Optional[Expr]:
+    """Unsigned texts with value in the interval, where ``lo >= 0`` and the value 0 is excluded
+    (the caller handles zero spellings).  ``lo = 0`` means (0, ...]."""
+    if lo is None or lo < 0:
+        lo, lo_excl = Fraction(0), True
+    if lo == 0:
+        lo_excl = True
+    if hi is not None and (hi < lo or (hi == lo and (hi_excl or lo_excl))):
+        return None
+    if integer:
+        ilo = _int_lo(lo, lo_excl)
+        ihi = _int_hi(hi, hi_excl) if hi is not None else None
+        if ihi is not None and ihi < ilo:
+            return None
+        d = _magnitude_plain_dfa(Fraction(ilo), False, None if ihi is None else Fraction(ihi), False,
+                                 int_only=True, mult=mult)
+        return dfa_to_expr(d, sink, hint)
+    if hi is None and lo == 0 and mult is None and exponents:
+        # every nonzero unsigned number, exponent forms included
+        nz = make_seq([_NONZERO, Repeat(_DIGIT, 0, None)])
+        zero_int_nonzero_frac = make_seq([Bytes(b"0."), Repeat(Bytes(b"0"), 0, None), _NONZERO, Repeat(_DIGIT, 0, None)])
+        nonzero_int = make_seq([nz, Repeat(_FRAC, 0, 1)])
+        return make_seq([make_choice([nonzero_int, zero_int_nonzero_frac]), Repeat(_EXP, 0, 1)])
+    d = _magnitude_plain_dfa(lo, lo_excl, hi, hi_excl, int_only=False, mult=mult)
+    plain = dfa_to_expr(d, sink, hint)
+    if not exponents or mult is not None:
+        return plain
+    # normalized scientific forms  m e E  with m in [1, 10): value in [10^E, 10^(E+1))
+    alts = [plain] if plain is not None else []
+    # decades fully inside the interval: E1 <= E <= E2 (None = unbounded)
+    e1 = None if lo == 0 else (_ceil_log10_strict(lo) if lo_excl else _ceil_log10(lo))
+    e2 = None if hi is None else _floor_log10(hi) - 1
+    if e1 is None or e2 is None or e1 <= e2:
+        mant = make_seq([_NONZERO, Repeat(_FRAC, 0, 1)])
+        eexpr = dfa_to_expr(_exp_int_dfa(e1, e2), sink, hint + "_exp")
+        if eexpr is not None:
+            alts.append(make_seq([mant, _EXP_MARK, eexpr]))
+    partial = set()
+    if lo != 0:
+        partial.add(_floor_log10(lo))
+    if hi is not None:
+        partial.add(_floor_log10(hi))
+    for e in sorted(partial):
+        if (e1 is None or e >= e1) and (e2 is None or e <= e2):
+            continue  # a full decade, already covered
+        scale = Fraction(10) ** e
+        mlo, mlo_x = Fraction(1), False
+        mhi, mhi_x = Fraction(10), True
+        if lo / scale > mlo or (lo / scale == mlo and lo_excl):
+            mlo, mlo_x = lo / scale, lo_excl
+        if hi is not None and (hi / scale < mhi or (hi / scale == mhi and hi_excl)):
+            mhi, mhi_x = hi / scale, hi_excl
+        if mhi < mlo or (mhi == mlo and (mlo_x or mhi_x)):
+            continue
+        md = _magnitude_plain_dfa(mlo, mlo_x, mhi, mhi_x, int_only=False, mult=None,
+                                  single_digit_int=True)
+        mexpr = dfa_to_expr(md, sink, hint + "_mant")
+        if mexpr is None:
+            continue
+        eexpr = dfa_to_expr(_exp_int_dfa(e, e), sink, hint + "_exp")
+        alts.append(make_seq([mexpr, _EXP_MARK, eexpr]))
+    return make_choice(alts) if alts else None
+
+
+def _ceil_log10_strict(x: Fraction) -> int:
+    """Smallest E with 10^E > x."""
+    e = _ceil_log10(x)
+    if Fraction(10) ** e == x:
+        e += 1
+    return e
+
+
+def _int_lo(lo: Fraction, excl: bool) -> int:
+    n = -((-lo.numerator) // lo.denominator)  # ceil
+    if excl and Fraction(n) == lo:
+        n += 1
+    return n
+
+
+def _int_hi(hi: Fraction, excl: bool) -> int:
+    n = hi.numerator // hi.denominator  # floor
+    if excl and Fraction(n) == hi:
+        n -= 1
+    return n
+
+
+def number_expr(lo: Optional[Number] = None, hi: Optional[Number] = None, *,
+                lo_exclusive: bool = False, hi_exclusive: bool = False,
+                multiple_of: Optional[Number] = None, integer: bool = False,
+                sink: Optional[RuleSink] = None, hint: str = "num") -> Optional[Expr]:
+    """JSON number texts with value in the interval (and a multiple of ``multiple_of``).
+
+    ``integer=True`` uses integer syntax only (``-?(0|[1-9][0-9]*)``).  Returns None when no
+    value qualifies.  See the module docstring for which exponent forms are accepted.
+    """
+    flo = to_fraction(lo) if lo is not None else None
+    fhi = to_fraction(hi) if hi is not None else None
+    mult = to_fraction(multiple_of) if multiple_of is not None else None
+    if mult is not None and mult <= 0:
+        raise ValueError("multipleOf must be > 0")
+    if mult is not None and integer and mult.denominator != 1:
+        # an integer n is a multiple of p/q (reduced)  <=>  p divides n*q  <=>  p divides n
+        mult = Fraction(mult.numerator)
+    if mult is not None and mult == 1 and integer:
+        mult = None
+    if flo is not None and fhi is not None:
+        if fhi < flo or (fhi == flo and (lo_exclusive or hi_exclusive)):
+            return None
+    if integer:
+        if flo is not None:
+            flo, lo_exclusive = Fraction(_int_lo(flo, lo_exclusive)), False
+        if fhi is not None:
+            fhi, hi_exclusive = Fraction(_int_hi(fhi, hi_exclusive)), False
+        if flo is not None and fhi is not None and fhi < flo:
+            return None
+    exponents = not integer and mult is None
+    unbounded = flo is None and fhi is None
+    if unbounded and mult is None:
+        if integer:
+            return make_seq([Repeat(Bytes(b"-"), 0, 1), _UINT])
+        return make_seq([Repeat(Bytes(b"-"), 0, 1), _UINT, Repeat(_FRAC, 0, 1), Repeat(_EXP, 0, 1)])
+    alts = []
+    # zero
+    zero_ok = ((flo is None or flo < 0 or (flo == 0 and not lo_exclusive))
+               and (fhi is None or fhi > 0 or (fhi == 0 and not hi_exclusive)))
+    if zero_ok:
+        if integer:
+            alts.append(make_seq([Repeat(Bytes(b"-"), 0, 1), Bytes(b"0")]))
+        else:
+            zfrac = Repeat(make_seq([Bytes(b"."), Repeat(Bytes(b"0"), 1, None)]), 0, 1)
+            z = [Repeat(Bytes(b"-"), 0, 1), Bytes(b"0"), zfrac]
+            if exponents:
+                z.append(Repeat(_EXP, 0, 1))
+            alts.append(make_seq(z))
+    # positive values
+    if fhi is None or fhi > 0:
+        pos = _positive_part(flo, lo_exclusive, fhi, hi_exclusive, integer=integer, mult=mult,
+                             sink=sink, hint=hint + "_pos", exponents=exponents)
+        if pos is not None:
+            alts.append(pos)
+    # negative values: magnitude in [-hi, -lo]
+    if flo is None or flo < 0:
+        nlo = -fhi if fhi is not None else None
+        nhi = -flo if flo is not None else None
+        neg = _positive_part(nlo, hi_exclusive, nhi, lo_exclusive, integer=integer, mult=mult,
+                             sink=sink, hint=hint + "_neg", exponents=exponents)
+        if neg is not None:
+            alts.append(make_seq([Bytes(b"-"), neg]))
+    if not alts:
+        return None
+    return make_choice(alts)
+
+
+def integer_expr(lo: Optional[int] = None, hi: Optional[int] = None, *,
+                 multiple_of: Optional[Number] = None, sink: Optional[RuleSink] = None,
+                 hint: str = "int") -> Optional[Expr]:
+    """JSON integer texts with value in ``[lo, hi]`` (inclusive; None = open side)."""
+    return number_expr(lo, hi, multiple_of=multiple_of, integer=True, sink=sink, hint=hint)
+
+
+def number_grammar(*args, **kwargs) -> Grammar:
+    """:func:`number_expr` as a standalone grammar (root ``root``; a never-matching grammar
+    when no value qualifies)."""
+    sink = RuleSink(prefix="num")
+    sink.fresh("root")
+    e = number_expr(*args, sink=sink, **kwargs)
+    if e is None:
+        e = CharClass(())
+    rules = {"root": e}
+    rules.update(sink.rules)
+    return Grammar(rules, root="root")
+
+
+def integer_grammar(lo: Optional[int] = None, hi: Optional[int] = None, **kwargs) -> Grammar:
+    """:func:`integer_expr` as a standalone grammar."""
+    return number_grammar(lo, hi, integer=True, **kwargs)
