@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from .._recursion import deep_recursion
 from ..grammar.ir import Grammar
 from .compiled import CompiledGrammar
 from .token_table import build_vocab_tables
@@ -46,6 +47,10 @@ class GrammarCompiler:
         return self._info
 
     def _compile(self, key, make_grammar) -> CompiledGrammar:
+        with deep_recursion():
+            return self._compile_inner(key, make_grammar)
+
+    def _compile_inner(self, key, make_grammar) -> CompiledGrammar:
         if self._cache_enabled:
             with self._lock:
                 hit = self._cache.get(key)

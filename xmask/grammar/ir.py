@@ -158,9 +158,11 @@ class Grammar:
             >>> Grammar.from_ebnf('root ::= [a-z]+ ("," [a-z]+)*').root
             'root'
         """
+        from .._recursion import deep_recursion
         from .ebnf import parse_ebnf
 
-        return parse_ebnf(text, root_rule_name=root_rule_name)
+        with deep_recursion("EBNF grammar"):
+            return parse_ebnf(text, root_rule_name=root_rule_name)
 
     @staticmethod
     def from_regex(pattern: str) -> "Grammar":

@@ -361,7 +361,9 @@ cdef class GrammarMatcher:
         cdef int64_t off, length
         cdef int ok
         if not isinstance(token_id, int):
-            raise InvalidTokenError(f"token id must be an int, got {type(token_id).__name__}")
+            raise InvalidTokenError(
+                f"token id must be an int, got {token_id!r} ({type(token_id).__name__})"
+            )
         if not 0 <= token_id < self.vt.c.vocab_size:
             raise InvalidTokenError(
                 f"token id {token_id} is outside the vocabulary [0, {self.vt.c.vocab_size})"
