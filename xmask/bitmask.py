@@ -41,8 +41,8 @@ def apply_token_bitmask_inplace(logits, bitmask, indices=None, vocab_size=None):
     """Set the logits of disallowed tokens to -inf, in place.
 
     ``logits``: float array (batch, V) or (V,) — NumPy, or a torch tensor if torch is installed.
-    ``bitmask``: int32 (batch, ceil(V/32)) (or one row).  ``indices``: which logits rows to mask
-    (row k of the bitmask applies to logits row ``indices[k]``; default: all rows in order).
+    ``bitmask``: int32 (batch, ceil(V/32)) (or one row).  ``indices``: which rows to mask (bitmask
+    row ``i`` applies to logits row ``i``, as in XGrammar; default: every row).
     Positions at or beyond ``vocab_size`` (default ``min(V, 32 * words)``) are left untouched.
 
     Example::
@@ -66,19 +66,27 @@ def apply_token_bitmask_inplace(logits, bitmask, indices=None, vocab_size=None):
     width = min(rows_l.shape[1], bm2.shape[1] * 32) if vocab_size is None else int(vocab_size)
     if width > rows_l.shape[1] or width > bm2.shape[1] * 32:
         raise BitmaskError(f"vocab_size {width} exceeds the logits or bitmask width")
-    rows = list(range(bm2.shape[0])) if indices is None else [int(i) for i in indices]
-    if indices is None and bm2.shape[0] != rows_l.shape[0]:
-        raise BitmaskError(
-            f"bitmask has {bm2.shape[0]} rows but logits have {rows_l.shape[0]}; pass indices"
-        )
-    if indices is not None and len(rows) > bm2.shape[0]:
-        raise BitmaskError("more indices than bitmask rows")
-    allowed = _bits(bm2[: len(rows)], width)
+    rows = _rows(indices, bm2.shape[0], rows_l.shape[0])
+    allowed = _bits(bm2[rows], width)
     for k, r in enumerate(rows):
-        if not 0 <= r < rows_l.shape[0]:
-            raise BitmaskError(f"index {r} out of range for {rows_l.shape[0]} logits rows")
         row = rows_l[r, :width]
         row[~allowed[k]] = -np.inf
+
+
+def _rows(indices, n_mask_rows: int, n_logit_rows: int):
+    if indices is None:
+        if n_mask_rows != n_logit_rows:
+            raise BitmaskError(
+                f"bitmask has {n_mask_rows} rows but logits have {n_logit_rows}; pass indices"
+            )
+        return list(range(n_mask_rows))
+    rows = [int(i) for i in indices]
+    for r in rows:
+        if not (0 <= r < n_mask_rows and r < n_logit_rows):
+            raise BitmaskError(
+                f"index {r} out of range for {n_mask_rows} bitmask / {n_logit_rows} logits rows"
+            )
+    return rows
 
 
 def _apply_torch(logits, bitmask, indices, vocab_size):
@@ -91,13 +99,9 @@ def _apply_torch(logits, bitmask, indices, vocab_size):
     width = min(rows_l.shape[1], bm2.shape[1] * 32) if vocab_size is None else int(vocab_size)
     if width > rows_l.shape[1] or width > bm2.shape[1] * 32:
         raise BitmaskError(f"vocab_size {width} exceeds the logits or bitmask width")
-    rows = list(range(bm2.shape[0])) if indices is None else [int(i) for i in indices]
-    if indices is None and bm2.shape[0] != rows_l.shape[0]:
-        raise BitmaskError(
-            f"bitmask has {bm2.shape[0]} rows but logits have {rows_l.shape[0]}; pass indices"
-        )
+    rows = _rows(indices, bm2.shape[0], rows_l.shape[0])
     shifts = torch.arange(32, device=bm2.device, dtype=torch.int32)
-    bits = ((bm2[: len(rows)].unsqueeze(-1) >> shifts) & 1).view(len(rows), -1)[:, :width]
+    bits = ((bm2[rows].unsqueeze(-1) >> shifts) & 1).view(len(rows), -1)[:, :width]
     bits = bits.to(rows_l.device).bool()
     for k, r in enumerate(rows):
         rows_l[r, :width].masked_fill_(~bits[k], float("-inf"))

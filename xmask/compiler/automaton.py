@@ -260,24 +260,30 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> Grammar:
     cap = limits.inline_size + 1
     bodies: Dict[str, object] = {}
     sizes: Dict[str, int] = {}
-    # callees first: repeatedly settle rules whose references are all settled or kept
-    pending = [n for n in rules if n not in recursive and n != grammar.root]
-    settled: set = set()
-    while pending:
-        progress = False
-        for name in list(pending):
-            deps = set(iter_refs(rules[name]))
-            if all(d in settled or d in recursive or d == grammar.root for d in deps):
-                body = _substitute(rules[name], bodies)
-                size = _rule_size(body, sizes, cap)
-                sizes[name] = size
-                if size <= limits.inline_size:
-                    bodies[name] = body
-                settled.add(name)
-                pending.remove(name)
-                progress = True
-        if not progress:  # references into the root: keep the rest as calls
-            break
+    # callees first: depth-first post-order over non-recursive rules (the rest stay calls)
+    refs = {n: [d for d in dict.fromkeys(iter_refs(e))] for n, e in rules.items()}
+    order: List[str] = []
+    seen: set = set()
+    for start in rules:
+        if start in seen or start in recursive or start == grammar.root:
+            continue
+        seen.add(start)
+        stack = [(start, iter(refs[start]))]
+        while stack:
+            name, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(name)
+            elif nxt not in seen and nxt not in recursive and nxt != grammar.root:
+                seen.add(nxt)
+                stack.append((nxt, iter(refs[nxt])))
+    for name in order:
+        body = _substitute(rules[name], bodies)
+        size = _rule_size(body, sizes, cap)
+        sizes[name] = size
+        if size <= limits.inline_size:
+            bodies[name] = body
     if not bodies:
         return grammar
     new_rules = {n: _substitute(e, bodies) for n, e in rules.items()}

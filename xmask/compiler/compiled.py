@@ -57,6 +57,9 @@ class CompiledGrammar:
     def __setattr__(self, name, value):
         raise AttributeError("CompiledGrammar is immutable")
 
+    def __delattr__(self, name):
+        raise AttributeError("CompiledGrammar is immutable")
+
     @property
     def grammar(self):
         """The source ``Grammar``."""

@@ -168,6 +168,20 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
     return 0
 
 
+def _as_token_id(value, what="token id"):
+    """An integer id from an int or NumPy integer (not bool); InvalidTokenError otherwise."""
+    import operator
+
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        raise InvalidTokenError(f"{what} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise InvalidTokenError(
+            f"{what} must be an integer, got {value!r} ({type(value).__name__})"
+        ) from None
+
+
 def _bitmask_view(bitmask):
     """The bitmask as a writable 2-D int32 C-contiguous NumPy view (torch CPU tensors too)."""
     import numpy as np
@@ -264,13 +278,14 @@ cdef class GrammarMatcher:
         vocab_size = self.vt.c.vocab_size
         if override_stop_tokens is None:
             stops = list(compiled_grammar.tokenizer_info.stop_token_ids)
-        elif isinstance(override_stop_tokens, int):
+        elif not hasattr(override_stop_tokens, "__iter__"):
             stops = [override_stop_tokens]
         else:
             stops = list(override_stop_tokens)
+        stops = [_as_token_id(t, "stop token id") for t in stops]
         for t in stops:
-            if not isinstance(t, int) or not 0 <= t < vocab_size:
-                raise InvalidTokenError(f"stop token id {t!r} is outside [0, {vocab_size})")
+            if not 0 <= t < vocab_size:
+                raise InvalidTokenError(f"stop token id {t} is outside [0, {vocab_size})")
         stops = sorted(set(stops))
         self._stop_list = stops
         self.terminate_without_stop_token = terminate_without_stop_token
@@ -360,10 +375,7 @@ cdef class GrammarMatcher:
         cdef intp_t pos
         cdef int64_t off, length
         cdef int ok
-        if not isinstance(token_id, int):
-            raise InvalidTokenError(
-                f"token id must be an int, got {token_id!r} ({type(token_id).__name__})"
-            )
+        token_id = _as_token_id(token_id)
         if not 0 <= token_id < self.vt.c.vocab_size:
             raise InvalidTokenError(
                 f"token id {token_id} is outside the vocabulary [0, {self.vt.c.vocab_size})"
