@@ -493,6 +493,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
             if f[i]:
                 flags[g] |= FLAG_FINAL
             raw_calls[g] = sorted((int(rule_start[callee]), base + dst) for callee, dst in c[i].items())
+    _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names)
     for g in range(n_states):
         if flags[g] & FLAG_FINAL and not flags[g] & FLAG_HAS_BYTES and not raw_calls[g]:
             flags[g] |= FLAG_EXIT_ONLY
@@ -522,6 +523,50 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     )
     _analyze(auto)
     return auto
+
+
+def _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names) -> None:
+    """Drop every edge into a state from which the rule can never finish.
+
+    Such dead ends (``bad ::= "y" bad``) would let the matcher accept bytes after which no
+    complete sentence exists; masks must only allow tokens that can still lead to the end.
+    Raises GrammarError if the root rule itself can never finish.
+    """
+    n = len(flags)
+    table = trans.reshape(n, n_classes) if n else trans.reshape(0, n_classes)
+    productive = np.array([bool(f & FLAG_FINAL) for f in flags.tolist()], dtype=bool)
+    changed = True
+    while changed:
+        changed = False
+        reach = np.zeros(n, dtype=bool)
+        has = table >= 0
+        if has.any():
+            tgt_ok = np.zeros_like(has)
+            tgt_ok[has] = productive[table[has]]
+            reach = tgt_ok.any(axis=1)
+        for st in range(n):
+            if productive[st]:
+                continue
+            if reach[st] or any(productive[c] and productive[r] for c, r in raw_calls[st]):
+                productive[st] = True
+                changed = True
+    if n and not productive[int(rule_start[0])]:
+        raise GrammarError("the grammar has no complete sentence (its root can never finish)",
+                           rule=names[0])
+    if productive.all():
+        return
+    dead = ~productive
+    table[dead, :] = -1
+    has = table >= 0
+    kill = np.zeros_like(has)
+    kill[has] = dead[table[has]]
+    table[kill] = -1
+    for st in range(n):
+        calls = raw_calls[st]
+        if calls:
+            raw_calls[st] = [(c, r) for c, r in calls if productive[c] and productive[r]]
+        if not (table[st] >= 0).any():
+            flags[st] &= ~np.uint8(FLAG_HAS_BYTES)
 
 
 def _analyze(auto: Automaton) -> None:

@@ -86,6 +86,7 @@ from .number_range import (
     dfa_complement,
     dfa_from_expr,
     dfa_literals,
+    dfa_minimize,
     dfa_product,
     dfa_to_expr,
     dfa_with_length,
@@ -96,7 +97,10 @@ from .string_format import (
     JSON_CHAR,
     JSON_CHAR_PERMISSIVE,
     encode_char_class_as_json,
+    ESCAPABLE,
     encode_expr_as_json,
+    encode_ranges_canonical,
+    escapes_expr,
     format_expr,
     json_string_literal,
 )
@@ -127,7 +131,7 @@ MAX_COUNT_BOUND = 1_000_000
 #: Total rules of one grammar.
 MAX_RULES = 200_000
 #: Repeat counts above this are factored into rule-backed chunks (compact automata).
-_DIRECT_REPEAT = 48
+_DIRECT_REPEAT = 12
 
 # ---------------------------------------------------------------------------- kinds
 NULL, BOOL, OBJ, ARR, STR, INT, FRAC = "null", "boolean", "object", "array", "string", "integer", "fraction"
@@ -608,6 +612,7 @@ class _Converter:
         self.regex_memo: Dict[str, Any] = {}
         self.alt_budget = 0
         self.neg_stack: set = set()
+        self.order: Dict[int, int] = {}
 
     # ------------------------------------------------------------------ errors / reports
     def unsupported(self, message: str, path: str, action: str = "dropped") -> None:
@@ -689,12 +694,15 @@ class _Converter:
         doc = self.doc
         while stack:
             n = stack.pop()
+            if n not in self.order:
+                self.order[n] = len(self.order)  # first visit, depth-first: merge order
             obj, base, p = doc.nodes[n]
             if obj is True:
                 continue
             if obj is False:
                 atoms.add(_FALSE)
                 continue
+            nexts: List[int] = []  # subschemas applying in place, in document order
             ref = obj.get("$ref")
             if isinstance(ref, str):
                 try:
@@ -702,10 +710,13 @@ class _Converter:
                 except UnsupportedSchemaError as e:
                     self.unsupported(str(e.args[0]).split(" (at ")[0], e.path)
                     t = None
-                if t is not None and t not in seen:
-                    seen.add(t)
-                    stack.append(t)
+                if t is not None:
+                    nexts.append(t)
                 if doc.draft <= 7:
+                    for t in reversed(nexts):
+                        if t not in seen:
+                            seen.add(t)
+                            stack.append(t)
                     continue  # siblings of $ref are ignored before 2019-09
             for k in ("$dynamicRef", "$recursiveRef"):
                 if k in obj:
@@ -716,10 +727,11 @@ class _Converter:
             sub = obj.get("allOf")
             if isinstance(sub, list):
                 for i, s in enumerate(sub):
-                    t = doc.nid(s, base, f"{p}/allOf/{i}")
-                    if t not in seen:
-                        seen.add(t)
-                        stack.append(t)
+                    nexts.append(doc.nid(s, base, f"{p}/allOf/{i}"))
+            for t in reversed(nexts):
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
             for k in ("anyOf", "oneOf"):
                 if isinstance(obj.get(k), list):
                     if not obj[k]:
@@ -873,9 +885,8 @@ class _Converter:
         if hit is not None:
             return hit
         m = _Merged()
-        for a in sorted(atoms, key=repr):
-            if a[0] == "own":
-                self._merge_node(m, a[1])
+        for a in sorted((a for a in atoms if a[0] == "own"), key=lambda a: (self.order.get(a[1], 1 << 30), a[1])):
+            self._merge_node(m, a[1])
         self.merge_memo[atoms] = m
         return m
 
@@ -1291,30 +1302,81 @@ class _Converter:
     def emit_string_dfa(self, d: Dfa, hint: str) -> Optional[Expr]:
         return dfa_to_expr(d, self.sink, hint, label=lambda rs: encode_char_class_as_json(CharClass(tuple(rs))))
 
+    def emit_key_dfa(self, d: Dfa, hint: str) -> Optional[Expr]:
+        """Keys: printable ASCII is matched only literally (its canonical spelling).
+
+        When every escapable code point (see :data:`ESCAPABLE`) leads either nowhere or to a
+        state accepting every continuation -- the usual case for complements of declared
+        names -- the key is split into the escape-free strings of ``d`` and
+        ``prefix ESC any*``, so the large escape grammar appears once instead of on every
+        automaton edge.
+        """
+        d = dfa_minimize(d)
+        esc_any = self.shared_rule("key_esc_char", "key_esc_char",
+                                   lambda: encode_ranges_canonical(ESCAPABLE))
+        n = d.n_states
+        univ = -1
+        for q in range(n):
+            if d.accept[q] and _covers(d.edges[q], _SCALARS, q):
+                univ = q
+                break
+        acc2 = []
+        simple = True
+        for q in range(n):
+            targets = _targets_over(d.edges[q], ESCAPABLE)
+            if targets == {-1}:
+                acc2.append(False)
+            elif univ >= 0 and targets == {univ}:
+                acc2.append(True)
+            else:
+                simple = False
+                break
+        if not simple:
+            return dfa_to_expr(d, self.sink, hint, label=lambda rs: encode_ranges_canonical(rs, esc_any))
+        lit_edges = [tuple((max(lo, a), min(hi, b), t) for lo, hi, t in es for a, b in _LIT
+                           if max(lo, a) <= min(hi, b)) for es in d.edges]
+        lit_edges = [tuple(sorted(es)) for es in lit_edges]
+        e1 = dfa_to_expr(Dfa(lit_edges, list(d.accept)), self.sink, hint)
+        alts = [e1] if e1 is not None else []
+        if any(acc2):
+            e2 = dfa_to_expr(Dfa(lit_edges, acc2), self.sink, hint + "_pre")
+            if e2 is not None:
+                rest = self.shared_rule("key_any_rest", "key_any_rest", lambda: Repeat(
+                    make_choice([CharClass(_LIT), esc_any]), 0, None))
+                alts.append(make_seq([e2, esc_any, rest]))
+        return make_choice(alts) if alts else None
+
     def counted(self, item: Expr, lo: int, hi: Optional[int], hint: str) -> Expr:
-        """``item{lo,hi}`` with large counts factored through a chunk rule (exact and
-        unambiguous: n = a*q + r with the remainder r < a, except in the last chunk row)."""
+        """``item{lo,hi}``; large counts are factored through chunk rules ``item{a}`` (a about
+        the square root, recursively), which is exact and keeps automata small."""
         if hi is not None and hi <= _DIRECT_REPEAT or hi is None and lo <= _DIRECT_REPEAT:
             return _rep(item, lo, hi)
-        span = (hi - lo) if hi is not None else lo
-        a = max(2, int(math.isqrt(max(span, lo))))
-        chunk = self.shared_rule(("chunk", item, a), hint, lambda: Repeat(item, a, a))
-        parts: List[Expr] = []
-        if lo:
-            q, r = divmod(lo, a)
-            parts += [_rep(chunk, q, q), _rep(item, r, r)]
-        if hi is None:
-            parts.append(Repeat(item, 0, None))
-            return make_seq(parts)
-        q, r = divmod(hi - lo, a)
-        if q == 0:
-            parts.append(_rep(item, 0, r))
-        else:
-            parts.append(make_choice([
-                make_seq([_rep(chunk, 0, q - 1), _rep(item, 0, a - 1)]),
-                make_seq([_rep(chunk, q, q), _rep(item, 0, r)]),
-            ]))
-        return make_seq(parts)
+        head = self._exactly(item, lo, hint)
+        tail = Repeat(item, 0, None) if hi is None else self._up_to(item, hi - lo, hint)
+        return make_seq([head, tail])
+
+    def _chunk(self, item: Expr, n: int, hint: str) -> Expr:
+        return self.shared_rule(("chunk", item, n), hint, lambda: self._exactly(item, n, hint, inline=True))
+
+    def _exactly(self, item: Expr, n: int, hint: str, inline: bool = False) -> Expr:
+        if n <= _DIRECT_REPEAT:
+            return _rep(item, n, n)
+        a = math.isqrt(n)
+        q, r = divmod(n, a)
+        chunk = self._chunk(item, a, hint)
+        return make_seq([self._exactly(chunk, q, hint), _rep(item, r, r)])
+
+    def _up_to(self, item: Expr, m: int, hint: str) -> Expr:
+        """``item{0,m}``: n = a*k + s with s < a for k < q, and s <= r for k = q."""
+        if m <= _DIRECT_REPEAT:
+            return _rep(item, 0, m)
+        a = math.isqrt(m + 1)
+        q, r = divmod(m, a)
+        chunk = self._chunk(item, a, hint)
+        return make_choice([
+            make_seq([self._up_to(chunk, q - 1, hint), self._up_to(item, a - 1, hint)]),
+            make_seq([self._exactly(chunk, q, hint), self._up_to(item, r, hint)]),
+        ])
 
     # ------------------------------------------------------------------ arrays
     def gen_array(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
@@ -1633,7 +1695,7 @@ class _Converter:
             q = Bytes(b'"')
             if d is None:
                 return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
-            body = self.emit_string_dfa(d, f"{hint}_key")
+            body = self.emit_key_dfa(d, f"{hint}_key")
             return None if body is None else make_seq([q, body, q])
         return self.shared_rule(key, f"{hint}_key", build)
 
@@ -1734,6 +1796,8 @@ class _Converter:
                 return Repeat(make_seq([sep, addl]), 0, None)
             return self.counted(make_seq([sep, addl]), need, room, f"{hint}_more")
 
+        if lo_p == 0 and hi_p is None:
+            return self._members_chain(members, sep, tail_additional, hint)
         exprs: Dict[Tuple[int, int], Optional[Expr]] = {}
         refs: Dict[Tuple[int, int], Optional[Expr]] = {}
 
@@ -1765,6 +1829,38 @@ class _Converter:
                         alts.append(skip)
                 exprs[(i, c)] = make_choice(alts) if alts else None
         return exprs.get((0, 0))
+
+    def _members_chain(self, members, sep, tail_additional, hint: str) -> Optional[Expr]:
+        """Members in order without count limits.  A(j): members j.. after at least one was
+        written, ``(sep m_j)? A(j+1)`` (one reference to A(j+1)); F(j): nothing written yet,
+        ``m_j A(j+1) | F(j+1)``."""
+        n = len(members)
+        a_refs: List[Optional[Expr]] = [None] * (n + 1)
+        a_refs[n] = tail_additional(1)
+        for j in range(n - 1, -1, -1):
+            _, mem, req = members[j]
+            nxt = a_refs[j + 1]
+            if nxt is None:
+                continue
+            step = make_seq([sep, mem])
+            body = make_seq([step if req else Repeat(step, 0, 1), nxt])
+            if j > 0 and not _small(body):
+                name = self.sink.fresh(f"{hint}_after{j}")
+                self.rules[name] = body
+                body = RuleRef(name)
+            a_refs[j] = body
+        f_ref: Optional[Expr] = tail_additional(0)
+        for j in range(n - 1, -1, -1):
+            _, mem, req = members[j]
+            take = make_seq([mem, a_refs[j + 1]]) if a_refs[j + 1] is not None else None
+            alts = [x for x in (take, None if req else f_ref) if x is not None]
+            body = make_choice(alts) if alts else None
+            if body is not None and j > 0 and not _small(body):
+                name = self.sink.fresh(f"{hint}_first{j}")
+                self.rules[name] = body
+                body = RuleRef(name)
+            f_ref = body
+        return f_ref
 
     def members_any_order(self, members, addl, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         L = self.layout
@@ -2349,6 +2445,33 @@ def _strip_contains(m: _Merged) -> _Merged:
         setattr(c, s, getattr(m, s))
     c.contains = []
     return c
+
+
+_LIT = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))  # printable ASCII other than '"' and '\\'
+_SCALARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))
+
+
+def _targets_over(edges, ranges) -> set:
+    """Targets of ``edges`` over the code points of ``ranges`` (-1: some are not covered)."""
+    out = set()
+    for lo, hi in ranges:
+        pos = lo
+        for a, b, t in edges:
+            if b < pos or a > hi:
+                continue
+            if a > pos:
+                out.add(-1)
+            out.add(t)
+            pos = b + 1
+            if pos > hi:
+                break
+        if pos <= hi:
+            out.add(-1)
+    return out
+
+
+def _covers(edges, ranges, target: int) -> bool:
+    return _targets_over(edges, ranges) == {target}
 
 
 _ANY_STRING: Optional[Dfa] = None

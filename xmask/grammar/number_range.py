@@ -607,15 +607,22 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
             needs_rule[q] = True
     # sizes bottom-up (acyclic part), deciding rules for shared big states
     order = _topo_order(n, grouped, cyc)
+    memo_lab: Dict[tuple, Expr] = {}
+
+    def lab_size(rs) -> int:
+        e = memo_lab.get(rs)
+        if e is None:
+            e = memo_lab[rs] = label(rs)
+        return _expr_size(e)
+
     for q in order:
         s = 1
         for t, rs in grouped[q]:
-            if t == q:
-                s += 2
-            elif needs_rule[t]:
-                s += 2
+            ls = lab_size(rs)
+            if t == q or needs_rule[t]:
+                s += 1 + ls
             else:
-                s += 1 + size[t]
+                s += ls + size[t]
         size[q] = s
         if indeg[q] > 1 and s > 12 and q != 0:
             needs_rule[q] = True
@@ -626,12 +633,11 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
                 raise ValueError("this automaton needs rules; pass a RuleSink")
             names[q] = sink.fresh(f"{hint}_s{q}")
     memo: Dict[int, Expr] = {}
-    label_memo: Dict[tuple, Expr] = {}
 
     def lab(rs):
-        e = label_memo.get(rs)
+        e = memo_lab.get(rs)
         if e is None:
-            e = label_memo[rs] = label(rs)
+            e = memo_lab[rs] = label(rs)
         return e
 
     def body(q: int) -> Expr:
@@ -670,6 +676,20 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
         sink.define(name0, body(0))
         return RuleRef(name0)
     return body(0)
+
+
+def _expr_size(e: Expr, cap: int = 10_000) -> int:
+    """Node count of an expression (saturating at ``cap``)."""
+    n = 0
+    stack = [e]
+    while stack and n < cap:
+        x = stack.pop()
+        n += 1
+        if isinstance(x, (Seq, Choice)):
+            stack.extend(x.items)
+        elif isinstance(x, Repeat):
+            stack.append(x.item)
+    return n
 
 
 def _plain_label(ranges) -> Expr:

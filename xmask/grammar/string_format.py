@@ -47,13 +47,16 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from .ebnf import make_choice, make_seq
-from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq
+from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, merge_ranges
 
 __all__ = [
     "JSON_CHAR",
     "JSON_CHAR_PERMISSIVE",
     "KNOWN_FORMATS",
+    "ESCAPABLE",
     "encode_char_class_as_json",
+    "encode_ranges_canonical",
+    "escapes_expr",
     "encode_expr_as_json",
     "format_expr",
     "json_string_literal",
@@ -186,6 +189,63 @@ def _encode_ranges(ranges) -> Optional[Expr]:
 
 def _in(cp: int, ranges) -> bool:
     return any(lo <= cp <= hi for lo, hi in ranges)
+
+
+#: Code points a canonical (``json.dumps``-style) spelling may escape: everything except
+#: printable ASCII other than '"' and '\\'.
+ESCAPABLE = ((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0xD7FF), (0xE000, MAX_CODE_POINT))
+
+
+def escapes_expr(ranges) -> Optional[Expr]:
+    """``\\`` followed by a short or ``\\uXXXX`` escape of a code point in ``ranges``."""
+    short = sorted(ch for cp, ch in _SHORT.items() if _in(cp, ranges))
+    esc: List[Expr] = []
+    if short:
+        esc.append(Bytes(short[0]) if len(short) == 1 else CharClass(tuple((c[0], c[0]) for c in short)))
+    esc.extend(_u_escapes(ranges))
+    return make_seq([Bytes(b"\\"), make_choice(esc)]) if esc else None
+
+
+def encode_ranges_canonical(ranges, escape_all: Optional[Expr] = None) -> Optional[Expr]:
+    """JSON text of one code point from ``ranges`` where printable ASCII (other than '"' and
+    '\\') is written only literally, as ``json.dumps`` does; other code points in any
+    spelling.  ``escape_all`` stands for :func:`escapes_expr` of all of :data:`ESCAPABLE`
+    (e.g. a shared rule reference) and is used when ``ranges`` cover that whole set."""
+    ranges = merge_ranges(ranges)
+    alts: List[Expr] = []
+    literal = _remove_points(_intersect(ranges, 0x20, MAX_CODE_POINT), (0x22, 0x5C))
+    if literal:
+        if len(literal) == 1 and literal[0][0] == literal[0][1] and literal[0][0] < 0x80:
+            alts.append(Bytes(bytes([literal[0][0]])))
+        else:
+            alts.append(CharClass(tuple(literal)))
+    special = []
+    for lo, hi in ESCAPABLE:
+        special.extend(_intersect(ranges, lo, hi))
+    if special:
+        if escape_all is not None and merge_ranges(special) == merge_ranges(ESCAPABLE):
+            alts.append(escape_all)
+        else:
+            e = escapes_expr(special)
+            if e is not None:
+                alts.append(e)
+    return make_choice(alts) if alts else None
+
+
+def _remove_points(ranges, points) -> List[Tuple[int, int]]:
+    parts = list(ranges)
+    for bad in points:
+        nxt = []
+        for x, y in parts:
+            if x <= bad <= y:
+                if x < bad:
+                    nxt.append((x, bad - 1))
+                if bad < y:
+                    nxt.append((bad + 1, y))
+            else:
+                nxt.append((x, y))
+        parts = nxt
+    return parts
 
 
 def encode_char_class_as_json(cls: CharClass) -> Optional[Expr]:
