@@ -40,6 +40,7 @@ from xmask.grammar import (
     builtin_json_grammar,
     parse_ebnf,
 )
+from maskutil import bit as _bit, diff_ids as _diff_ids
 
 # ------------------------------------------------------------------------------------------
 # Grammars
@@ -307,20 +308,6 @@ class Checker:
                 f"(differing ids: {_diff_ids(self.bm, self.ref)[:20]})"
             )
         return _bit(self.bm, self.stop)
-
-
-def _bit(bm, tid: int) -> bool:
-    return bool((int(bm[0, tid >> 5]) >> (tid & 31)) & 1)
-
-
-def _diff_ids(a, b):
-    x = np.bitwise_xor(a[0].view(np.uint32), b[0].view(np.uint32))
-    out = []
-    for w in np.nonzero(x)[0]:
-        for k in range(32):
-            if (int(x[w]) >> k) & 1:
-                out.append(int(w) * 32 + k)
-    return out
 
 
 def _inputs(chk: Checker, rng: random.Random, n_sentences: int = 60, max_len: int = 150):

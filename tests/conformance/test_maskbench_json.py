@@ -28,6 +28,7 @@ import pytest
 from conftest import DATA_DIR, require_data, tokenizer_json
 
 import xmask
+from maskutil import bit as _bit, diff_ids as _diff_ids
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -73,20 +74,6 @@ def _is_strict_json(text: str) -> bool:
 
 Doc = collections.namedtuple("Doc", "collection file index valid text ids")
 Result = collections.namedtuple("Result", "ok detail")
-
-
-def _bit(bm, tid: int) -> bool:
-    return bool((int(bm[0, tid >> 5]) >> (tid & 31)) & 1)
-
-
-def _diff_ids(a, b):
-    x = np.bitwise_xor(a[0].view(np.uint32), b[0].view(np.uint32))
-    out = []
-    for w in np.nonzero(x)[0]:
-        for k in range(32):
-            if (int(x[w]) >> k) & 1:
-                out.append(int(w) * 32 + k)
-    return out
 
 
 class Env:
@@ -194,8 +181,8 @@ def _summary(docs, results) -> str:
         elif r.ok:
             s[kind + "_ok"] += 1
     lines = [
-        f"{'collection':18s} {'files':>6s} {'valid':>7s} {'accepted':>8s} {'invalid':>8s} "
-        f"{'accepted':>8s} {'non-JSON':>8s}"
+        (f"{'collection':18s} {'files':>6s} {'valid':>7s} {'accepted':>8s} {'invalid':>8s} "
+        f"{'accepted':>8s} {'non-JSON':>8s}")
     ]
     tot = collections.Counter()
     for name in sorted(stats):
