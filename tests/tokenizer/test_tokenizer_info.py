@@ -512,8 +512,10 @@ def _build_in_subprocess(env_extra):
     root = pathlib.Path(xmask.tokenizer.__file__).resolve().parents[2]
     pythonpath = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, PYTHONPATH=pythonpath, **env_extra)
+    # cwd = where that xmask lives, so a source checkout's uncompiled tree cannot shadow it
     out = subprocess.run(
-        [sys.executable, "-c", _BUILD_SCRIPT], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", _BUILD_SCRIPT], env=env, capture_output=True, text=True, check=True,
+        cwd=root,
     )
     digest, seconds = out.stdout.split()
     return digest, float(seconds)
