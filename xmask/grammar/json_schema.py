@@ -481,10 +481,11 @@ class _Doc:
         base_of = self.nodes[self.by_id[id(target)]][1] if id(target) in self.by_id else doc_uri
         return self.nid(target, base_of, ptr)
 
-    def synth(self, obj) -> int:
-        """Register a synthetic schema object (built by the converter)."""
+    def synth(self, obj, where: str) -> int:
+        """Register a synthetic schema object (built by the converter); ``where`` is the
+        pointer of the keyword it was derived from (used in error messages)."""
         self.keep.append(obj)
-        return self.index(obj, "", "#(derived)")
+        return self.index(obj, "", where)
 
 
 # ============================================================================ merged constraints
@@ -496,7 +497,7 @@ class _Merged:
         "kinds", "enum", "lo", "lo_x", "hi", "hi_x", "mult", "not_mult", "min_len", "max_len",
         "patterns", "not_patterns", "formats", "not_formats", "not_strings", "arr_units",
         "min_items", "max_items", "contains", "unique", "obj_units", "required", "min_props",
-        "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest",
+        "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest", "names",
     )
 
     def __init__(self):
@@ -524,6 +525,7 @@ class _Merged:
         self.nids: List[int] = []
         self.has_addl = False
         self.has_rest = False
+        self.names: Dict[str, None] = {}  # property names in order of first mention
 
     def tighten_lo(self, v: Fraction, excl: bool) -> None:
         if self.lo is None or v > self.lo or (v == self.lo and excl):
@@ -577,6 +579,33 @@ def _json_eq(a, b) -> bool:
     return a == b
 
 
+def _canon(v):
+    """A hashable key with JSON Schema equality (numbers by value, booleans apart)."""
+    if v is None:
+        return ("n",)
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float, Fraction)):
+        return ("#", to_fraction(v))
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, list):
+        return ("a", tuple(_canon(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, _canon(x)) for k, x in v.items()))
+    raise TypeError(f"not a JSON value: {v!r}")
+
+
+def _dedupe(values) -> list:
+    out, seen = [], set()
+    for v in values:
+        sig = json.dumps(v, sort_keys=True)
+        if sig not in seen:
+            seen.add(sig)
+            out.append(v)
+    return out
+
+
 def _frac_lcm(a: Fraction, b: Fraction) -> Fraction:
     num = a.numerator * b.numerator // math.gcd(a.numerator, b.numerator)
     den = math.gcd(a.denominator, b.denominator)
@@ -613,6 +642,8 @@ class _Converter:
         self.alt_budget = 0
         self.neg_stack: set = set()
         self.order: Dict[int, int] = {}
+        self.enum_keys: Dict[int, Any] = {}
+        self.origin = "#"  # pointer reported for derived (synthetic) schemas
 
     # ------------------------------------------------------------------ errors / reports
     def unsupported(self, message: str, path: str, action: str = "dropped") -> None:
@@ -755,7 +786,7 @@ class _Converter:
     def synth(self, key, obj) -> int:
         n = self.synth_memo.get(key)
         if n is None:
-            n = self.synth_memo[key] = self.doc.synth(obj)
+            n = self.synth_memo[key] = self.doc.synth(obj, self.origin)
         return n
 
     def synth_atoms(self, key, obj) -> FrozenSet:
@@ -773,6 +804,9 @@ class _Converter:
         if not disj:
             merged = self.merge(atoms)
             return self.gen(merged, atoms, depth, hint)
+        finite = self.finite_values(atoms)
+        if finite is not None:
+            return finite(depth)
         if len(stack) > MAX_DISJUNCTION_NESTING:
             raise UnsupportedSchemaError("disjunctions (anyOf/oneOf/...) nested too deeply at one location",
                                          self.ptr(self._some_nid(atoms)))
@@ -839,6 +873,7 @@ class _Converter:
         if kind == "dep":
             _, _, k, name = d
             val = obj[k][name]
+            self.origin = f"{p}/{k}/{_esc(name)}"
             absent = self.synth_atoms(("absent", name), {"properties": {name: False}})
             if isinstance(val, list):
                 if not all(isinstance(x, str) for x in val):
@@ -918,7 +953,8 @@ class _Converter:
                 if m.enum is None:
                     m.enum = list(vals)
                 else:
-                    m.enum = [x for x in m.enum if any(_json_eq(x, y) for y in vals)]
+                    keep = {_canon(y) for y in vals}
+                    m.enum = [x for x in m.enum if _canon(x) in keep]
             elif k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
                 if isinstance(v, bool):
                     continue  # draft-4 flag, read with minimum/maximum below
@@ -1009,6 +1045,12 @@ class _Converter:
             elif k in ("extends", "disallow", "divisibleBy"):
                 m.gated.append((None, kp, f"draft-3 keyword {k} is not supported"))
             # anything else: unknown keywords are annotations
+        for key in ("properties", "required"):
+            names = obj.get(key)
+            if isinstance(names, (dict, list)):
+                for name in names:
+                    if isinstance(name, str):
+                        m.names.setdefault(name, None)
 
     def _in_place_applicators(self, obj) -> bool:
         return any(k in obj for k in ("allOf", "anyOf", "oneOf", "$ref", "if", "not",
@@ -1097,9 +1139,70 @@ class _Converter:
         return make_choice(alts) if alts else None
 
     # ------------------------------------------------------------------ enum / literals
+    def finite_values(self, atoms: FrozenSet):
+        """When an ``enum``/``const`` applies at this location, every other keyword --
+        disjunctions included -- is decided by validating the finitely many candidates.
+        Returns a function of the depth producing the literals, or None."""
+        cands = None
+        for a in atoms:
+            if a[0] == "own":
+                obj = self.node(a[1])
+                if "enum" in obj and isinstance(obj["enum"], list):
+                    cands = obj["enum"]
+                    break
+                if "const" in obj:
+                    cands = [obj["const"]]
+                    break
+        if cands is None:
+            return None
+        try:
+            values = [v for v in _dedupe(cands) if self.validate_atoms(v, atoms)]
+        except _CannotValidate:
+            return None  # fall back to the structural construction
+        return lambda depth: make_choice([self.literal(v, depth) for v in values]) if values else None
+
+    def validate_atoms(self, v, atoms: FrozenSet) -> bool:
+        """Validate a value against a conjunction of atoms (reference semantics)."""
+        doc = self.doc
+        for a in sorted(atoms, key=lambda a: a[0] != "own"):
+            kind = a[0]
+            if kind == "false":
+                return False
+            if kind == "own":
+                ok = self.validate(v, a[1], own_only=True)
+            elif kind == "alt":
+                ok = any(self.validate_atoms(v, alt) for alt in self.synth_alts[a[1]])
+            else:
+                obj, base, p = doc.nodes[a[1]]
+                if kind == "anyOf":
+                    ok = any(self.validate(v, doc.nid(x, base, f"{p}/anyOf/{i}")) for i, x in enumerate(obj["anyOf"]))
+                elif kind == "oneOf":
+                    ok = sum(1 for i, x in enumerate(obj["oneOf"])
+                             if self.validate(v, doc.nid(x, base, f"{p}/oneOf/{i}"))) == 1
+                elif kind == "not":
+                    ok = not self.validate(v, doc.nid(obj["not"], base, f"{p}/not"))
+                elif kind == "if":
+                    cond = self.validate(v, doc.nid(obj["if"], base, f"{p}/if"))
+                    br = "then" if cond else "else"
+                    ok = br not in obj or self.validate(v, doc.nid(obj[br], base, f"{p}/{br}"))
+                elif kind == "dep":
+                    _, _, k, name = a
+                    dep = obj[k][name]
+                    if not isinstance(v, dict) or name not in v:
+                        ok = True
+                    elif isinstance(dep, list):
+                        ok = all(x in v for x in dep)
+                    else:
+                        ok = self.validate(v, doc.nid(dep, base, f"{p}/{k}/{_esc(name)}"))
+                else:
+                    raise AssertionError(kind)
+            if not ok:
+                return False
+        return True
+
     def gen_enum(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         out = []
-        seen: List[Any] = []
+        seen = set()
         for v in m.enum:
             try:
                 ok = all(self.validate(v, n, own_only=True) for n in m.nids)
@@ -1108,7 +1211,7 @@ class _Converter:
                 ok = True
             sig = json.dumps(v, sort_keys=True)
             if ok and sig not in seen:
-                seen.append(sig)
+                seen.add(sig)
                 out.append(self.literal(v, depth))
         if not out:
             return None
@@ -1159,18 +1262,15 @@ class _Converter:
                 if b is not None and (hi is None or b < hi):
                     hi, hi_x = Fraction(b), False
         integer = FRAC not in m.kinds
-        if INT not in m.kinds:
-            # non-integer numbers only (e.g. from "not": {"type": "integer"})
-            self.unsupported("non-integer-only numbers are not supported", self.ptr(m.nids[0]) if m.nids else "#")
-            integer = False
-        if m.not_mult:
-            self.unsupported("'not multipleOf' is not supported", self.ptr(m.nids[0]) if m.nids else "#")
-        key = ("num", lo, lo_x, hi, hi_x, m.mult, integer)
+        nonint = INT not in m.kinds  # non-integer values only, e.g. from "not": {"type": "integer"}
+        not_mult = tuple(sorted(set(m.not_mult)))
+        key = ("num", lo, lo_x, hi, hi_x, m.mult, integer, nonint, not_mult)
 
         def build():
             try:
                 return number_expr(lo, hi, lo_exclusive=lo_x, hi_exclusive=hi_x, multiple_of=m.mult,
-                                   integer=integer, sink=self.sink, hint="integer" if integer else "number")
+                                   integer=integer, non_integer=nonint, not_multiple_of=not_mult, sink=self.sink,
+                                   hint="integer" if integer else "number")
             except (GrammarLimitError, ValueError) as e:
                 self.unsupported(f"numeric constraint not expressible: {e}", self.ptr(m.nids[0]) if m.nids else "#")
                 return number_expr(integer=integer, sink=self.sink)
@@ -1381,10 +1481,13 @@ class _Converter:
     # ------------------------------------------------------------------ arrays
     def gen_array(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         L = self.layout
-        if m.unique is not None and (m.max_items is None or m.max_items > 1):
-            self.unsupported("uniqueItems is not enforced", m.unique)
         plen = max((len(u[0]) for u in m.arr_units if u[0] is not None), default=0)
         has_prefix = any(u[0] is not None for u in m.arr_units)
+        if m.unique is not None and (m.max_items is None or m.max_items > 1):
+            e = self.gen_unique_array(m, depth, hint) if not has_prefix and not m.contains else False
+            if e is not False:
+                return e
+            self.unsupported("uniqueItems is not enforced", m.unique)
 
         def atoms_at(j: Optional[int]) -> FrozenSet:
             acc: set = set()
@@ -1451,6 +1554,75 @@ class _Converter:
         if not alts:
             return None
         return make_seq([Bytes(b"["), make_choice(alts), Bytes(b"]")])
+
+    def gen_unique_array(self, m: _Merged, depth: int, hint: str):
+        """uniqueItems over a small finite item domain (enum/const, booleans, null): arrays
+        of distinct values, one rule per set of used values.  False if not applicable."""
+        acc: set = set()
+        for prefix, rest, _ in m.arr_units:
+            if rest is not None:
+                acc |= self.flatten(rest)
+        if _FALSE in acc:
+            values = []
+        elif any(a[0] != "own" for a in acc):
+            return False
+        else:
+            im = self.merge(frozenset(acc))
+            if im.enum is not None:
+                cands = im.enum
+            elif im.kinds <= {NULL, BOOL}:
+                cands = ([None] if NULL in im.kinds else []) + ([True, False] if BOOL in im.kinds else [])
+            else:
+                return False
+            values, seen = [], set()
+            for v in cands:
+                c = _canon(v)
+                if c in seen:
+                    continue
+                try:
+                    ok = all(self.validate(v, n, own_only=True) for n in im.nids)
+                except _CannotValidate:
+                    return False
+                if ok:
+                    seen.add(c)
+                    values.append(v)
+        if len(values) > 8:
+            return False
+        lo, hi = m.min_items, m.max_items
+        hi = len(values) if hi is None else min(hi, len(values))
+        if hi < lo:
+            return None
+        L = self.layout
+        sep = L.sep(depth)
+        lits = [self.literal(v, depth + 1) for v in values]
+        names: Dict[int, str] = {}
+        todo: List[int] = []
+
+        def ref(used: int) -> Expr:
+            if used not in names:
+                names[used] = self.sink.fresh(f"{hint}_uniq{used}")
+                self.rules[names[used]] = None
+                todo.append(used)
+            return RuleRef(names[used])
+
+        start = ref(0)
+        while todo:
+            used = todo.pop()
+            count = bin(used).count("1")
+            alts = []
+            if count and count >= lo:
+                alts.append(EPSILON)
+            if count < hi:
+                for i, lit in enumerate(lits):
+                    if not used & (1 << i):
+                        alts.append(make_seq(([sep] if count else []) + [lit, ref(used | (1 << i))]))
+            self.rules[names[used]] = make_choice(alts) if alts else _NEVER
+        alts = []
+        if hi >= 1 and values:
+            alts.append(make_seq([L.open(depth), start, L.close(depth)]))
+        if lo == 0:
+            alts.append(L.empty())
+        return make_seq([Bytes(b"["), make_choice(alts), Bytes(b"]")]) if alts else None
 
     def gen_array_contains(self, m, contains, plen, rest_atoms, lo, hi, depth, hint) -> Optional[Expr]:
         L = self.layout
@@ -1702,12 +1874,7 @@ class _Converter:
     def gen_object(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         L = self.layout
         d1 = depth + 1
-        order: Dict[str, None] = {}
-        for props, _, _, _ in m.obj_units:
-            for name in props:
-                order[name] = None
-        for name in m.required:
-            order[name] = None
+        order = m.names
         members = []  # (name, member expr or None, required)
         for name in order:
             req = name in m.required
@@ -1733,7 +1900,7 @@ class _Converter:
         addl = make_choice(extra) if extra else None
         if addl is not None and len(extra) > 1:
             addl = self.shared_rule(("addl", addl), f"{hint}_addl_member", lambda: make_choice(extra))
-        if self.any_order and len(members) > 1:
+        if self.any_order and (len(members) > 1 or (members and addl is not None)):
             if len(members) > MAX_ANY_ORDER_PROPERTIES:
                 self.unsupported(f"any_order supports at most {MAX_ANY_ORDER_PROPERTIES} properties; "
                                  "using declaration order", self.ptr(m.nids[0]) if m.nids else "#", "restricted")
@@ -2009,6 +2176,14 @@ class _Converter:
     def negate(self, nid: int) -> Optional[List[FrozenSet]]:
         """Alternatives (atom sets) whose union is the complement of schema ``nid``; None if
         not expressible."""
+        saved = self.origin
+        self.origin = self.doc.nodes[nid][2]
+        try:
+            return self._negate(nid)
+        finally:
+            self.origin = saved
+
+    def _negate(self, nid: int) -> Optional[List[FrozenSet]]:
         obj, base, p = self.doc.nodes[nid]
         if obj is True:
             return []
@@ -2110,28 +2285,28 @@ class _Converter:
                 extra = {"exclusiveMaximum" if not excl_flag else "maximum": v}
             else:
                 extra = {"exclusiveMinimum" if not excl_flag else "minimum": v}
-            return [self._kinds_atoms(ALL_KINDS - num), self._with_kind(num, extra, (k, v, excl_flag))]
+            # other kinds satisfy a numeric bound: the complement is numbers beyond it
+            return [self._with_kind(num, extra, (k, v, excl_flag))]
         if k == "multipleOf":
             if not _is_num(v):
                 return None
-            return [self._kinds_atoms(ALL_KINDS - num), self._with_kind(num, {"\x00not_multiple": v}, ("nmult", v))]
+            return [self._with_kind(num, {"\x00not_multiple": v}, ("nmult", v))]
         if k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
             if not _is_num(v):
                 return None
             c = int(v)
             kind = {"L": STR, "I": ARR, "P": OBJ}[k[3] if k.startswith("min") else k[3]]
-            other = self._kinds_atoms(ALL_KINDS - {kind})
             if k.startswith("min"):
                 if c == 0:
                     return []
-                return [other, self._with_kind({kind}, {"max" + k[3:]: c - 1}, (k, c))]
-            return [other, self._with_kind({kind}, {"min" + k[3:]: c + 1}, (k, c))]
+                return [self._with_kind({kind}, {"max" + k[3:]: c - 1}, (k, c))]
+            return [self._with_kind({kind}, {"min" + k[3:]: c + 1}, (k, c))]
         if k == "pattern":
-            return [self._kinds_atoms(ALL_KINDS - {STR}), self._with_kind({STR}, {"\x00not_pattern": v}, ("npat", v))]
+            return [self._with_kind({STR}, {"\x00not_pattern": v}, ("npat", v))]
         if k == "format":
             if format_expr(v) is None:
                 return None
-            return [self._kinds_atoms(ALL_KINDS - {STR}), self._with_kind({STR}, {"\x00not_format": v}, ("nfmt", v))]
+            return [self._with_kind({STR}, {"\x00not_format": v}, ("nfmt", v))]
         if k == "required":
             if not isinstance(v, list):
                 return None
@@ -2222,7 +2397,12 @@ class _Converter:
                 if kind not in kv:
                     return False
             elif k == "enum":
-                if not any(_json_eq(v, x) for x in kv):
+                if not isinstance(kv, list):
+                    raise _CannotValidate(kp, "enum must be an array")
+                keys = self.enum_keys.get(id(kv))
+                if keys is None:
+                    keys = self.enum_keys[id(kv)] = (kv, {_canon(x) for x in kv})
+                if _canon(v) not in keys[1]:
                     return False
             elif k == "const":
                 if not _json_eq(v, kv):

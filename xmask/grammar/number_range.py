@@ -886,70 +886,84 @@ def _check_cmp(c: int, bound_kind: str, exclusive: bool) -> bool:
 
 def _magnitude_plain_dfa(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction],
                          hi_excl: bool, *, int_only: bool, mult: Optional[Fraction],
-                         single_digit_int: bool = False) -> Dfa:
+                         single_digit_int: bool = False, nonint: bool = False,
+                         not_mults: Sequence[Fraction] = ()) -> Dfa:
     """Unsigned ``(0|[1-9][0-9]*)(\\.[0-9]+)?`` (``int_only``: no fraction;
-    ``single_digit_int``: integer part one digit 1-9) with value in the interval and, when
-    ``mult`` is given, a multiple of it."""
+    ``single_digit_int``: integer part one digit 1-9) with value in the interval, a multiple
+    of ``mult`` (if given), not a multiple of any of ``not_mults``, and (``nonint``) not an
+    integer."""
     clo = _Cmp(lo) if lo is not None else None
     chi = _Cmp(hi) if hi is not None else None
-    k = modulus = 0
-    if mult is not None:
-        # value is a multiple of p/q  <=>  value * 10^k is a multiple of p * 10^k / q,
-        # where k is the number of decimal places of p/q
-        p, q = mult.numerator, mult.denominator
-        while (10 ** k) % q != 0:
+    mods = ([(mult, True)] if mult is not None else []) + [(f, False) for f in not_mults]
+    # a value is a multiple of p/q  <=>  value * 10^k is a multiple of p * 10^k / q, for any k
+    # with q | 10^k; one common k for all constraints
+    k = 0
+    for f, _ in mods:
+        while (10 ** k) % f.denominator != 0:
             k += 1
             if k > 30:
-                raise GrammarLimitError(f"multipleOf {mult} has no finite decimal expansion")
-        modulus = p * (10 ** k // q)
-        if modulus > MAX_MULTIPLE_OF_STATES:
-            raise GrammarLimitError(
-                f"multipleOf {mult} needs {modulus} remainder states (limit {MAX_MULTIPLE_OF_STATES})")
+                raise GrammarLimitError(f"multipleOf {f} has no finite decimal expansion")
+    moduli = tuple(f.numerator * (10 ** k // f.denominator) for f, _ in mods)
+    wants = tuple(w for _, w in mods)
+    size = 1
+    for mo in moduli:
+        size *= mo
+    if size > MAX_MULTIPLE_OF_STATES:
+        raise GrammarLimitError(f"multipleOf needs {size} remainder states (limit {MAX_MULTIPLE_OF_STATES})")
+    any_want = any(wants)
+    zeros = tuple(0 for _ in moduli)
 
-    # state: (phase, cmp_lo, cmp_hi, rem, fpos)
+    # state: (phase, cmp_lo, cmp_hi, rems, fpos, extra, nz)
     #   phase 0 start, 1 after a leading '0', 2 in integer digits, 3 after '.', 4 in fraction
-    #   rem: (integer part mod modulus) in phases 1-2; (value*10^k so far) mod modulus in 3-4
-    #   fpos: fraction digits read, capped at k
+    #   rems: integer part mod each modulus in phases 1-2, (value*10^k so far) mod in 3-4
+    #   fpos: fraction digits read (capped at k); extra: a nonzero digit beyond the k-th
+    #   fraction digit (the value*10^k is then not an integer); nz: a nonzero fraction digit
     def step(st, cp):
         ch = chr(cp)
-        phase, cl, chh, rem, fpos = st
+        phase, cl, chh, rems, fpos, extra, nz = st
         if "0" <= ch <= "9":
-            d = ord(ch) - 48
+            d = cp - 48
             if phase == 0:
                 if single_digit_int and d == 0:
                     return None
                 return (1 if d == 0 else 2,
                         clo.int_digit(clo.start(), ch) if clo else None,
                         chi.int_digit(chi.start(), ch) if chi else None,
-                        d % modulus if modulus else 0, 0)
+                        tuple(d % mo for mo in moduli), 0, False, False)
             if phase == 1 or (phase == 2 and single_digit_int):
                 return None
             if phase == 2:
                 return (2, clo.int_digit(cl, ch) if clo else None,
                         chi.int_digit(chh, ch) if chi else None,
-                        (rem * 10 + d) % modulus if modulus else 0, 0)
+                        tuple((r * 10 + d) % mo for r, mo in zip(rems, moduli)), 0, False, False)
             if phase in (3, 4):
-                if modulus:
+                if moduli:
                     if fpos < k:
-                        rem = (rem + d * 10 ** (k - 1 - fpos)) % modulus
+                        rems = tuple((r + d * 10 ** (k - 1 - fpos)) % mo for r, mo in zip(rems, moduli))
                         fpos += 1
                     elif d != 0:
-                        return None
+                        if any_want:
+                            return None
+                        extra = True
                 return (4, clo.frac_digit(cl, ch) if clo else None,
-                        chi.frac_digit(chh, ch) if chi else None, rem, fpos)
+                        chi.frac_digit(chh, ch) if chi else None, rems, fpos, extra,
+                        (nz or d != 0) if nonint else False)
             return None
         if ch == "." and phase in (1, 2) and not int_only:
             return (3, clo.to_frac(cl) if clo else None, chi.to_frac(chh) if chi else None,
-                    (rem * 10 ** k) % modulus if modulus else 0, 0)
+                    tuple((r * 10 ** k) % mo for r, mo in zip(rems, moduli)), 0, False, False)
         return None
 
     def accepting(st):
-        phase, cl, chh, rem, fpos = st
-        if phase not in (1, 2, 4):
+        phase, cl, chh, rems, fpos, extra, nz = st
+        if phase not in (1, 2, 4) or (nonint and not nz):
             return False
-        if modulus:
-            r = rem if phase == 4 else (rem * 10 ** k) % modulus
-            if r != 0:
+        if phase != 4:
+            rems = tuple((r * 10 ** k) % mo for r, mo in zip(rems, moduli))
+        for r, want in zip(rems, wants):
+            if want and r != 0:
+                return False
+            if not want and r == 0 and not extra:
                 return False
         if clo is not None and not _check_cmp(clo.final(cl), "lo", lo_excl):
             return False
@@ -958,7 +972,7 @@ def _magnitude_plain_dfa(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fra
         return True
 
     alphabet = [(c, c) for c in b"0123456789."]
-    return dfa_minimize(dfa_from_step((0, None, None, 0, 0), step, accepting, alphabet))
+    return dfa_minimize(dfa_from_step((0, None, None, zeros, 0, False, False), step, accepting, alphabet))
 
 
 _DIGIT = CharClass(((0x30, 0x39),))
@@ -1034,7 +1048,7 @@ def _floor_log10(x: Fraction) -> int:
 
 def _positive_part(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction], hi_excl: bool,
                    *, integer: bool, mult: Optional[Fraction], sink: Optional[RuleSink], hint: str,
-                   exponents: bool) -> Optional[Expr]:
+                   exponents: bool, nonint: bool = False, not_mults=()) -> Optional[Expr]:
     """Unsigned texts with value in the interval, where ``lo >= 0`` and the value 0 is excluded
     (the caller handles zero spellings).  ``lo = 0`` means (0, ...]."""
     if lo is None or lo < 0:
@@ -1049,17 +1063,18 @@ def _positive_part(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction]
         if ihi is not None and ihi < ilo:
             return None
         d = _magnitude_plain_dfa(Fraction(ilo), False, None if ihi is None else Fraction(ihi), False,
-                                 int_only=True, mult=mult)
+                                 int_only=True, mult=mult, not_mults=not_mults)
         return dfa_to_expr(d, sink, hint)
-    if hi is None and lo == 0 and mult is None and exponents:
+    if hi is None and lo == 0 and mult is None and exponents and not nonint and not not_mults:
         # every nonzero unsigned number, exponent forms included
         nz = make_seq([_NONZERO, Repeat(_DIGIT, 0, None)])
         zero_int_nonzero_frac = make_seq([Bytes(b"0."), Repeat(Bytes(b"0"), 0, None), _NONZERO, Repeat(_DIGIT, 0, None)])
         nonzero_int = make_seq([nz, Repeat(_FRAC, 0, 1)])
         return make_seq([make_choice([nonzero_int, zero_int_nonzero_frac]), Repeat(_EXP, 0, 1)])
-    d = _magnitude_plain_dfa(lo, lo_excl, hi, hi_excl, int_only=False, mult=mult)
+    d = _magnitude_plain_dfa(lo, lo_excl, hi, hi_excl, int_only=False, mult=mult, nonint=nonint,
+                             not_mults=not_mults)
     plain = dfa_to_expr(d, sink, hint)
-    if not exponents or mult is not None:
+    if not exponents or mult is not None or nonint or not_mults:
         return plain
     # normalized scientific forms  m e E  with m in [1, 10): value in [10^E, 10^(E+1))
     alts = [plain] if plain is not None else []
@@ -1123,12 +1138,18 @@ def _int_hi(hi: Fraction, excl: bool) -> int:
 def number_expr(lo: Optional[Number] = None, hi: Optional[Number] = None, *,
                 lo_exclusive: bool = False, hi_exclusive: bool = False,
                 multiple_of: Optional[Number] = None, integer: bool = False,
+                non_integer: bool = False, not_multiple_of: Sequence[Number] = (),
                 sink: Optional[RuleSink] = None, hint: str = "num") -> Optional[Expr]:
     """JSON number texts with value in the interval (and a multiple of ``multiple_of``).
 
-    ``integer=True`` uses integer syntax only (``-?(0|[1-9][0-9]*)``).  Returns None when no
-    value qualifies.  See the module docstring for which exponent forms are accepted.
+    ``integer=True`` uses integer syntax only (``-?(0|[1-9][0-9]*)``); ``non_integer=True``
+    accepts only non-integer values, in plain spelling (``-?int.frac`` with a nonzero
+    fraction digit; exponent forms are rejected).  ``not_multiple_of``: values that are not
+    multiples of any of these (plain spellings only).  Returns None when no value qualifies.
+    See the module docstring for which exponent forms are accepted.
     """
+    if integer and non_integer:
+        return None
     flo = to_fraction(lo) if lo is not None else None
     fhi = to_fraction(hi) if hi is not None else None
     mult = to_fraction(multiple_of) if multiple_of is not None else None
@@ -1139,6 +1160,16 @@ def number_expr(lo: Optional[Number] = None, hi: Optional[Number] = None, *,
         mult = Fraction(mult.numerator)
     if mult is not None and mult == 1 and integer:
         mult = None
+    not_mults = []
+    for x in not_multiple_of:
+        f = to_fraction(x)
+        if f <= 0:
+            raise ValueError("multipleOf must be > 0")
+        if integer and f.denominator != 1:
+            f = Fraction(f.numerator)
+        if integer and f == 1:
+            return None  # every integer is a multiple of 1
+        not_mults.append(f)
     if flo is not None and fhi is not None:
         if fhi < flo or (fhi == flo and (lo_exclusive or hi_exclusive)):
             return None
@@ -1149,9 +1180,9 @@ def number_expr(lo: Optional[Number] = None, hi: Optional[Number] = None, *,
             fhi, hi_exclusive = Fraction(_int_hi(fhi, hi_exclusive)), False
         if flo is not None and fhi is not None and fhi < flo:
             return None
-    exponents = not integer and mult is None
+    exponents = not integer and mult is None and not non_integer and not not_mults
     unbounded = flo is None and fhi is None
-    if unbounded and mult is None:
+    if unbounded and mult is None and not non_integer and not not_mults:
         if integer:
             return make_seq([Repeat(Bytes(b"-"), 0, 1), _UINT])
         return make_seq([Repeat(Bytes(b"-"), 0, 1), _UINT, Repeat(_FRAC, 0, 1), Repeat(_EXP, 0, 1)])
@@ -1159,7 +1190,7 @@ def number_expr(lo: Optional[Number] = None, hi: Optional[Number] = None, *,
     # zero
     zero_ok = ((flo is None or flo < 0 or (flo == 0 and not lo_exclusive))
                and (fhi is None or fhi > 0 or (fhi == 0 and not hi_exclusive)))
-    if zero_ok:
+    if zero_ok and not non_integer and not not_mults:
         if integer:
             alts.append(make_seq([Repeat(Bytes(b"-"), 0, 1), Bytes(b"0")]))
         else:
@@ -1171,7 +1202,8 @@ def number_expr(lo: Optional[Number] = None, hi: Optional[Number] = None, *,
     # positive values
     if fhi is None or fhi > 0:
         pos = _positive_part(flo, lo_exclusive, fhi, hi_exclusive, integer=integer, mult=mult,
-                             sink=sink, hint=hint + "_pos", exponents=exponents)
+                             sink=sink, hint=hint + "_pos", exponents=exponents, nonint=non_integer,
+                             not_mults=not_mults)
         if pos is not None:
             alts.append(pos)
     # negative values: magnitude in [-hi, -lo]
@@ -1179,7 +1211,8 @@ def number_expr(lo: Optional[Number] = None, hi: Optional[Number] = None, *,
         nlo = -fhi if fhi is not None else None
         nhi = -flo if flo is not None else None
         neg = _positive_part(nlo, hi_exclusive, nhi, lo_exclusive, integer=integer, mult=mult,
-                             sink=sink, hint=hint + "_neg", exponents=exponents)
+                             sink=sink, hint=hint + "_neg", exponents=exponents, nonint=non_integer,
+                             not_mults=not_mults)
         if neg is not None:
             alts.append(make_seq([Bytes(b"-"), neg]))
     if not alts:
