@@ -167,7 +167,7 @@ _OWN_KEYWORDS = frozenset((
     "minItems", "maxItems", "contains", "uniqueItems", "properties", "patternProperties",
     "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "required",
     "minProperties", "maxProperties", "propertyNames", "contentSchema", "extends", "disallow",
-    "divisibleBy", "\x00kinds", "\x00not_pattern", "\x00not_format", "\x00not_strings",
+    "divisibleBy", "\x00kinds", "\x00not_pattern", "\x00not_format", "\x00not_strings", "\x00extra_key",
     "\x00not_multiple",
 ))
 _NUMERIC_FORMATS = {
@@ -497,7 +497,7 @@ class _Merged:
         "kinds", "enum", "lo", "lo_x", "hi", "hi_x", "mult", "not_mult", "min_len", "max_len",
         "patterns", "not_patterns", "formats", "not_formats", "not_strings", "arr_units",
         "min_items", "max_items", "contains", "unique", "obj_units", "required", "min_props",
-        "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest", "names",
+        "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest", "names", "extra_keys",
     )
 
     def __init__(self):
@@ -526,6 +526,7 @@ class _Merged:
         self.has_addl = False
         self.has_rest = False
         self.names: Dict[str, None] = {}  # property names in order of first mention
+        self.extra_keys: List[Tuple[Tuple[str, ...], Tuple[str, ...], int]] = []
 
     def tighten_lo(self, v: Fraction, excl: bool) -> None:
         if self.lo is None or v > self.lo or (v == self.lo and excl):
@@ -997,6 +998,8 @@ class _Converter:
                 m.not_strings.extend(v)
             elif k == "\x00kinds":
                 m.kinds &= set(v)
+            elif k == "\x00extra_key":
+                m.extra_keys.append((tuple(v[0]), tuple(v[1]), n))
             elif k in ("items", "prefixItems"):
                 if k == "items" and "prefixItems" in obj:
                     continue  # read with prefixItems
@@ -1111,6 +1114,8 @@ class _Converter:
     def gen(self, m: _Merged, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
         if m.enum is not None:
             return self.gen_enum(m, depth, hint)
+        if m.extra_keys and OBJ in m.kinds:
+            return self.gen_extra_key(m, atoms, depth, hint)
         kinds = m.kinds
         for kind, path, msg in m.gated:
             if kind is None or kind in kinds:
@@ -1134,6 +1139,29 @@ class _Converter:
                 alts.append(e)
         if OBJ in kinds:
             e = self.gen_object(m, depth, hint)
+            if e is not None:
+                alts.append(e)
+        return make_choice(alts) if alts else None
+
+    def gen_extra_key(self, m: _Merged, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
+        """Objects that must have a key outside a set of names and patterns (the negation of
+        ``additionalProperties: false``), when the object itself admits only declared keys:
+        one alternative per declared key that qualifies, made required."""
+        names, patterns, nid = m.extra_keys[0]
+        probe = self.merge(frozenset(a for a in atoms if not (a[0] == "own" and a[1] == nid)))
+        if self.key_classes(probe, list(probe.names), hint):
+            self.unsupported("negated additionalProperties is not supported here", self.ptr(nid))
+            return self.value_expr(frozenset(a for a in atoms if a != ("own", nid)), depth, hint, ())
+        alts = []
+        base = frozenset(a for a in atoms if a != ("own", nid)) | self._kinds_atoms({OBJ})
+        for d in probe.names:
+            if d in names:
+                continue
+            if any(self.pattern_dfa_or_none(pat, self.ptr(nid)) is not None and self.pattern_dfa(pat).matches(d)
+                   for pat in patterns):
+                continue
+            s = base | self.synth_atoms(("required", (d,)), {"required": [d]})
+            e = self.value_expr(s, depth, hint, (atoms,))
             if e is not None:
                 alts.append(e)
         return make_choice(alts) if alts else None
@@ -2323,6 +2351,12 @@ class _Converter:
                                            ("nprop", name, id(s))))
                 self.doc.keep.append(s)
             return out
+        if k == "additionalProperties" and v is False:
+            names = tuple(sorted(obj.get("properties") or {}))
+            pats = tuple(sorted(obj.get("patternProperties") or {}))
+            return [self._with_kind({OBJ}, {"\x00extra_key": [list(names), list(pats)]}, ("extra", names, pats))]
+        if k in ("patternProperties",) and "additionalProperties" in obj:
+            return None
         if k == "items" and isinstance(v, (dict, bool)) and "prefixItems" not in obj:
             if v is True:
                 return []
@@ -2586,6 +2620,7 @@ _KNOWN_KEYWORDS = frozenset((
     "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems",
     "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref", "$dynamicRef", "$recursiveRef",
     "contentSchema", "\x00kinds", "\x00not_pattern", "\x00not_format", "\x00not_strings", "\x00not_multiple",
+    "\x00extra_key",
     "extends", "disallow", "divisibleBy",
 ))
 
