@@ -27,29 +27,52 @@ through ``$ref`` is recursion between rules.
   covers types, bounds, lengths, ``pattern``, ``format``, ``const``/``enum`` (strings,
   numbers, booleans, null), ``required``, ``properties``, ``items``, counts, ``allOf``,
   ``anyOf``, ``not``.
-* ``enum``/``const`` sets are filtered with a validator against all other keywords, so any
-  keyword combined with ``enum`` is exact.
+* ``enum``/``const`` sets are filtered with a reference validator against all other
+  keywords at the location (disjunctions included), so any keyword next to ``enum`` or
+  ``const`` is exact.
+* ``uniqueItems`` is exact over small finite item domains (``enum``/``const``, booleans,
+  null; up to 8 values); otherwise unsupported.
+* ``contains``/``minContains`` are exact without ``prefixItems``; ``maxContains`` needs a
+  negatable ``contains`` schema.
 * strings: lengths count code points (an escape is one character; a surrogate-pair escape is
   one character); ``pattern`` is an unanchored search on the decoded value; the JSON text may
   spell any character as ``\\uXXXX`` (see :mod:`.string_format`).  Combinations of patterns,
   formats and lengths are intersected as automata.
 * objects: additional keys are the exact complement (over decoded keys, so escaped
   spellings are covered) of the declared names and of the ``patternProperties`` patterns;
-  a key matching several patterns gets all their schemas.
+  a key matching several patterns gets all their schemas.  ``propertyNames`` (string
+  constraints, ``enum``) is intersected with every key.
+* large counts (``maxLength: 65535``, ``maxItems``) are factored into chunk rules
+  (``x{0,M}`` as ``(x{a}){0,q-1} x{0,a-1} | (x{a}){q} x{0,r}``, recursively), which is exact and
+  keeps automata at a few hundred states.
+* draft-4/6/7: siblings of ``$ref`` are ignored; 2019-09/2020-12 (and no ``$schema``): they
+  apply together with the target.
 
 Restrictions (valid texts rejected):
 
 * object members follow the declaration order of ``properties`` (then ``required``-only
   names), additional members come last (XGrammar's behaviour); ``any_order=True`` accepts
   any order for up to :data:`MAX_ANY_ORDER_PROPERTIES` declared properties.
-* ``enum``/``const`` values, declared keys: printable ASCII characters are matched only
-  literally (as ``json.dumps`` writes them); numbers only in their ``json.dumps`` spelling
-  (``1`` does not match ``1.0``).
+* ``enum``/``const`` values, declared and additional object keys: printable ASCII
+  characters are matched only literally (as ``json.dumps`` writes them; ``"\u0061"`` is
+  never a key, though it is never wrongly accepted either); numbers only in their
+  ``json.dumps`` spelling (``1`` does not match ``1.0``).
 * ``type: integer`` accepts integer syntax only (``1.0`` is rejected); bounded non-integer
-  numbers accept plain and normalized scientific spellings (see :mod:`.number_range`).
+  numbers accept plain and normalized scientific spellings (see :mod:`.number_range`);
+  with ``multipleOf`` (or non-integer-only numbers) only plain spellings.
 * strings with a length, pattern or format reject lone surrogate escapes.
 * string formats are the sound grammars of :mod:`.string_format`.
 * with ``indent``, recursive values nest at most :data:`MAX_INDENT_DEPTH` levels.
+* unknown ``format`` values on strings are unsupported (raise / dropped in lenient mode);
+  OpenAPI numeric formats (``int32``, ``int64``, ``uint32``...) bound numbers; a format on a
+  schema that cannot be a string is ignored.
+
+Not supported (UnsupportedSchemaError): remote ``$ref``, ``$dynamicRef``/``$recursiveRef``,
+``unevaluatedProperties``/``unevaluatedItems`` next to in-place applicators,
+``contentSchema``, ``uniqueItems`` over infinite domains, ``not``/``if``/``oneOf`` whose
+subschemas cannot be negated (e.g. ``additionalProperties`` schemas, ``patternProperties``,
+``uniqueItems``, ``contains``, ``prefixItems`` inside the negated schema), string
+constraints whose automaton product exceeds the limits, draft-3 keywords.
 
 Whitespace (XGrammar-compatible): ``any_whitespace=True`` allows ``[ \\t\\n\\r]*`` (at most
 ``max_whitespace_cnt`` characters when given) around ``{ } [ ] , :`` inside values, none

@@ -255,7 +255,7 @@ def encode_char_class_as_json(cls: CharClass) -> Optional[Expr]:
 
         >>> from xmask.grammar.printer import expr_to_ebnf
         >>> print(expr_to_ebnf(encode_char_class_as_json(CharClass(((0x22, 0x22),)))))
-        "\\\\" ("\\"" | "u" "0" "0" "2" "2")
+        "\\\\" ("\\"" | "u0022")
     """
     if cls.byte_level:
         raise ValueError("a byte-level class has no code point meaning")
