@@ -2,6 +2,7 @@
 cache statistics, and thread-count independence of the compiled result."""
 
 import dataclasses
+import json
 import threading
 
 import numpy as np
@@ -312,3 +313,16 @@ def test_max_threads_does_not_change_the_result(llama3):
         ref = np.zeros_like(w4[-1])
         m._reference_fill_next_token_bitmask(ref)
         np.testing.assert_array_equal(w4[-1], ref)
+
+
+def test_compile_json_schema_keeps_property_order():
+    """The cache key canonicalization must not reorder ``properties`` (their order is the
+    member order of the grammar): a dict, its JSON text, and the generated members agree."""
+    info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+    comp = xmask.GrammarCompiler(info)
+    schema = {"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "string"}},
+              "required": ["zeta", "alpha"], "additionalProperties": False}
+    for s in (schema, json.dumps(schema)):
+        cg = comp.compile_json_schema(s)
+        assert xmask.GrammarMatcher(cg).accept_string('{"zeta": 1, "alpha": "a"}')
+        assert not xmask.GrammarMatcher(cg).accept_string('{"alpha": "a", "zeta": 1}')

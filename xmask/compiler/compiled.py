@@ -6,7 +6,7 @@ import time
 
 from ..runtime._tables import AutomatonTables
 from .automaton import build_automaton
-from .mask_cache import build_mask_cache
+from .mask_cache import build_mask_cache, build_unclassified_cache
 
 
 class CompiledGrammar:
@@ -38,12 +38,18 @@ class CompiledGrammar:
         raise TypeError("CompiledGrammar is created by GrammarCompiler.compile_grammar()")
 
     @classmethod
-    def _build(cls, grammar, tokenizer_info, vocab_tables, max_threads=1) -> "CompiledGrammar":
+    def _build(cls, grammar, tokenizer_info, vocab_tables, max_threads=1,
+               classify_tokens=True) -> "CompiledGrammar":
+        # classify_tokens=False skips the token-mask cache (see build_unclassified_cache): same
+        # acceptance and exact masks, slow fills; used to score many grammars quickly.
         t0 = time.perf_counter()
         self = object.__new__(cls)
         automaton = build_automaton(grammar)
         at = AutomatonTables(automaton)
-        ct, records = build_mask_cache(automaton, at, vocab_tables, max_threads=max_threads)
+        if classify_tokens:
+            ct, records = build_mask_cache(automaton, at, vocab_tables, max_threads=max_threads)
+        else:
+            ct, records = build_unclassified_cache(automaton, vocab_tables), []
         object.__setattr__(self, "_grammar", grammar)
         object.__setattr__(self, "_tokenizer_info", tokenizer_info)
         object.__setattr__(self, "_automaton", automaton)

@@ -41,6 +41,8 @@ class GrammarCompiler:
         self._vocab_tables = build_vocab_tables(tokenizer_info)
         self._cache: "OrderedDict[object, CompiledGrammar]" = OrderedDict()
         self._lock = threading.Lock()
+        # False: skip the token-mask cache (exact masks, slow fills); set by scoring tools only
+        self._classify_tokens = True
 
     @property
     def tokenizer_info(self):
@@ -58,7 +60,8 @@ class GrammarCompiler:
                     self._cache.move_to_end(key)
                     return hit
         compiled = CompiledGrammar._build(
-            make_grammar(), self._info, self._vocab_tables, max_threads=self._max_threads
+            make_grammar(), self._info, self._vocab_tables, max_threads=self._max_threads,
+            classify_tokens=self._classify_tokens,
         )
         if self._cache_enabled:
             with self._lock:
@@ -104,12 +107,14 @@ class GrammarCompiler:
         Results are cached by the canonical schema text plus the options."""
         import json
 
+        # Canonical text for the cache key.  Keys keep their order: the order of ``properties``
+        # is the member order of the grammar, so sorting keys would change the language.
         if isinstance(schema, str):
-            canonical = json.dumps(json.loads(schema), sort_keys=True)
+            canonical = json.dumps(json.loads(schema))
         elif isinstance(schema, (dict, bool)):
-            canonical = json.dumps(schema, sort_keys=True)
+            canonical = json.dumps(schema)
         elif hasattr(schema, "model_json_schema"):
-            canonical = json.dumps(schema.model_json_schema(), sort_keys=True)
+            canonical = json.dumps(schema.model_json_schema())
         else:
             raise TypeError(f"schema must be str, dict or a pydantic model, got {type(schema).__name__}")
         opts = (any_whitespace, indent, tuple(separators) if separators else None, strict_mode,

@@ -78,6 +78,29 @@ def token_equivalent_states(automaton, horizon: int) -> np.ndarray:
     return rep_of_block[block].astype(np.int32)
 
 
+def build_unclassified_cache(automaton, vocab_tables) -> "MaskCacheTables":
+    """A cache that classifies nothing: every state shares one entry whose accepted set is empty
+    and whose uncertain set is the whole eligible vocabulary, so ``fill_next_token_bitmask``
+    checks every token against the real stack.  Masks stay exact (the runtime check is the
+    ground truth the cache only shortcuts); compile skips the per-state walks.  For scoring
+    acceptance over many grammars (``accept_token`` never reads the cache), not for serving.
+    """
+    n_sorted = len(vocab_tables.arrays["sorted_ids"])
+    state_entry = np.zeros(automaton.n_states, dtype=np.int32)
+    return MaskCacheTables(
+        {
+            "state_entry": state_entry,
+            "entry_kind": np.zeros(1, dtype=np.uint8),  # accepted list (empty)
+            "entry_off": np.zeros(1, dtype=np.int64),
+            "entry_len": np.zeros(1, dtype=np.int64),
+            "unc_off": np.zeros(1, dtype=np.int64),
+            "unc_len": np.asarray([n_sorted], dtype=np.int64),
+            "data": np.zeros(0, np.int32),
+            "unc": np.arange(n_sorted, dtype=np.int32),
+        }
+    )
+
+
 def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int = 1):
     """Classify the vocabulary for every top-capable state; returns (MaskCacheTables, records)."""
     flags = automaton.flags
