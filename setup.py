@@ -29,6 +29,7 @@ MODULES = [
     "xmask.runtime._stack",
     "xmask.runtime.matcher",
     "xmask.compiler._kernels",
+    "xmask.compiler._partition",
 ]
 
 compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
 from .utf8 import utf8_sequences
+from ._partition import refine_round
 
 FLAG_FINAL = 1
 FLAG_HAS_BYTES = 2
@@ -377,6 +378,14 @@ def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits
 
 
 def refine_partition(block: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """One Moore round (Cython kernel ``_partition.refine_round``): states keep a block iff they
+    had one and every column's target (a state index, -1 = none) lies in one block.  Returns
+    dense new block ids (int64, 0..m-1); ``refine_partition_reference`` is its numpy twin."""
+    table = np.ascontiguousarray(table, dtype=np.int32)
+    return refine_round(np.ascontiguousarray(block, dtype=np.int64), table)
+
+
+def refine_partition_reference(block: np.ndarray, table: np.ndarray) -> np.ndarray:
     """One Moore round: states keep a block iff they had one and every column's target (a state
     index, -1 = none) lies in one block.  Returns dense new block ids (int64, 0..m-1).
 
@@ -411,7 +420,7 @@ def _minimize(trans, calls, finals, n_classes: int, budget: int = 5_000_000):
     callees = sorted({r for row in calls for r in row})
     col_of = {r: nc for nc, r in enumerate(callees, start=n_classes)}
     width = n_classes + len(callees)
-    table = np.full((n, width), -1, dtype=np.int64)
+    table = np.full((n, width), -1, dtype=np.int32)
     for st in range(n):
         for c, t in trans[st].items():
             table[st, c] = t
