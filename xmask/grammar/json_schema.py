@@ -24,14 +24,21 @@ through ``$ref`` is recursion between rules.
   a property required by one branch and forbidden by the other, ...); otherwise each branch
   is conjoined with the negation of the branches it overlaps, when those are negatable.
 * ``not`` (and the ``else`` side of ``if``) use a symbolic negation of the subschema that
-  covers types, bounds, lengths, ``pattern``, ``format``, ``const``/``enum`` (strings,
-  numbers, booleans, null), ``required``, ``properties``, ``items``, counts, ``allOf``,
-  ``anyOf``, ``not``.
+  covers types, bounds, lengths, ``pattern``, exact formats (``EXACT_FORMATS`` of
+  :mod:`.string_format`; the others are proper subsets, whose complement would accept
+  valid strings), ``const``/``enum`` (strings, numbers, booleans, null), ``required``,
+  ``properties``, ``items``, counts, ``allOf``, ``anyOf``, ``not``.  The reference validator
+  and the disjointness proofs never take a string rejected by a restricted format as invalid.
 * ``enum``/``const`` sets are filtered with a reference validator against all other
   keywords at the location (disjunctions included), so any keyword next to ``enum`` or
   ``const`` is exact.
 * ``uniqueItems`` is exact over small finite item domains (``enum``/``const``, booleans,
-  null; up to 8 values); otherwise unsupported.
+  null; up to 8 values), also with ``prefixItems``; otherwise unsupported.
+* ``unevaluatedProperties``/``unevaluatedItems`` see the annotations of the subschemas
+  applied in place through ``allOf`` and ``$ref`` (names, patterns, ``prefixItems``
+  lengths, ``contains`` matches, and everything after ``additionalProperties``/``items``/
+  nested ``unevaluated*``); ``not`` contributes none.  ``contentSchema``,
+  ``contentMediaType`` and ``contentEncoding`` are annotations (never asserted).
 * ``contains``/``minContains`` are exact without ``prefixItems``; ``maxContains`` needs a
   negatable ``contains`` schema.
 * strings: lengths count code points (an escape is one character; a surrogate-pair escape is
@@ -56,7 +63,8 @@ Restrictions (valid texts rejected):
 * ``enum``/``const`` values, declared and additional object keys: printable ASCII
   characters are matched only literally (as ``json.dumps`` writes them; ``"\u0061"`` is
   never a key, though it is never wrongly accepted either); numbers only in their
-  ``json.dumps`` spelling (``1`` does not match ``1.0``).
+  ``json.dumps`` spelling, plus (draft 6 and later) the integer and ``json.dumps(float)``
+  spellings of an integral value (``1`` and ``1.0``; ``1.00`` or ``1e0`` are rejected).
 * ``type: integer`` accepts integer syntax only (``1.0`` is rejected); bounded non-integer
   numbers accept plain and normalized scientific spellings (see :mod:`.number_range`);
   with ``multipleOf`` (or non-integer-only numbers) only plain spellings.
@@ -68,11 +76,12 @@ Restrictions (valid texts rejected):
   schema that cannot be a string is ignored.
 
 Not supported (UnsupportedSchemaError): remote ``$ref``, ``$dynamicRef``/``$recursiveRef``,
-``unevaluatedProperties``/``unevaluatedItems`` next to in-place applicators,
-``contentSchema``, ``uniqueItems`` over infinite domains, ``not``/``if``/``oneOf`` whose
-subschemas cannot be negated (e.g. ``additionalProperties`` schemas, ``patternProperties``,
-``uniqueItems``, ``contains``, ``prefixItems`` inside the negated schema), string
-constraints whose automaton product exceeds the limits, draft-3 keywords.
+``unevaluatedProperties``/``unevaluatedItems`` next to ``anyOf``/``oneOf``/``if``/
+``dependentSchemas`` (in place), ``uniqueItems`` over infinite domains, ``not``/``if``/
+``oneOf`` whose subschemas cannot be negated (e.g. ``additionalProperties`` schemas,
+``patternProperties``, ``uniqueItems``, ``contains``, ``prefixItems``, restricted formats
+inside the negated schema), string constraints whose automaton product exceeds the limits,
+draft-3 keywords.
 
 Whitespace (XGrammar-compatible): ``any_whitespace=True`` allows ``[ \\t\\n\\r]*`` (at most
 ``max_whitespace_cnt`` characters when given) around ``{ } [ ] , :`` inside values, none
@@ -117,6 +126,7 @@ from .number_range import (
     to_fraction,
 )
 from .string_format import (
+    EXACT_FORMATS,
     JSON_CHAR,
     JSON_CHAR_PERMISSIVE,
     encode_char_class_as_json,
@@ -179,6 +189,7 @@ _ANNOTATIONS = frozenset((
     "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$defs",
     "definitions", "$comment", "$vocabulary", "title", "description", "default", "examples",
     "example", "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
+    "contentSchema",  # annotation only (2019-09+: content is never asserted by default)
 ))
 # read together with another keyword ("contains", "items")
 _COMPANIONS = frozenset(("minContains", "maxContains", "additionalItems"))
@@ -189,7 +200,7 @@ _OWN_KEYWORDS = frozenset((
     "multipleOf", "minLength", "maxLength", "pattern", "format", "items", "prefixItems",
     "minItems", "maxItems", "contains", "uniqueItems", "properties", "patternProperties",
     "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "required",
-    "minProperties", "maxProperties", "propertyNames", "contentSchema", "extends", "disallow",
+    "minProperties", "maxProperties", "propertyNames", "extends", "disallow",
     "divisibleBy", "\x00kinds", "\x00not_pattern", "\x00not_format", "\x00not_strings", "\x00extra_key",
     "\x00not_multiple",
 ))
@@ -212,6 +223,13 @@ class _CannotValidate(Exception):
         super().__init__(message)
         self.path = path
         self.message = message
+
+
+class _FormatUnknown(_CannotValidate):
+    """A string rejected by the grammar of a format that is a proper subset of the format
+    (see ``EXACT_FORMATS``): it may still be valid.  Dropping the value is safe (a
+    restriction); treating it as invalid anywhere else (under ``not``, in a disjointness
+    proof) is not."""
 
 
 # ============================================================================ public API
@@ -373,6 +391,16 @@ def _detect_draft(root) -> int:
     return 2020
 
 
+def _join_uri(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base``; a fragment-only ``ref`` also against non-hierarchical
+    bases (``urn:...``), which ``urljoin`` leaves alone."""
+    if not base:
+        return ref
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    return urljoin(base, ref)
+
+
 def _esc(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
@@ -429,7 +457,7 @@ class _Doc:
                 if sid.startswith("#"):
                     self.anchors[(b, sid[1:])] = o
                 else:
-                    nb, frag = urldefrag(urljoin(b, sid) if b else sid)
+                    nb, frag = urldefrag(_join_uri(b, sid))
                     b = nb
                     self.resources.setdefault(b, o)
                     if frag and not frag.startswith("/"):
@@ -468,7 +496,7 @@ class _Doc:
     def resolve(self, ref: str, base: Optional[str], where: str) -> int:
         """Node id of the target of ``$ref``; UnsupportedSchemaError if it is not local."""
         base = base or ""
-        uri = urljoin(base, ref) if base else ref
+        uri = _join_uri(base, ref)
         doc_uri, frag = urldefrag(uri)
         if doc_uri == "":
             target = self.resources.get("", self.root)
@@ -1066,8 +1094,6 @@ class _Converter:
                 m.max_props = c if m.max_props is None else min(m.max_props, c)
             elif k == "propertyNames":
                 m.prop_names.append(doc.nid(v, base, kp))
-            elif k == "contentSchema":
-                m.gated.append((STR, kp, "contentSchema is not supported"))
             elif k in ("extends", "disallow", "divisibleBy"):
                 m.gated.append((None, kp, f"draft-3 keyword {k} is not supported"))
             # anything else: unknown keywords are annotations
@@ -1098,11 +1124,37 @@ class _Converter:
         elif "items" in obj:
             rest, has_rest = self.doc.nid(obj["items"], base, f"{p}/items"), True
         if not has_rest and "unevaluatedItems" in obj:
-            if self._in_place_applicators(obj):
+            sub = self._evaluated_subtree(n)
+            if sub is None:
                 m.gated.append((ARR, f"{p}/unevaluatedItems",
-                                "unevaluatedItems next to in-place applicators is not supported"))
+                                "unevaluatedItems next to anyOf/oneOf/if/dependentSchemas is not supported"))
             else:
-                rest, has_rest = self.doc.nid(obj["unevaluatedItems"], base, f"{p}/unevaluatedItems"), True
+                # evaluated: indices below the longest prefixItems, items matching any contains,
+                # everything when an in-place subschema has items/unevaluatedItems
+                subs = [self.doc.nodes[k][0] for k in sub]
+                width = len(prefix or ())
+                contains = [obj["contains"]] if "contains" in obj else []
+                vacuous = False
+                for o in subs:
+                    if isinstance(o.get("prefixItems"), list):
+                        width = max(width, len(o["prefixItems"]))
+                        vacuous |= "items" in o
+                    elif isinstance(o.get("items"), list):
+                        width = max(width, len(o["items"]))
+                        vacuous |= "additionalItems" in o
+                    else:
+                        vacuous |= "items" in o
+                    vacuous |= "unevaluatedItems" in o
+                    if "contains" in o:
+                        contains.append(o["contains"])
+                has_rest = True
+                if not vacuous:
+                    if width > len(prefix or ()):
+                        prefix = list(prefix or ()) + [self.doc.TRUE_NID] * (width - len(prefix or ()))
+                    rest = self.doc.nid(obj["unevaluatedItems"], base, f"{p}/unevaluatedItems")
+                    if contains and obj["unevaluatedItems"] is not True:
+                        # items matching a "contains" are evaluated: the rest must match one of them
+                        rest = self.synth(("uneval_or_contains", n), {"anyOf": contains + [obj["unevaluatedItems"]]})
         if has_rest:
             m.has_rest = True
         m.arr_units.append((prefix, rest, p))
@@ -1125,13 +1177,56 @@ class _Converter:
             addl = self.doc.nid(obj["additionalProperties"], base, f"{p}/additionalProperties")
             m.has_addl = True
         elif "unevaluatedProperties" in obj:
-            if self._in_place_applicators(obj):
+            sub = self._evaluated_subtree(n)
+            if sub is None:
                 m.gated.append((OBJ, f"{p}/unevaluatedProperties",
-                                "unevaluatedProperties next to in-place applicators is not supported"))
+                                "unevaluatedProperties next to anyOf/oneOf/if/dependentSchemas is not supported"))
             else:
-                addl = self.doc.nid(obj["unevaluatedProperties"], base, f"{p}/unevaluatedProperties")
+                # evaluated: the names and patterns of the in-place subschemas (which are merged
+                # here too, with their own schemas), everything with additional/unevaluatedProperties
+                subs = [self.doc.nodes[k] for k in sub]
                 m.has_addl = True
+                if not any("additionalProperties" in o or "unevaluatedProperties" in o for o, _, _ in subs):
+                    for o, _, sp in subs:
+                        for name in o.get("properties") or ():
+                            props.setdefault(name, self.doc.TRUE_NID)
+                        for pat in o.get("patternProperties") or ():
+                            pats.append((pat, self.doc.TRUE_NID, f"{sp}/patternProperties/{_esc(pat)}"))
+                    addl = self.doc.nid(obj["unevaluatedProperties"], base, f"{p}/unevaluatedProperties")
         m.obj_units.append((props, pats, addl, p))
+
+    def _evaluated_subtree(self, n: int) -> Optional[List[int]]:
+        """The schema objects whose annotations always reach the ``unevaluated*`` keywords of
+        node ``n``: those applied in place through ``allOf`` and ``$ref`` (``not`` discards
+        its annotations).  None when a conditional applicator (``anyOf``, ``oneOf``, ``if``,
+        ``dependentSchemas``, dynamic references) is met: which branch evaluated what is not
+        tracked."""
+        doc = self.doc
+        out: List[int] = []
+        seen, stack = {n}, [n]
+        while stack:
+            k = stack.pop()
+            obj, base, p = doc.nodes[k]
+            if not isinstance(obj, dict):
+                continue
+            if any(x in obj for x in ("anyOf", "oneOf", "if", "dependentSchemas", "dependencies",
+                                      "$dynamicRef", "$recursiveRef")):
+                return None
+            nexts = []
+            if isinstance(obj.get("$ref"), str):
+                try:
+                    nexts.append(doc.resolve(obj["$ref"], base, f"{p}/$ref"))
+                except UnsupportedSchemaError:
+                    return None
+            if k != n and not (doc.draft <= 7 and nexts):
+                out.append(k)
+            if isinstance(obj.get("allOf"), list) and not (doc.draft <= 7 and nexts):
+                nexts += [doc.nid(x, base, f"{p}/allOf/{i}") for i, x in enumerate(obj["allOf"])]
+            for t in nexts:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return out
 
     # ------------------------------------------------------------------ generation
     def gen(self, m: _Merged, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
@@ -1257,10 +1352,12 @@ class _Converter:
         for v in m.enum:
             try:
                 ok = all(self.validate(v, n, own_only=True) for n in m.nids)
+            except _FormatUnknown:
+                ok = False  # dropping a value only rejects valid texts
             except _CannotValidate as e:
                 self.unsupported(e.message, e.path)
                 ok = True
-            sig = json.dumps(v, sort_keys=True)
+            sig = _canon(v)  # 1 and 1.0 are one value (with the same spellings)
             if ok and sig not in seen:
                 seen.add(sig)
                 out.append(self.literal(v, depth))
@@ -1277,7 +1374,7 @@ class _Converter:
         if v is False:
             return Bytes(b"false")
         if isinstance(v, (int, float)):
-            return Bytes(json.dumps(v).encode())
+            return make_choice([Bytes(t.encode()) for t in self.number_spellings(v)])
         if isinstance(v, str):
             return make_seq([Bytes(b'"'), json_string_literal(v), Bytes(b'"')])
         if isinstance(v, list):
@@ -1301,6 +1398,21 @@ class _Converter:
             parts += [L.close(depth), Bytes(b"}")]
             return make_seq(parts)
         raise UnsupportedSchemaError(f"not a JSON value in enum/const: {v!r}", "#")
+
+    def number_spellings(self, v) -> List[str]:
+        """The spellings of an ``enum``/``const`` number: its ``json.dumps`` text and, for an
+        integral value (draft 6 and later, where ``1.0`` is an integer), both the integer
+        and the ``json.dumps(float)`` form (``1`` / ``1.0``; zero also as ``-0`` / ``-0.0``)."""
+        out = [json.dumps(v)]
+        if self.doc.draft >= 6 and math.isfinite(v) and v == int(v):
+            n = int(v)
+            cands = [json.dumps(n)] if abs(n) < 10 ** 30 else []
+            if abs(n) < 2 ** 53 or float(n) == n:
+                cands.append(json.dumps(float(n)))
+            if n == 0:
+                cands += ["-0", "-0.0"]
+            out += [c for c in cands if c not in out]
+        return out
 
     # ------------------------------------------------------------------ numbers
     def gen_number(self, m: _Merged, hint: str) -> Optional[Expr]:
@@ -1534,11 +1646,6 @@ class _Converter:
         L = self.layout
         plen = max((len(u[0]) for u in m.arr_units if u[0] is not None), default=0)
         has_prefix = any(u[0] is not None for u in m.arr_units)
-        if m.unique is not None and (m.max_items is None or m.max_items > 1):
-            e = self.gen_unique_array(m, depth, hint) if not has_prefix and not m.contains else False
-            if e is not False:
-                return e
-            self.unsupported("uniqueItems is not enforced", m.unique)
 
         def atoms_at(j: Optional[int]) -> FrozenSet:
             acc: set = set()
@@ -1550,6 +1657,12 @@ class _Converter:
             if self.strict and has_prefix and not m.has_rest and (j is None or j >= plen):
                 return frozenset((_FALSE,))
             return frozenset(acc) if _FALSE not in acc else frozenset((_FALSE,))
+
+        if m.unique is not None and (m.max_items is None or m.max_items > 1):
+            e = self.gen_unique_array(m, depth, hint, atoms_at, plen) if not m.contains else False
+            if e is not False:
+                return e
+            self.unsupported("uniqueItems is not enforced", m.unique)
 
         lo, hi = m.min_items, m.max_items
         rest_atoms = atoms_at(None)
@@ -1606,41 +1719,46 @@ class _Converter:
             return None
         return make_seq([Bytes(b"["), make_choice(alts), Bytes(b"]")])
 
-    def gen_unique_array(self, m: _Merged, depth: int, hint: str):
-        """uniqueItems over a small finite item domain (enum/const, booleans, null): arrays
-        of distinct values, one rule per set of used values.  False if not applicable."""
-        acc: set = set()
-        for prefix, rest, _ in m.arr_units:
-            if rest is not None:
-                acc |= self.flatten(rest)
-        if _FALSE in acc:
-            values = []
-        elif any(a[0] != "own" for a in acc):
-            return False
-        else:
-            im = self.merge(frozenset(acc))
-            if im.enum is not None:
-                cands = im.enum
-            elif im.kinds <= {NULL, BOOL}:
-                cands = ([None] if NULL in im.kinds else []) + ([True, False] if BOOL in im.kinds else [])
-            else:
-                return False
-            values, seen = [], set()
-            for v in cands:
-                c = _canon(v)
-                if c in seen:
-                    continue
-                try:
-                    ok = all(self.validate(v, n, own_only=True) for n in im.nids)
-                except _CannotValidate:
+    def gen_unique_array(self, m: _Merged, depth: int, hint: str, atoms_at, plen: int):
+        """uniqueItems over small finite item domains (enum/const, booleans, null) at every
+        position (``prefixItems`` and the rest): arrays of distinct values, one rule per set
+        of used values (its size is the position).  False if not applicable."""
+        values: List[Any] = []
+        index: Dict[Any, int] = {}
+        domains: List[int] = []  # bit set of the allowed values, per position 0..plen (plen: the rest)
+        for j in list(range(plen)) + [None]:
+            acc = atoms_at(j)
+            bits = 0
+            if _FALSE not in acc:
+                if any(a[0] != "own" for a in acc):
                     return False
-                if ok:
-                    seen.add(c)
-                    values.append(v)
-        if len(values) > 8:
-            return False
+                im = self.merge(acc)
+                if im.enum is not None:
+                    cands = im.enum
+                elif im.kinds <= {NULL, BOOL}:
+                    cands = ([None] if NULL in im.kinds else []) + ([True, False] if BOOL in im.kinds else [])
+                else:
+                    return False
+                for v in cands:
+                    try:
+                        ok = all(self.validate(v, n, own_only=True) for n in im.nids)
+                    except _FormatUnknown:
+                        ok = False  # dropping a value only rejects valid texts
+                    except _CannotValidate:
+                        return False
+                    if not ok:
+                        continue
+                    c = _canon(v)
+                    if c not in index:
+                        if len(values) == 8:
+                            return False
+                        index[c] = len(values)
+                        values.append(v)
+                    bits |= 1 << index[c]
+            domains.append(bits)
         lo, hi = m.min_items, m.max_items
-        hi = len(values) if hi is None else min(hi, len(values))
+        longest = plen + bin(domains[plen]).count("1")  # at most every value once after the prefix
+        hi = longest if hi is None else min(hi, longest)
         if hi < lo:
             return None
         L = self.layout
@@ -1649,7 +1767,7 @@ class _Converter:
         names: Dict[int, str] = {}
         todo: List[int] = []
 
-        def ref(used: int) -> Expr:
+        def ref(used: int) -> Expr:  # the array so far holds the values in ``used``
             if used not in names:
                 names[used] = self.sink.fresh(f"{hint}_uniq{used}")
                 self.rules[names[used]] = None
@@ -1664,8 +1782,9 @@ class _Converter:
             if count and count >= lo:
                 alts.append(EPSILON)
             if count < hi:
+                allowed = domains[min(count, plen)] & ~used
                 for i, lit in enumerate(lits):
-                    if not used & (1 << i):
+                    if allowed & (1 << i):
                         alts.append(make_seq(([sep] if count else []) + [lit, ref(used | (1 << i))]))
             self.rules[names[used]] = make_choice(alts) if alts else _NEVER
         alts = []
@@ -1795,6 +1914,8 @@ class _Converter:
             try:
                 if not self.validate(name, pn):
                     return False
+            except _FormatUnknown:
+                return False  # not using the name only rejects valid texts
             except _CannotValidate as e:
                 self.unsupported(e.message, e.path)
         return True
@@ -1868,6 +1989,8 @@ class _Converter:
                     if isinstance(v, str):
                         try:
                             ok = all(self.validate(v, n, own_only=True) for n in pm.nids)
+                        except _FormatUnknown:
+                            ok = False  # a key not allowed only rejects valid texts
                         except _CannotValidate as e:
                             self.unsupported(e.message, e.path)
                             ok = True
@@ -2202,6 +2325,8 @@ class _Converter:
             x = self.pattern_dfa(p)
             d = x if d is None else dfa_product(d, x, "and")
         for f, _ in m.formats:
+            if f not in EXACT_FORMATS:
+                continue  # a proper subset: ignoring it keeps d a superset
             x = self.format_dfa(f)
             if x is None:
                 continue
@@ -2355,8 +2480,8 @@ class _Converter:
         if k == "pattern":
             return [self._with_kind({STR}, {"\x00not_pattern": v}, ("npat", v))]
         if k == "format":
-            if format_expr(v) is None:
-                return None
+            if format_expr(v) is None or v not in EXACT_FORMATS:
+                return None  # the complement of a restricted format would accept valid strings
             return [self._with_kind({STR}, {"\x00not_format": v}, ("nfmt", v))]
         if k == "required":
             if not isinstance(v, list):
@@ -2485,7 +2610,7 @@ class _Converter:
                 if k == "\x00not_multiple" and (x / b).denominator == 1:
                     return False
             elif kind == STR and k in ("minLength", "maxLength", "pattern", "format", "\x00not_pattern",
-                                       "\x00not_format", "contentSchema"):
+                                       "\x00not_format"):
                 if k == "minLength" and _code_points(v) < kv:
                     return False
                 if k == "maxLength" and _code_points(v) > kv:
@@ -2498,10 +2623,11 @@ class _Converter:
                 if k in ("format", "\x00not_format"):
                     if kv in _NUMERIC_FORMATS or format_expr(kv) is None:
                         raise _CannotValidate(kp, f"unknown format {kv!r}")
-                    if self.format_dfa(kv).matches(v) != (k == "format"):
+                    matched = self.format_dfa(kv).matches(v)
+                    if not matched and kv not in EXACT_FORMATS:
+                        raise _FormatUnknown(kp, f"format {kv!r} cannot be decided for {v!r}")
+                    if matched != (k == "format"):
                         return False
-                if k == "contentSchema":
-                    raise _CannotValidate(kp, "contentSchema is not supported")
             elif kind in (INT, FRAC) and k == "format" and kv in _NUMERIC_FORMATS:
                 a, b = _NUMERIC_FORMATS[kv]
                 if a is not None and not (a <= v <= b):
@@ -2575,7 +2701,10 @@ class _Converter:
                 return True
             start = len(obj.get("prefixItems") or (obj["items"] if isinstance(obj.get("items"), list) else []))
             sub = doc.nid(kv, base, kp)
-            return all(self.validate(x, sub, False, d) for x in v[start:])
+            evaluated = doc.nid(obj["contains"], base, f"{kp[:-len('unevaluatedItems')]}contains") \
+                if "contains" in obj else None
+            return all(self.validate(x, sub, False, d) or
+                       (evaluated is not None and self.validate(x, evaluated, False, d)) for x in v[start:])
         return True
 
     def _validate_object(self, v, obj, k, kv, base, kp, d) -> bool:

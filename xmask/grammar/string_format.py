@@ -23,23 +23,38 @@ the RFC -- and the documented simplifications only reject rare valid values:
 ==================  =====================================================================
 date                RFC 3339 full-date; month lengths and leap years exact
 time                RFC 3339 full-time: ``HH:MM:SS(.frac)?(Z|+HH:MM|-HH:MM)``; ``T``/``Z``
-                    either case; seconds 00-59 (leap second ``60`` rejected)
+                    either case; the leap second ``23:59:60`` only with ``Z``/``+00:00``/
+                    ``-00:00`` (other offsets would shift the UTC minute)
 date-time           full-date ``T`` full-time
 duration            RFC 3339 appendix A (ISO 8601) ``P...`` grammar, exact ABNF
-email               RFC 5321 dot-atom local part ``@`` a hostname with at least two labels
-                    (quoted local parts and address literals rejected)
-hostname            RFC 1123 labels ``[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?``; total
-                    length <= 253 guaranteed by a stricter shape: up to 4 labels (first
-                    <= 61, others <= 63 chars) or 5-8 labels of <= 30 chars
+email               RFC 5321 ``Mailbox``: dot-atom or quoted-string local part ``@`` a
+                    hostname with at least two labels or an ``[IPv4]`` / ``[IPv6:...]``
+                    address literal (general address literals and single-label domains
+                    rejected; ``IPv6:`` in that case only)
+idn-email           ``email`` with the RFC 6531 local part (non-ASCII characters allowed);
+                    the domain stays ASCII (U-labels rejected)
+hostname            RFC 1123 labels ``[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?`` that are not
+                    reserved LDH labels (``--`` in positions 3-4, so ``xn--`` A-labels are
+                    rejected: their validity needs Punycode and IDNA rules); total length
+                    <= 253 guaranteed by a stricter shape: up to 3 labels, 4 labels with the
+                    first <= 61 chars, or 5-8 labels of <= 30 chars
+idn-hostname        the ASCII ``hostname`` grammar (U-labels and A-labels rejected)
 ipv4                dotted quad, 0-255, no leading zeros
 ipv6                RFC 4291 / RFC 3986 text forms (``::`` compression, embedded IPv4);
                     no zone id
 uri                 RFC 3986 ``URI`` (absolute, optional query and fragment), exact ABNF
 uri-reference       RFC 3986 ``URI-reference``, exact ABNF
+iri                 RFC 3987 ``IRI``, exact ABNF
+iri-reference       RFC 3987 ``IRI-reference``, exact ABNF
+uri-template        RFC 6570 (level 4) ABNF; ``'`` allowed in literals (erratum 6937)
 uuid                8-4-4-4-12 hex digits, either case
 json-pointer        RFC 6901
 relative-json-pointer  draft-handrews relative JSON pointer
 ==================  =====================================================================
+
+:data:`EXACT_FORMATS` lists the formats whose grammar is exact; only those may be negated
+(``not``, ``if``/``else``, ``oneOf`` exclusion), as the complement of a proper subset would
+accept valid strings.
 """
 
 from __future__ import annotations
@@ -51,6 +66,7 @@ from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Repeat,
 
 __all__ = [
     "JSON_CHAR",
+    "EXACT_FORMATS",
     "JSON_CHAR_PERMISSIVE",
     "KNOWN_FORMATS",
     "ESCAPABLE",
@@ -393,7 +409,10 @@ def _time() -> Expr:
     second = _two(_c("05"), _D)
     frac = _opt(make_seq([_lit("."), _rep(_D, 1, None)]))
     offset = make_choice([_c("Z", "z"), make_seq([_c("+", "-"), hour, _lit(":"), minute])])
-    return make_seq([hour, _lit(":"), minute, _lit(":"), second, frac, offset])
+    # a leap second is 23:59:60 UTC; only the zero offsets are accepted for it (other
+    # offsets would need the local time to match the offset: ~1,440 cases)
+    leap = make_seq([_lit("23:59:60"), frac, make_choice([_c("Z", "z"), _two(_c("+", "-"), _lit("00:00"))])])
+    return make_choice([make_seq([hour, _lit(":"), minute, _lit(":"), second, frac, offset]), leap])
 
 
 def _duration() -> Expr:
@@ -411,17 +430,36 @@ def _duration() -> Expr:
 
 
 def _label(max_len: int) -> Expr:
+    """An RFC 1123 label of at most ``max_len`` (>= 2) characters."""
     ld = _c("AZ", "az", "09")
     ldh = _c("AZ", "az", "09", "-")
     return make_seq([ld, _opt(make_seq([_rep(ldh, 0, max_len - 2), ld]))])
 
 
+def _nr_ldh_label(max_len: int) -> Expr:
+    """An RFC 1123 label of at most ``max_len`` (>= 5) characters that is not a reserved
+    LDH label (RFC 5890: ``--`` in positions 3 and 4, e.g. the ``xn--`` A-labels, whose
+    validity depends on Punycode decoding and IDNA rules)."""
+    ld = _c("AZ", "az", "09")
+    ldh = _c("AZ", "az", "09", "-")
+    third_fourth = make_choice([_two(ld, ldh), _two(_lit("-"), ld)])  # not both '-'
+    return make_choice([
+        ld,
+        _two(ld, ld),
+        make_seq([ld, ldh, ld]),
+        make_seq([ld, ldh, ldh, ld]),
+        make_seq([ld, ldh, third_fourth, _rep(ldh, 0, max_len - 5), ld]),
+    ])
+
+
 def _hostname() -> Expr:
-    l63, l61, l30 = _label(63), _label(61), _label(30)
+    l63, l61, l30 = _nr_ldh_label(63), _nr_ldh_label(61), _nr_ldh_label(30)
     dot = _lit(".")
-    short_form = make_seq([l61, _rep(_two(dot, l63), 0, 3)])
+    # total length <= 253: 63 + 2 * 64 = 191, 61 + 3 * 64 = 253, 30 + 7 * 31 = 247
+    up_to_3 = make_seq([l63, _rep(_two(dot, l63), 0, 2)])
+    four = make_seq([l61, _rep(_two(dot, l63), 3, 3)])
     long_form = make_seq([l30, _rep(_two(dot, l30), 4, 7)])
-    return make_choice([short_form, long_form])
+    return make_choice([up_to_3, four, long_form])
 
 
 def _dec_octet() -> Expr:
@@ -468,28 +506,38 @@ _SUB_DELIMS = _c("!", "$", "&", "'", "(", ")", "*", "+", ",", ";", "=")
 _PCT = make_seq([_lit("%"), _HEXD, _HEXD])
 
 
-def _uri_parts():
-    pchar_cls = CharClass(_UNRESERVED.ranges + _SUB_DELIMS.ranges + ((0x3A, 0x3A), (0x40, 0x40)))
+#: RFC 3987 ``ucschar`` and ``iprivate``.
+_UCSCHAR = ((0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF)) + tuple(
+    (p << 16, (p << 16) + 0xFFFD) for p in range(1, 14)) + ((0xE1000, 0xEFFFD),)
+_IPRIVATE = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+
+
+def _uri_parts(iri: bool = False):
+    """(absolute URI, relative reference) of RFC 3986, or with ``iri`` of RFC 3987."""
+    unres = _UNRESERVED.ranges + (_UCSCHAR if iri else ())
+    pchar_cls = CharClass(unres + _SUB_DELIMS.ranges + ((0x3A, 0x3A), (0x40, 0x40)))
     pchar = make_choice([pchar_cls, _PCT])
     segment = _rep(pchar, 0, None)
     segment_nz = _rep(pchar, 1, None)
-    nc_cls = CharClass(_UNRESERVED.ranges + _SUB_DELIMS.ranges + ((0x40, 0x40),))
+    nc_cls = CharClass(unres + _SUB_DELIMS.ranges + ((0x40, 0x40),))
     segment_nz_nc = _rep(make_choice([nc_cls, _PCT]), 1, None)
     slash_seg = _two(_lit("/"), segment)
     path_abempty = _rep(slash_seg, 0, None)
     path_absolute = make_seq([_lit("/"), _opt(make_seq([segment_nz, _rep(slash_seg, 0, None)]))])
     path_rootless = make_seq([segment_nz, _rep(slash_seg, 0, None)])
     path_noscheme = make_seq([segment_nz_nc, _rep(slash_seg, 0, None)])
-    userinfo = _rep(make_choice([CharClass(_UNRESERVED.ranges + _SUB_DELIMS.ranges + ((0x3A, 0x3A),)), _PCT]), 0, None)
+    userinfo = _rep(make_choice([CharClass(unres + _SUB_DELIMS.ranges + ((0x3A, 0x3A),)), _PCT]), 0, None)
     ipvfuture = make_seq([_c("v", "V"), _rep(_HEXD, 1, None), _lit("."),
                           _rep(CharClass(_UNRESERVED.ranges + _SUB_DELIMS.ranges + ((0x3A, 0x3A),)), 1, None)])
     ip_literal = make_seq([_lit("["), make_choice([_ipv6(), ipvfuture]), _lit("]")])
-    reg_name = _rep(make_choice([CharClass(_UNRESERVED.ranges + _SUB_DELIMS.ranges), _PCT]), 0, None)
+    reg_name = _rep(make_choice([CharClass(unres + _SUB_DELIMS.ranges), _PCT]), 0, None)
     host = make_choice([ip_literal, reg_name])
     authority = make_seq([_opt(_two(userinfo, _lit("@"))), host, _opt(_two(_lit(":"), _rep(_D, 0, None)))])
-    qf_char = make_choice([CharClass(pchar_cls.ranges + ((0x2F, 0x2F), (0x3F, 0x3F))), _PCT])
-    query = _opt(_two(_lit("?"), _rep(qf_char, 0, None)))
-    fragment = _opt(_two(_lit("#"), _rep(qf_char, 0, None)))
+    f_char = make_choice([CharClass(pchar_cls.ranges + ((0x2F, 0x2F), (0x3F, 0x3F))), _PCT])
+    q_char = make_choice([CharClass(pchar_cls.ranges + ((0x2F, 0x2F), (0x3F, 0x3F)) + (_IPRIVATE if iri else ())),
+                          _PCT])
+    query = _opt(_two(_lit("?"), _rep(q_char, 0, None)))
+    fragment = _opt(_two(_lit("#"), _rep(f_char, 0, None)))
     scheme = make_seq([_ALPHA, _rep(_c("AZ", "az", "09", "+", "-", "."), 0, None)])
     hier = make_choice([make_seq([_lit("//"), authority, path_abempty]), path_absolute, path_rootless, EPSILON])
     uri = make_seq([scheme, _lit(":"), hier, query, fragment])
@@ -498,13 +546,63 @@ def _uri_parts():
     return uri, relative_ref
 
 
-def _email() -> Expr:
-    atext = _c("AZ", "az", "09", "!", "#", "$", "%", "&", "'", "*", "+", "-", "/", "=", "?", "^",
-               "_", "`", "{", "|", "}", "~")
+def _uri_template() -> Expr:
+    """RFC 6570 level-4 URI Template (``'`` allowed in literals, as RFC 6570 erratum 6937
+    and the JSON-Schema-Test-Suite have it)."""
+    literal = make_choice([
+        CharClass(((0x21, 0x21), (0x23, 0x24), (0x26, 0x3B), (0x3D, 0x3D), (0x3F, 0x5B), (0x5D, 0x5D),
+                   (0x5F, 0x5F), (0x61, 0x7A), (0x7E, 0x7E)) + _UCSCHAR + _IPRIVATE),
+        _PCT,
+    ])
+    varchar = make_choice([_c("AZ", "az", "09", "_"), _PCT])
+    varname = make_seq([varchar, _rep(make_seq([_opt(_lit(".")), varchar]), 0, None)])
+    max_length = make_seq([_c("19"), _rep(_D, 0, 3)])
+    modifier = _opt(make_choice([_two(_lit(":"), max_length), _lit("*")]))
+    varspec = make_seq([varname, modifier])
+    operator = _opt(_c("+", "#", ".", "/", ";", "?", "&", "=", ",", "!", "@", "|"))
+    expression = make_seq([_lit("{"), operator, varspec, _rep(_two(_lit(","), varspec), 0, None), _lit("}")])
+    return _rep(make_choice([literal, expression]), 0, None)
+
+
+def _ipv6_rfc5321() -> Expr:
+    """RFC 5321 ``IPv6-addr`` (its ``::`` stands for at least two groups)."""
+    hx = _rep(_HEXD, 1, 4)
+
+    def groups(lo: int, hi: int) -> Expr:  # [hx *(":" hx)] with lo..hi groups
+        if hi == 0:
+            return EPSILON
+        body = make_seq([hx, _rep(_two(_lit(":"), hx), max(lo, 1) - 1, hi - 1)])
+        return body if lo > 0 else _opt(body)
+
+    v4 = _ipv4()
+    full = make_seq([hx, _rep(_two(_lit(":"), hx), 7, 7)])
+    comp = make_choice([make_seq([groups(i, i), _lit("::"), groups(0, 6 - i)]) for i in range(7)])
+    v4full = make_seq([hx, _rep(_two(_lit(":"), hx), 5, 5), _lit(":"), v4])
+    v4comp = make_choice([
+        make_seq([groups(i, i), _lit("::"), _opt(make_seq([groups(1, 4 - i), _lit(":")])) if i < 4 else EPSILON,
+                  v4])
+        for i in range(5)
+    ])
+    return make_choice([full, comp, v4full, v4comp])
+
+
+_NON_ASCII = ((0x80, 0xD7FF), (0xE000, MAX_CODE_POINT))  # scalar values (no surrogates)
+
+
+def _email(idn: bool = False) -> Expr:
+    """RFC 5321 ``Mailbox``; with ``idn`` the RFC 6531 local part (any non-ASCII character
+    in atoms and quoted strings; the domain stays ASCII)."""
+    utf8 = _NON_ASCII if idn else ()
+    atext = CharClass(_c("AZ", "az", "09", "!", "#", "$", "%", "&", "'", "*", "+", "-", "/", "=", "?", "^",
+                         "_", "`", "{", "|", "}", "~").ranges + utf8)
     dot_atom = make_seq([_rep(atext, 1, None), _rep(_two(_lit("."), _rep(atext, 1, None)), 0, None)])
+    qtext = CharClass(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)) + utf8)
+    quoted_pair = _two(_lit("\\"), _c((0x20, 0x7E)))
+    quoted = make_seq([_lit('"'), _rep(make_choice([qtext, quoted_pair]), 0, None), _lit('"')])
     label = _label(63)
     domain = make_seq([label, _rep(_two(_lit("."), label), 1, None)])
-    return make_seq([dot_atom, _lit("@"), domain])
+    literal = make_seq([_lit("["), make_choice([_ipv4(), _two(_lit("IPv6:"), _ipv6_rfc5321())]), _lit("]")])
+    return make_seq([make_choice([dot_atom, quoted]), _lit("@"), make_choice([domain, literal])])
 
 
 def _uuid() -> Expr:
@@ -536,9 +634,9 @@ def _build(name: str) -> Optional[Expr]:
         return make_seq([_date(), _c("T", "t"), _time()])
     if name == "duration":
         return _duration()
-    if name == "email":
-        return _email()
-    if name == "hostname":
+    if name in ("email", "idn-email"):
+        return _email(idn=name == "idn-email")
+    if name in ("hostname", "idn-hostname"):
         return _hostname()
     if name == "ipv4":
         return _ipv4()
@@ -549,6 +647,12 @@ def _build(name: str) -> Optional[Expr]:
     if name == "uri-reference":
         uri, rel = _uri_parts()
         return make_choice([uri, rel])
+    if name == "iri":
+        return _uri_parts(iri=True)[0]
+    if name == "iri-reference":
+        return make_choice(list(_uri_parts(iri=True)))
+    if name == "uri-template":
+        return _uri_template()
     if name == "uuid":
         return _uuid()
     if name == "json-pointer":
@@ -558,8 +662,15 @@ def _build(name: str) -> Optional[Expr]:
     return None
 
 
-KNOWN_FORMATS = ("date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6",
-                 "uri", "uri-reference", "uuid", "json-pointer", "relative-json-pointer")
+KNOWN_FORMATS = ("date", "time", "date-time", "duration", "email", "idn-email", "hostname",
+                 "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference",
+                 "uri-template", "uuid", "json-pointer", "relative-json-pointer")
+
+#: Formats whose grammar is exactly the format (the others are proper subsets: they reject
+#: some valid strings, so their complement -- ``not``, ``else``, ``oneOf`` -- cannot be used).
+EXACT_FORMATS = frozenset(("date", "duration", "ipv4", "ipv6", "uri", "uri-reference", "iri",
+                           "iri-reference", "uri-template", "uuid", "json-pointer",
+                           "relative-json-pointer"))
 
 
 def format_expr(name: str) -> Optional[Expr]:
