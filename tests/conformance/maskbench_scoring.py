@@ -26,6 +26,7 @@ import signal
 import time
 
 import xmask
+from schema_scoring import walk_tokens
 from xmask.errors import GrammarLimitError, UnsupportedSchemaError
 
 COMPILE_OPTIONS = {"strict_mode": False, "any_whitespace": True}
@@ -63,17 +64,9 @@ def init_worker(tokenizer_dir: str) -> None:
 
 def walk(compiled, ids, stop_id: int, bitmask) -> str:
     """'' if ``ids`` are accepted one by one and then ``stop_id`` is allowed by the filled mask
-    and accepted; otherwise why not."""
-    m = xmask.GrammarMatcher(compiled)
-    for k, tid in enumerate(ids):
-        if not m.accept_token(tid):
-            return f"token {k}/{len(ids)} (id {tid}) rejected"
-    m.fill_next_token_bitmask(bitmask)
-    if not (int(bitmask[0, stop_id >> 5]) >> (stop_id & 31)) & 1:
-        return "stop token not allowed at the end"
-    if not m.accept_token(stop_id) or not m.is_terminated():
-        return "stop token not accepted at the end"
-    return ""
+    and accepted (terminating the matcher); otherwise why not."""
+    w = walk_tokens(xmask.GrammarMatcher(compiled), ids, bitmask, [stop_id])
+    return "" if w.accepted else f"{w.reason} at token {w.step}/{len(ids)}"
 
 
 def score_file(path: str) -> dict:
