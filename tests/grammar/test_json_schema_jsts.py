@@ -144,15 +144,64 @@ def test_unevaluated_properties_through_all_of_and_ref():
     # cousins cannot see each other
     check({"allOf": [{"properties": {"foo": True}}, {"unevaluatedProperties": False}]},
           valid=[{}], invalid=[{"foo": 1}])
-    unsupported({"anyOf": [{"properties": {"foo": True}}], "unevaluatedProperties": False},
-                "#/unevaluatedProperties")
+
+
+def test_unevaluated_properties_through_taken_branches():
+    # oneOf: the branch taken evaluates its names (exact)
+    s = {"oneOf": [{"properties": {"foo": {"const": "a"}}, "required": ["foo"]},
+                   {"properties": {"bar": {"const": "b"}}, "required": ["bar"]}],
+         "unevaluatedProperties": False}
+    check(s, valid=[{"foo": "a"}, {"bar": "b"}], invalid=[{"foo": "a", "bar": "x"}, {"foo": "a", "baz": 1}, {}])
+    # if/then/else: "if" annotations count only when it holds
+    s = {"if": {"properties": {"foo": {"const": "then"}}, "required": ["foo"]},
+         "then": {"properties": {"bar": {"type": "string"}}, "required": ["bar"]},
+         "else": {"properties": {"baz": {"type": "string"}}, "required": ["baz"]},
+         "unevaluatedProperties": False}
+    check(s, valid=[{"foo": "then", "bar": "x"}, {"baz": "x"}],
+          invalid=[{"foo": "then", "bar": "x", "baz": "y"}, {"foo": "else", "baz": "x"}])
+    # dependentSchemas: evaluated only when the trigger is present
+    s = {"properties": {"foo": {"type": "string"}}, "dependentSchemas": {"foo": {"properties": {"bar": {"const": "bar"}},
+                                                                               "required": ["bar"]}},
+         "unevaluatedProperties": False}
+    check(s, valid=[{"foo": "x", "bar": "bar"}, {}], invalid=[{"bar": "bar"}, {"foo": "x", "bar": "bar", "z": 1}])
+    # anyOf: only the branch the grammar follows counts (a restriction: never looser)
+    s = {"anyOf": [{"properties": {"foo": {"const": 1}}, "required": ["foo"]},
+                   {"properties": {"bar": {"const": 2}}, "required": ["bar"]}],
+         "unevaluatedProperties": False}
+    check(s, valid=[{"foo": 1}, {"bar": 2}], invalid=[{"foo": 1, "bar": 3}, {"foo": 1, "baz": 1}],
+          raw_invalid=['{"foo": 1, "bar": 2}'])  # valid (both branches hold), rejected
+    # an if without then/else: its annotations count when it holds
+    s = {"if": {"properties": {"foo": {"const": 1}}}, "unevaluatedProperties": False}
+    check(s, valid=[{}, {"foo": 1}], invalid=[{"foo": 2}])
+    # ... unless its condition cannot be negated (a restriction: never looser)
+    s = {"if": {"patternProperties": {"foo": {"type": "string"}}}, "unevaluatedProperties": False}
+    check(s, valid=[{}], invalid=[{"bar": "a"}], raw_invalid=['{"foo": "a"}'])
+
+
+def test_unevaluated_approximation_is_not_a_disjointness_proof():
+    # under the anyOf approximation {"foo": 1, "bar": 2} looks forbidden by the first oneOf
+    # branch; it is valid for it, and for the second branch too: oneOf must reject it
+    s = {"oneOf": [{"anyOf": [{"properties": {"foo": {"const": 1}}, "required": ["foo"]},
+                              {"properties": {"bar": {"const": 2}}, "required": ["bar"]}],
+                    "unevaluatedProperties": False},
+                   {"required": ["bar"]}]}
+    try:
+        r = Recognizer(json_schema_to_grammar(s, strict_mode=False))
+    except UnsupportedSchemaError:
+        return
+    for text in ('{"foo": 1, "bar": 2}', '{"bar": 2, "foo": 1}', '{"bar": 2}'):
+        assert not r.accepts(text.encode()), text
+    assert r.accepts(b'{"foo": 1}')
 
 
 def test_unevaluated_items_through_all_of():
     check({"allOf": [{"prefixItems": [True, {"type": "string"}]}], "unevaluatedItems": False},
           valid=[[1, "a"], [1]], invalid=[[1, "a", 2], [1, 2]])
     check({"allOf": [{"items": True}], "unevaluatedItems": False}, valid=[[1, 2, 3]])
-    unsupported({"oneOf": [{"prefixItems": [True]}], "unevaluatedItems": False}, "#/unevaluatedItems")
+    check({"type": "array", "oneOf": [{"prefixItems": [{"const": 1}], "minItems": 1}, {"maxItems": 0}],
+           "unevaluatedItems": False}, valid=[[1], []], invalid=[[1, 2], [2]])
+    unsupported({"$defs": {"a": {"$dynamicAnchor": "a"}}, "items": {"$dynamicRef": "#a"}, "unevaluatedItems": False},
+                "#/items/$dynamicRef")
 
 
 # ------------------------------------------------------------------ annotations, references
@@ -186,3 +235,11 @@ def test_idn_email_local_part():
                  "joe.bloggs@example.com"],
           invalid=["user＠example.com", "2962", "a..b@example.com"],
           raw_invalid=['"\\ud800@example.com"'], oracle=False)
+
+
+def test_restricted_formats_use_supersets_in_disjointness_proofs():
+    # date-time is restricted (leap seconds), but a superset still proves it disjoint from date
+    check({"oneOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}]},
+          valid=["2024-01-01", "2024-01-01T00:00:00Z"], invalid=["x", 1], oracle=False)
+    check({"oneOf": [{"type": "string", "format": "hostname"}, {"type": "string", "format": "ipv6"}]},
+          valid=["a.b", "::1"], invalid=["a:b"], oracle=False)

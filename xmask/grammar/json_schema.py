@@ -135,6 +135,7 @@ from .string_format import (
     encode_ranges_canonical,
     escapes_expr,
     format_expr,
+    format_superset_expr,
     json_string_literal,
 )
 
@@ -549,6 +550,7 @@ class _Merged:
         "patterns", "not_patterns", "formats", "not_formats", "not_strings", "arr_units",
         "min_items", "max_items", "contains", "unique", "obj_units", "required", "min_props",
         "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest", "names", "extra_keys",
+        "uneval_approx",
     )
 
     def __init__(self):
@@ -578,6 +580,9 @@ class _Merged:
         self.has_rest = False
         self.names: Dict[str, None] = {}  # property names in order of first mention
         self.extra_keys: List[Tuple[Tuple[str, ...], Tuple[str, ...], int]] = []
+        # unevaluated* applied with an under-approximated evaluated set (stricter than the
+        # schema): fine for generation, but no disjointness proof may rely on it
+        self.uneval_approx = False
 
     def tighten_lo(self, v: Fraction, excl: bool) -> None:
         if self.lo is None or v > self.lo or (v == self.lo and excl):
@@ -696,6 +701,8 @@ class _Converter:
         self.order: Dict[int, int] = {}
         self.enum_keys: Dict[int, Any] = {}
         self.origin = "#"  # pointer reported for derived (synthetic) schemas
+        self.merge_atoms: FrozenSet = frozenset()  # the atom set merge() is working on
+        self.merge_proof = False  # merge() for a disjointness proof (see merge)
 
     # ------------------------------------------------------------------ errors / reports
     def unsupported(self, message: str, path: str, action: str = "dropped") -> None:
@@ -822,7 +829,8 @@ class _Converter:
                     atoms.add((k, n))
             if "not" in obj:
                 atoms.add(("not", n))
-            if "if" in obj and ("then" in obj or "else" in obj):
+            if "if" in obj and ("then" in obj or "else" in obj or self._has_unevaluated(n)):
+                # (an "if" alone constrains nothing, but its annotations reach unevaluated*)
                 atoms.add(("if", n))
             for k in ("dependentRequired", "dependentSchemas", "dependencies"):
                 v = obj.get(k)
@@ -852,7 +860,7 @@ class _Converter:
     def value_expr(self, atoms: FrozenSet, depth: int, hint: str, stack: tuple) -> Optional[Expr]:
         if _FALSE in atoms:
             return None
-        disj = [a for a in atoms if a[0] != "own"]
+        disj = [a for a in atoms if a[0] != "own" and a[0] != "chose"]
         if not disj:
             merged = self.merge(atoms)
             return self.gen(merged, atoms, depth, hint)
@@ -901,10 +909,18 @@ class _Converter:
             return [rest | a for a in self.synth_alts[d[1]]]
         n = d[1]
         obj, base, p = self.doc.nodes[n]
+        # with unevaluated* at this location, each alternative records the branch it took
+        # (a "chose" marker), whose annotations then count as evaluated
+        watch = any(a[0] == "own" and self._has_unevaluated(a[1]) for a in rest)
+
+        def mark(key) -> FrozenSet:
+            return frozenset((("chose", n, key),)) if watch else frozenset()
+
         if kind == "anyOf":
-            return [rest | self.flatten(self.doc.nid(s, base, f"{p}/anyOf/{i}")) for i, s in enumerate(obj["anyOf"])]
+            return [rest | self.flatten(self.doc.nid(s, base, f"{p}/anyOf/{i}")) | mark(i)
+                    for i, s in enumerate(obj["anyOf"])]
         if kind == "oneOf":
-            return self.one_of(n, rest)
+            return [a | mark(i) for i, a in self.one_of(n, rest)]
         if kind == "not":
             sub = self.doc.nid(obj["not"], base, f"{p}/not")
             neg = self.negate(sub)
@@ -914,14 +930,17 @@ class _Converter:
             return [rest | a for a in neg]
         if kind == "if":
             cond = self.doc.nid(obj["if"], base, f"{p}/if")
+            cond_atoms = self.flatten(cond)  # first: "if" members come before "then" members
             then = self.flatten(self.doc.nid(obj.get("then", True), base, f"{p}/then"))
             other = self.flatten(self.doc.nid(obj.get("else", True), base, f"{p}/else"))
             neg = self.negate(cond)
+            if neg is None and "then" not in obj and "else" not in obj:
+                return [rest]  # only for unevaluated*: its annotations are then not counted
             if neg is None:
                 self.unsupported("the 'if' subschema cannot be negated exactly; then/else treated as anyOf",
                                  f"{p}/if", "loosened")
                 return [rest | then, rest | other]
-            return [rest | self.flatten(cond) | then] + [rest | a | other for a in neg]
+            return [rest | cond_atoms | then | mark("then")] + [rest | a | other | mark("else") for a in neg]
         if kind == "dep":
             _, _, k, name = d
             val = obj[k][name]
@@ -935,11 +954,11 @@ class _Converter:
             if isinstance(val, (dict, bool)):
                 req = self.synth_atoms(("required", (name,)), {"required": [name]})
                 sub = self.flatten(self.doc.nid(val, base, f"{p}/{k}/{_esc(name)}"))
-                return [rest | absent, rest | req | sub]
+                return [rest | absent, rest | req | sub | mark((k, name))]
             raise UnsupportedSchemaError("invalid dependency value", f"{p}/{k}/{_esc(name)}")
         raise AssertionError(kind)
 
-    def one_of(self, n: int, rest: FrozenSet) -> List[FrozenSet]:
+    def one_of(self, n: int, rest: FrozenSet) -> List[Tuple[int, FrozenSet]]:
         obj, base, p = self.doc.nodes[n]
         subs = [self.doc.nid(s, base, f"{p}/oneOf/{i}") for i, s in enumerate(obj["oneOf"])]
         branches = [rest | self.flatten(s) for s in subs]
@@ -952,7 +971,7 @@ class _Converter:
                     conflicts[i].append(j)
                     conflicts[j].append(i)
         if not any(conflicts.values()):
-            return [branches[i] for i in live]
+            return [(i, branches[i]) for i in live]
         out = []
         for i in live:
             extra = set()
@@ -961,20 +980,29 @@ class _Converter:
                 if neg is None:
                     self.unsupported("oneOf branches are not provably exclusive; treated as anyOf",
                                      f"{p}/oneOf", "loosened")
-                    return [branches[k] for k in live]
+                    return [(k, branches[k]) for k in live]
                 extra.add(self.disjunction_atom(neg))
-            out.append(branches[i] | frozenset(extra))
+            out.append((i, branches[i] | frozenset(extra)))
         return out
 
     # ------------------------------------------------------------------ merging
-    def merge(self, atoms: FrozenSet) -> _Merged:
-        hit = self.merge_memo.get(atoms)
+    def merge(self, atoms: FrozenSet, proof: bool = False) -> _Merged:
+        """The conjunction of the own atoms.  ``proof``: for disjointness proofs, which need
+        a superset of the instances: ``unevaluated*`` (applied from an evaluated set that may
+        be under-approximated) is left out."""
+        key = (atoms, "proof") if proof else atoms
+        hit = self.merge_memo.get(key)
         if hit is not None:
             return hit
         m = _Merged()
-        for a in sorted((a for a in atoms if a[0] == "own"), key=lambda a: (self.order.get(a[1], 1 << 30), a[1])):
-            self._merge_node(m, a[1])
-        self.merge_memo[atoms] = m
+        saved = self.merge_atoms, self.merge_proof
+        self.merge_atoms, self.merge_proof = atoms, proof
+        try:
+            for a in sorted((a for a in atoms if a[0] == "own"), key=lambda a: (self.order.get(a[1], 1 << 30), a[1])):
+                self._merge_node(m, a[1])
+        finally:
+            self.merge_atoms, self.merge_proof = saved
+        self.merge_memo[key] = m
         return m
 
     def _merge_node(self, m: _Merged, n: int) -> None:
@@ -1124,10 +1152,12 @@ class _Converter:
         elif "items" in obj:
             rest, has_rest = self.doc.nid(obj["items"], base, f"{p}/items"), True
         if not has_rest and "unevaluatedItems" in obj:
-            sub = self._evaluated_subtree(n)
-            if sub is None:
+            sub = None if self.merge_proof else self._evaluated_subtree(n, m)
+            if self.merge_proof:
+                has_rest = True  # left out: a superset
+            elif sub is None:
                 m.gated.append((ARR, f"{p}/unevaluatedItems",
-                                "unevaluatedItems next to anyOf/oneOf/if/dependentSchemas is not supported"))
+                                "unevaluatedItems next to a dynamic reference is not supported"))
             else:
                 # evaluated: indices below the longest prefixItems, items matching any contains,
                 # everything when an in-place subschema has items/unevaluatedItems
@@ -1176,11 +1206,13 @@ class _Converter:
         if "additionalProperties" in obj:
             addl = self.doc.nid(obj["additionalProperties"], base, f"{p}/additionalProperties")
             m.has_addl = True
+        elif "unevaluatedProperties" in obj and self.merge_proof:
+            m.has_addl = True  # left out: a superset
         elif "unevaluatedProperties" in obj:
-            sub = self._evaluated_subtree(n)
+            sub = self._evaluated_subtree(n, m)
             if sub is None:
                 m.gated.append((OBJ, f"{p}/unevaluatedProperties",
-                                "unevaluatedProperties next to anyOf/oneOf/if/dependentSchemas is not supported"))
+                                "unevaluatedProperties next to a dynamic reference is not supported"))
             else:
                 # evaluated: the names and patterns of the in-place subschemas (which are merged
                 # here too, with their own schemas), everything with additional/unevaluatedProperties
@@ -1195,13 +1227,21 @@ class _Converter:
                     addl = self.doc.nid(obj["unevaluatedProperties"], base, f"{p}/unevaluatedProperties")
         m.obj_units.append((props, pats, addl, p))
 
-    def _evaluated_subtree(self, n: int) -> Optional[List[int]]:
-        """The schema objects whose annotations always reach the ``unevaluated*`` keywords of
-        node ``n``: those applied in place through ``allOf`` and ``$ref`` (``not`` discards
-        its annotations).  None when a conditional applicator (``anyOf``, ``oneOf``, ``if``,
-        ``dependentSchemas``, dynamic references) is met: which branch evaluated what is not
-        tracked."""
+    def _has_unevaluated(self, n: int) -> bool:
+        obj = self.doc.nodes[n][0]
+        return isinstance(obj, dict) and ("unevaluatedProperties" in obj or "unevaluatedItems" in obj)
+
+    def _evaluated_subtree(self, n: int, m: _Merged) -> Optional[List[int]]:
+        """The schema objects whose annotations reach the ``unevaluated*`` keywords of node
+        ``n`` in the alternative being merged: those applied in place through ``allOf`` and
+        ``$ref``, and through the branch of ``anyOf``/``oneOf``/``if``/``dependentSchemas``
+        that the alternative took (its "chose" marker); ``not`` discards its annotations.
+        This is a subset of the evaluated set (exact unless an ``anyOf``, whose other
+        branches may hold too, or an ``if`` without ``then``/``else`` is met, or a marker is
+        missing), so ``unevaluated*`` is applied at least as strictly as the schema says;
+        ``m.uneval_approx`` records a strict subset.  None for dynamic references."""
         doc = self.doc
+        chosen = {(a[1], a[2]) for a in self.merge_atoms if a[0] == "chose"}
         out: List[int] = []
         seen, stack = {n}, [n]
         while stack:
@@ -1209,8 +1249,7 @@ class _Converter:
             obj, base, p = doc.nodes[k]
             if not isinstance(obj, dict):
                 continue
-            if any(x in obj for x in ("anyOf", "oneOf", "if", "dependentSchemas", "dependencies",
-                                      "$dynamicRef", "$recursiveRef")):
+            if "$dynamicRef" in obj or "$recursiveRef" in obj:
                 return None
             nexts = []
             if isinstance(obj.get("$ref"), str):
@@ -1218,10 +1257,42 @@ class _Converter:
                     nexts.append(doc.resolve(obj["$ref"], base, f"{p}/$ref"))
                 except UnsupportedSchemaError:
                     return None
-            if k != n and not (doc.draft <= 7 and nexts):
+                if doc.draft <= 7:  # siblings of $ref are ignored
+                    for t in nexts:
+                        if t not in seen:
+                            seen.add(t)
+                            stack.append(t)
+                    continue
+            if k != n:
                 out.append(k)
-            if isinstance(obj.get("allOf"), list) and not (doc.draft <= 7 and nexts):
+            if isinstance(obj.get("allOf"), list):
                 nexts += [doc.nid(x, base, f"{p}/allOf/{i}") for i, x in enumerate(obj["allOf"])]
+            for kw in ("anyOf", "oneOf"):
+                if isinstance(obj.get(kw), list):
+                    m.uneval_approx |= kw == "anyOf"
+                    hit = [i for i in range(len(obj[kw])) if (k, i) in chosen]
+                    m.uneval_approx |= not hit
+                    nexts += [doc.nid(obj[kw][i], base, f"{p}/{kw}/{i}") for i in hit]
+            if "if" in obj:
+                if (k, "then") in chosen:
+                    nexts.append(doc.nid(obj["if"], base, f"{p}/if"))
+                    if "then" in obj:
+                        nexts.append(doc.nid(obj["then"], base, f"{p}/then"))
+                elif (k, "else") in chosen:
+                    if "else" in obj:
+                        nexts.append(doc.nid(obj["else"], base, f"{p}/else"))
+                else:
+                    m.uneval_approx = True
+            for kw in ("dependentSchemas", "dependencies"):
+                deps = obj.get(kw)
+                if isinstance(deps, dict):
+                    for name, dep in deps.items():
+                        if isinstance(dep, (dict, bool)):
+                            if (k, (kw, name)) in chosen:
+                                nexts.append(doc.nid(dep, base, f"{p}/{kw}/{_esc(name)}"))
+                            else:
+                                # absent: no annotations; or not distributed here
+                                m.uneval_approx = True
             for t in nexts:
                 if t not in seen:
                     seen.add(t)
@@ -1314,6 +1385,8 @@ class _Converter:
             kind = a[0]
             if kind == "false":
                 return False
+            if kind == "chose":
+                continue
             if kind == "own":
                 ok = self.validate(v, a[1], own_only=True)
             elif kind == "alt":
@@ -1502,10 +1575,11 @@ class _Converter:
             self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
         return self.dfa_memo[key]
 
-    def format_dfa(self, fmt: str) -> Optional[Dfa]:
-        key = ("fmt", fmt)
+    def format_dfa(self, fmt: str, superset: bool = False) -> Optional[Dfa]:
+        """The DFA of format ``fmt`` (``superset``: of :func:`format_superset_expr`)."""
+        key = ("fmt-superset" if superset else "fmt", fmt)
         if key not in self.dfa_memo:
-            e = format_expr(fmt)
+            e = format_superset_expr(fmt) if superset else format_expr(fmt)
             self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
         return self.dfa_memo[key]
 
@@ -2253,8 +2327,8 @@ class _Converter:
         """True only if no instance satisfies both atom sets (a sound, partial test)."""
         if _FALSE in a or _FALSE in b:
             return True
-        ma = self.merge(frozenset(x for x in a if x[0] == "own"))
-        mb = self.merge(frozenset(x for x in b if x[0] == "own"))
+        ma = self.merge(frozenset(x for x in a if x[0] == "own"), proof=True)
+        mb = self.merge(frozenset(x for x in b if x[0] == "own"), proof=True)
         ka, kb = self._value_kinds(ma), self._value_kinds(mb)
         common = ka & kb
         if not common:
@@ -2280,6 +2354,8 @@ class _Converter:
             elif k == STR:
                 if not self._strings_disjoint(ma, mb):
                     return False
+            elif k in (OBJ, ARR) and (ma.uneval_approx or mb.uneval_approx):
+                return False  # stricter than the schema there: no proof may rely on it
             elif k == OBJ:
                 if budget <= 0 or not self._objects_disjoint(ma, mb, budget - 1):
                     return False
@@ -2325,9 +2401,7 @@ class _Converter:
             x = self.pattern_dfa(p)
             d = x if d is None else dfa_product(d, x, "and")
         for f, _ in m.formats:
-            if f not in EXACT_FORMATS:
-                continue  # a proper subset: ignoring it keeps d a superset
-            x = self.format_dfa(f)
+            x = self.format_dfa(f, superset=True)  # restricted formats are proper subsets
             if x is None:
                 continue
             d = x if d is None else dfa_product(d, x, "and")

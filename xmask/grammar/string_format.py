@@ -54,7 +54,7 @@ relative-json-pointer  draft-handrews relative JSON pointer
 
 :data:`EXACT_FORMATS` lists the formats whose grammar is exact; only those may be negated
 (``not``, ``if``/``else``, ``oneOf`` exclusion), as the complement of a proper subset would
-accept valid strings.
+accept valid strings.  Disjointness proofs use :func:`format_superset_expr`.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ __all__ = [
     "escapes_expr",
     "encode_expr_as_json",
     "format_expr",
+    "format_superset_expr",
     "json_string_literal",
 ]
 
@@ -403,12 +404,15 @@ def _date() -> Expr:
     return make_choice([normal, make_seq([leap_year, _lit("-02-29")])])
 
 
-def _time() -> Expr:
+def _time(any_leap: bool = False) -> Expr:
+    """RFC 3339 full-time; ``any_leap``: second 60 at any time and offset (a superset)."""
     hour = make_choice([_two(_c("01"), _D), _two(_lit("2"), _c("03"))])
     minute = _two(_c("05"), _D)
-    second = _two(_c("05"), _D)
+    second = make_choice([_two(_c("05"), _D), _lit("60")]) if any_leap else _two(_c("05"), _D)
     frac = _opt(make_seq([_lit("."), _rep(_D, 1, None)]))
     offset = make_choice([_c("Z", "z"), make_seq([_c("+", "-"), hour, _lit(":"), minute])])
+    if any_leap:
+        return make_seq([hour, _lit(":"), minute, _lit(":"), second, frac, offset])
     # a leap second is 23:59:60 UTC; only the zero offsets are accepted for it (other
     # offsets would need the local time to match the offset: ~1,440 cases)
     leap = make_seq([_lit("23:59:60"), frac, make_choice([_c("Z", "z"), _two(_c("+", "-"), _lit("00:00"))])])
@@ -673,6 +677,39 @@ EXACT_FORMATS = frozenset(("date", "duration", "ipv4", "ipv6", "uri", "uri-refer
                            "relative-json-pointer"))
 
 
+def _superset(name: str) -> Optional[Expr]:
+    """A grammar containing every string of format ``name`` (for disjointness proofs)."""
+    if name in EXACT_FORMATS:
+        return format_expr(name)
+    if name == "time":
+        return _time(any_leap=True)
+    if name == "date-time":
+        return make_seq([_date(), _c("T", "t"), _time(any_leap=True)])
+    if name == "hostname":  # RFC 1123 labels, any count, A-labels included
+        label = _label(63)
+        return make_seq([label, _rep(_two(_lit("."), label), 0, None)])
+    if name in ("email", "idn-email"):  # something "@" something
+        anything = _rep(CharClass(_SCALARS), 1, None)
+        return make_seq([anything, _lit("@"), anything])
+    return None
+
+
+def format_superset_expr(name: str) -> Optional[Expr]:
+    """A code-point expression containing every string of format ``name`` -- the format's
+    own grammar when it is exact (``EXACT_FORMATS``), a looser one otherwise -- or None
+    when there is no useful one (then any string)."""
+    return _cached("\x00superset:" + name, lambda: _superset(name))
+
+
+def _cached(key: str, build) -> Optional[Expr]:
+    if key not in _CACHE:
+        e = build()
+        if e is None:
+            return None
+        _CACHE[key] = e
+    return _CACHE[key]
+
+
 def format_expr(name: str) -> Optional[Expr]:
     """The code-point expression of string format ``name``, or None if it is not supported.
 
@@ -683,9 +720,4 @@ def format_expr(name: str) -> Optional[Expr]:
         >>> d.matches("2024-02-29"), d.matches("2023-02-29"), d.matches("2023-04-31")
         (True, False, False)
     """
-    if name not in _CACHE:
-        e = _build(name)
-        if e is None:
-            return None
-        _CACHE[name] = e
-    return _CACHE[name]
+    return _cached(name, lambda: _build(name))
