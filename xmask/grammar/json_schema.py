@@ -34,10 +34,12 @@ through ``$ref`` is recursion between rules.
   ``const`` is exact.
 * ``uniqueItems`` is exact over small finite item domains (``enum``/``const``, booleans,
   null; up to 8 values), also with ``prefixItems``; otherwise unsupported.
-* ``unevaluatedProperties``/``unevaluatedItems`` see the annotations of the subschemas
-  applied in place through ``allOf`` and ``$ref`` (names, patterns, ``prefixItems``
-  lengths, ``contains`` matches, and everything after ``additionalProperties``/``items``/
-  nested ``unevaluated*``); ``not`` contributes none.  ``contentSchema``,
+* ``unevaluatedProperties``/``unevaluatedItems`` see the annotations (names, patterns,
+  ``prefixItems`` lengths, ``contains`` matches, and everything after
+  ``additionalProperties``/``items``/nested ``unevaluated*``) of the subschemas applied in
+  place through ``allOf`` and ``$ref`` and through the branch of ``oneOf``/``if``/
+  ``dependentSchemas`` each grammar alternative takes (recorded while distributing);
+  ``not`` contributes none.  Disjointness proofs leave ``unevaluated*`` out.  ``contentSchema``,
   ``contentMediaType`` and ``contentEncoding`` are annotations (never asserted).
 * ``contains``/``minContains`` are exact without ``prefixItems``; ``maxContains`` needs a
   negatable ``contains`` schema.
@@ -65,6 +67,10 @@ Restrictions (valid texts rejected):
   never a key, though it is never wrongly accepted either); numbers only in their
   ``json.dumps`` spelling, plus (draft 6 and later) the integer and ``json.dumps(float)``
   spellings of an integral value (``1`` and ``1.0``; ``1.00`` or ``1e0`` are rejected).
+* ``unevaluated*`` next to ``anyOf``: only the branch the alternative follows counts (an
+  instance whose properties are evaluated by two branches together is rejected); next to
+  an ``if`` without ``then``/``else`` whose condition cannot be negated: the ``if`` counts
+  for nothing.
 * ``type: integer`` accepts integer syntax only (``1.0`` is rejected); bounded non-integer
   numbers accept plain and normalized scientific spellings (see :mod:`.number_range`);
   with ``multipleOf`` (or non-integer-only numbers) only plain spellings.
@@ -76,8 +82,8 @@ Restrictions (valid texts rejected):
   schema that cannot be a string is ignored.
 
 Not supported (UnsupportedSchemaError): remote ``$ref``, ``$dynamicRef``/``$recursiveRef``,
-``unevaluatedProperties``/``unevaluatedItems`` next to ``anyOf``/``oneOf``/``if``/
-``dependentSchemas`` (in place), ``uniqueItems`` over infinite domains, ``not``/``if``/
+``unevaluatedProperties``/``unevaluatedItems`` next to dynamic references, ``uniqueItems``
+over infinite domains, ``not``/``if``/
 ``oneOf`` whose subschemas cannot be negated (e.g. ``additionalProperties`` schemas,
 ``patternProperties``, ``uniqueItems``, ``contains``, ``prefixItems``, restricted formats
 inside the negated schema), string constraints whose automaton product exceeds the limits,
