@@ -172,6 +172,8 @@ MAX_COUNT_BOUND = 1_000_000
 MAX_RULES = 200_000
 #: Repeat counts above this are factored into rule-backed chunks (compact automata).
 _DIRECT_REPEAT = 12
+#: string lengths up to this many characters are a plain chain (see ``_Converter.counted``)
+_DIRECT_STRING = 256
 
 # ---------------------------------------------------------------------------- kinds
 NULL, BOOL, OBJ, ARR, STR, INT, FRAC = "null", "boolean", "object", "array", "string", "integer", "fraction"
@@ -1626,7 +1628,7 @@ class _Converter:
         if not (pats or fmts or not_pats or not_fmts or not_strings):
             if lo == 0 and hi is None:
                 return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
-            return make_seq([q, self.counted(JSON_CHAR, lo, hi, "str_chunk"), q])
+            return make_seq([q, self.counted(JSON_CHAR, lo, hi, "str_chunk", _DIRECT_STRING), q])
         path = self.ptr(m.nids[0]) if m.nids else "#"
         if len(pats) + len(fmts) == 1 and not (not_pats or not_fmts or not_strings) and lo == 0 and hi is None:
             e = self.regex_memo[pats[0]] if pats else format_expr(fmts[0])
@@ -1638,7 +1640,7 @@ class _Converter:
             self.unsupported(f"string constraints too complex to intersect: {err}", path)
             return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
         if d is None:
-            return make_seq([q, self.counted(JSON_CHAR, lo, hi, "str_chunk"), q])
+            return make_seq([q, self.counted(JSON_CHAR, lo, hi, "str_chunk", _DIRECT_STRING), q])
         body = self.emit_string_dfa(d, "str")
         return None if body is None else make_seq([q, body, q])
 
@@ -1689,36 +1691,43 @@ class _Converter:
                 alts.append(make_seq([e2, esc_any, rest]))
         return make_choice(alts) if alts else None
 
-    def counted(self, item: Expr, lo: int, hi: Optional[int], hint: str) -> Expr:
-        """``item{lo,hi}``; large counts are factored through chunk rules ``item{a}`` (a about
-        the square root, recursively), which is exact and keeps automata small."""
-        if hi is not None and hi <= _DIRECT_REPEAT or hi is None and lo <= _DIRECT_REPEAT:
+    def counted(self, item: Expr, lo: int, hi: Optional[int], hint: str,
+                direct: int = _DIRECT_REPEAT) -> Expr:
+        """``item{lo,hi}``; counts above ``direct`` are factored through chunk rules
+        ``item{a}`` (a about the square root but at least ``direct``, recursively), which is
+        exact and keeps automata small.  Chunks make tokens that cross a chunk end
+        context-dependent (checked per mask), so string characters use a large ``direct``
+        (:data:`_DIRECT_STRING`): a plain chain of states, where the mask cache merges all
+        states further than the longest token from the bound."""
+        if hi is not None and hi <= direct or hi is None and lo <= direct:
             return _rep(item, lo, hi)
-        head = self._exactly(item, lo, hint)
-        tail = Repeat(item, 0, None) if hi is None else self._up_to(item, hi - lo, hint)
+        head = self._exactly(item, lo, hint, direct=direct)
+        tail = Repeat(item, 0, None) if hi is None else self._up_to(item, hi - lo, hint, direct)
         return make_seq([head, tail])
 
-    def _chunk(self, item: Expr, n: int, hint: str) -> Expr:
-        return self.shared_rule(("chunk", item, n), hint, lambda: self._exactly(item, n, hint, inline=True))
+    def _chunk(self, item: Expr, n: int, hint: str, direct: int) -> Expr:
+        return self.shared_rule(("chunk", item, n), hint,
+                                lambda: self._exactly(item, n, hint, inline=True, direct=direct))
 
-    def _exactly(self, item: Expr, n: int, hint: str, inline: bool = False) -> Expr:
-        if n <= _DIRECT_REPEAT:
+    def _exactly(self, item: Expr, n: int, hint: str, inline: bool = False,
+                 direct: int = _DIRECT_REPEAT) -> Expr:
+        if n <= direct:
             return _rep(item, n, n)
-        a = math.isqrt(n)
+        a = max(math.isqrt(n), direct)
         q, r = divmod(n, a)
-        chunk = self._chunk(item, a, hint)
+        chunk = self._chunk(item, a, hint, direct)
         return make_seq([self._exactly(chunk, q, hint), _rep(item, r, r)])
 
-    def _up_to(self, item: Expr, m: int, hint: str) -> Expr:
+    def _up_to(self, item: Expr, m: int, hint: str, direct: int = _DIRECT_REPEAT) -> Expr:
         """``item{0,m}``: n = a*k + s with s < a for k < q, and s <= r for k = q."""
-        if m <= _DIRECT_REPEAT:
+        if m <= direct:
             return _rep(item, 0, m)
-        a = math.isqrt(m + 1)
+        a = max(math.isqrt(m + 1), direct)
         q, r = divmod(m, a)
-        chunk = self._chunk(item, a, hint)
+        chunk = self._chunk(item, a, hint, direct)
         return make_choice([
-            make_seq([self._up_to(chunk, q - 1, hint), self._up_to(item, a - 1, hint)]),
-            make_seq([self._exactly(chunk, q, hint), self._up_to(item, r, hint)]),
+            make_seq([self._up_to(chunk, q - 1, hint), self._up_to(item, a - 1, hint, direct)]),
+            make_seq([self._exactly(chunk, q, hint), self._up_to(item, r, hint, direct)]),
         ])
 
     # ------------------------------------------------------------------ arrays
