@@ -24,11 +24,12 @@ through ``$ref`` is recursion between rules.
   a property required by one branch and forbidden by the other, ...); otherwise each branch
   is conjoined with the negation of the branches it overlaps, when those are negatable.
 * ``not`` (and the ``else`` side of ``if``) use a symbolic negation of the subschema that
-  covers types, bounds, lengths, ``pattern``, exact formats (``EXACT_FORMATS`` of
-  :mod:`.string_format`; the others are proper subsets, whose complement would accept
-  valid strings), ``const``/``enum`` (strings, numbers, booleans, null), ``required``,
-  ``properties``, ``items``, counts, ``allOf``, ``anyOf``, ``not``.  The reference validator
-  and the disjointness proofs never take a string rejected by a restricted format as invalid.
+  covers types, bounds, lengths, ``pattern``, ``format`` (exact for ``EXACT_FORMATS`` of
+  :mod:`.string_format`; the other format grammars are proper subsets, so their negation
+  is the complement of a *superset* -- a restriction -- and ``idn-hostname`` has none),
+  ``const``/``enum`` (strings, numbers, booleans, null), ``required``, ``properties``,
+  ``items``, counts, ``allOf``, ``anyOf``, ``not``.  The reference validator and the
+  disjointness proofs never take a string rejected by a restricted format as invalid.
 * ``enum``/``const`` sets are filtered with a reference validator against all other
   keywords at the location (disjunctions included), so any keyword next to ``enum`` or
   ``const`` is exact.
@@ -1607,7 +1608,9 @@ class _Converter:
         for pat in not_pats:
             conj(dfa_complement(self.pattern_dfa(pat)))
         for f in not_fmts:
-            fd = self.format_dfa(f)
+            # the complement of a superset: exact for exact formats, else a subset of the
+            # strings not of the format
+            fd = self.format_dfa(f, superset=True)
             if fd is not None:
                 conj(dfa_complement(fd))
         if not_strings:
@@ -2569,8 +2572,9 @@ class _Converter:
         if k == "pattern":
             return [self._with_kind({STR}, {"\x00not_pattern": v}, ("npat", v))]
         if k == "format":
-            if format_expr(v) is None or v not in EXACT_FORMATS:
+            if format_expr(v) is None or format_superset_expr(v) is None:
                 return None  # the complement of a restricted format would accept valid strings
+            # strings outside a superset of the format (the format itself when exact)
             return [self._with_kind({STR}, {"\x00not_format": v}, ("nfmt", v))]
         if k == "required":
             if not isinstance(v, list):
@@ -2712,8 +2716,13 @@ class _Converter:
                 if k in ("format", "\x00not_format"):
                     if kv in _NUMERIC_FORMATS or format_expr(kv) is None:
                         raise _CannotValidate(kp, f"unknown format {kv!r}")
-                    matched = self.format_dfa(kv).matches(v)
-                    if not matched and kv not in EXACT_FORMATS:
+                    # in the format if its grammar matches; not in it if a superset does not
+                    if self.format_dfa(kv).matches(v):
+                        matched = True
+                    elif kv in EXACT_FORMATS or not (self.format_dfa(kv, superset=True)
+                                                     or _any_string_dfa()).matches(v):
+                        matched = False
+                    else:
                         raise _FormatUnknown(kp, f"format {kv!r} cannot be decided for {v!r}")
                     if matched != (k == "format"):
                         return False

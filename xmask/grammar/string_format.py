@@ -28,9 +28,9 @@ time                RFC 3339 full-time: ``HH:MM:SS(.frac)?(Z|+HH:MM|-HH:MM)``; `
 date-time           full-date ``T`` full-time
 duration            RFC 3339 appendix A (ISO 8601) ``P...`` grammar, exact ABNF
 email               RFC 5321 ``Mailbox``: dot-atom or quoted-string local part ``@`` a
-                    hostname with at least two labels or an ``[IPv4]`` / ``[IPv6:...]``
-                    address literal (general address literals and single-label domains
-                    rejected; ``IPv6:`` in that case only)
+                    domain of at least two labels or an ``[IPv4]`` address literal
+                    (IPv6 and general address literals and single-label domains rejected:
+                    an IPv6 literal would make ``format`` + ``maxLength`` automata too large)
 idn-email           ``email`` with the RFC 6531 local part (non-ASCII characters allowed);
                     the domain stays ASCII (U-labels rejected)
 hostname            RFC 1123 labels ``[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?`` that are not
@@ -568,28 +568,6 @@ def _uri_template() -> Expr:
     return _rep(make_choice([literal, expression]), 0, None)
 
 
-def _ipv6_rfc5321() -> Expr:
-    """RFC 5321 ``IPv6-addr`` (its ``::`` stands for at least two groups)."""
-    hx = _rep(_HEXD, 1, 4)
-
-    def groups(lo: int, hi: int) -> Expr:  # [hx *(":" hx)] with lo..hi groups
-        if hi == 0:
-            return EPSILON
-        body = make_seq([hx, _rep(_two(_lit(":"), hx), max(lo, 1) - 1, hi - 1)])
-        return body if lo > 0 else _opt(body)
-
-    v4 = _ipv4()
-    full = make_seq([hx, _rep(_two(_lit(":"), hx), 7, 7)])
-    comp = make_choice([make_seq([groups(i, i), _lit("::"), groups(0, 6 - i)]) for i in range(7)])
-    v4full = make_seq([hx, _rep(_two(_lit(":"), hx), 5, 5), _lit(":"), v4])
-    v4comp = make_choice([
-        make_seq([groups(i, i), _lit("::"), _opt(make_seq([groups(1, 4 - i), _lit(":")])) if i < 4 else EPSILON,
-                  v4])
-        for i in range(5)
-    ])
-    return make_choice([full, comp, v4full, v4comp])
-
-
 _NON_ASCII = ((0x80, 0xD7FF), (0xE000, MAX_CODE_POINT))  # scalar values (no surrogates)
 
 
@@ -603,9 +581,12 @@ def _email(idn: bool = False) -> Expr:
     qtext = CharClass(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)) + utf8)
     quoted_pair = _two(_lit("\\"), _c((0x20, 0x7E)))
     quoted = make_seq([_lit('"'), _rep(make_choice([qtext, quoted_pair]), 0, None), _lit('"')])
-    label = _label(63)
+    # sub-domain = Let-dig [Ldh-str]: no length limit in the ABNF (and an unbounded label
+    # keeps the automaton small, which matters next to maxLength)
+    ld, ldh = _c("AZ", "az", "09"), _c("AZ", "az", "09", "-")
+    label = make_seq([ld, _opt(make_seq([_rep(ldh, 0, None), ld]))])
     domain = make_seq([label, _rep(_two(_lit("."), label), 1, None)])
-    literal = make_seq([_lit("["), make_choice([_ipv4(), _two(_lit("IPv6:"), _ipv6_rfc5321())]), _lit("]")])
+    literal = make_seq([_lit("["), _ipv4(), _lit("]")])
     return make_seq([make_choice([dot_atom, quoted]), _lit("@"), make_choice([domain, literal])])
 
 
