@@ -1,23 +1,20 @@
 """JSON Schema -> grammar (xmask.grammar.json_schema): semantics, whitespace modes, errors,
-lenient reports, limits, and the MaskBench conformance sweep.
+lenient reports and limits (MaskBench and the JSON-Schema-Test-Suite are scored in
+tests/conformance).
 
 Instances are serialized with ``json.dumps`` (what MaskBench does) and checked with the
 compiled engine; where the ``jsonschema`` package is installed, the hand-written labels are
 cross-checked with it so that a wrong expectation cannot hide a bug.
 """
 
-import collections
 import json
-import os
 import random
-import time
 import warnings
 
 import pytest
-from conftest import require_data
 
 import xmask
-from xmask.errors import GrammarLimitError, UnsupportedSchemaError
+from xmask.errors import UnsupportedSchemaError
 from xmask.grammar.json_schema import json_schema_to_grammar, json_schema_to_grammar_with_report
 from xmask.grammar.recognizer import Recognizer
 
@@ -610,19 +607,15 @@ def test_deep_nesting():
     s = {"type": "integer"}
     for _ in range(1000):
         s = {"type": "array", "items": s}
-    t = time.time()
-    g = json_schema_to_grammar(s)
-    assert time.time() - t < 10
+    g = json_schema_to_grammar(s)  # compile cost: bench/bench_compile_limits.py
     cg = compile_grammar(g)
     assert accepts(cg, "[" * 1000 + "1" + "]" * 1000)
     assert not accepts(cg, "[" * 999 + "1" + "]" * 999)
 
 
 def test_pattern_big_repeat():
-    t = time.time()
     g = json_schema_to_grammar({"type": "string", "pattern": "^a{0,3000}$"})
-    cg = compile_grammar(g)
-    assert time.time() - t < 20
+    cg = compile_grammar(g)  # compile cost: bench/bench_compile_limits.py
     assert accepts(cg, json.dumps("a" * 3000)) and not accepts(cg, json.dumps("a" * 3001))
 
 
@@ -631,61 +624,3 @@ def test_indent_recursion_depth_limited():
     g = json_schema_to_grammar(s, any_whitespace=False, indent=2)
     v = [[[[]]]]
     assert accepts(g, json.dumps(v, indent=2))
-
-
-# ============================================================================ MaskBench
-
-def _maskbench_files():
-    d = require_data("maskbench")
-    return sorted(d.glob("*.json"))
-
-
-def _run_maskbench(files):
-    from xmask.grammar.json_schema import json_schema_to_grammar as convert
-
-    stats = collections.defaultdict(collections.Counter)
-    unsupported = collections.Counter()
-    wrong = []
-    slow = []
-    for path in files:
-        data = json.loads(path.read_text())
-        coll = path.name.split("---")[0]
-        t = time.time()
-        try:
-            g = convert(data["schema"], strict_mode=False, any_whitespace=True)
-            cg = compile_grammar(g)
-        except UnsupportedSchemaError as e:
-            stats[coll]["unsupported"] += 1
-            unsupported[e.path.rsplit("/", 1)[-1]] += 1
-            continue
-        except GrammarLimitError:
-            stats[coll]["limit"] += 1
-            continue
-        if time.time() - t > 5:
-            slow.append((path.name, round(time.time() - t, 1)))
-        stats[coll]["compiled"] += 1
-        for case in data["tests"]:
-            text = json.dumps(case["data"])
-            ok = accepts(cg, text)
-            if case["valid"]:
-                stats[coll]["valid_accepted" if ok else "valid_rejected"] += 1
-            else:
-                stats[coll]["invalid_rejected" if not ok else "INVALID_ACCEPTED"] += 1
-                if ok:
-                    wrong.append((path.name, text[:200]))
-    return stats, unsupported, wrong, slow
-
-
-def test_maskbench():
-    files = _maskbench_files()
-    if not os.environ.get("XMASK_FULL"):
-        files = sorted(random.Random(1234).sample(files, min(300, len(files))))
-    stats, unsupported, wrong, slow = _run_maskbench(files)
-    total = collections.Counter()
-    for coll in sorted(stats):
-        print(coll, dict(stats[coll]))
-        total.update(stats[coll])
-    print("TOTAL", dict(total))
-    print("unsupported by keyword", unsupported.most_common(20))
-    print("slow (>5 s)", slow)
-    assert not wrong, f"invalid instances accepted: {wrong[:10]}"
