@@ -1,0 +1,627 @@
+#!/usr/bin/env python
+"""Side-by-side benchmark: MaskBench JSON schemas, Llama-3 tokenizer, xmask vs XGrammar vs llguidance.
+
+All engines run in one process on the same deterministic sample of MaskBench files
+(``<data>/maskbench/*.json``, each ``{"schema", "tests": [{"valid", "data"}], "meta"}``).  For
+every schema, one engine after the other:
+
+* compile, cold (no compiled-grammar cache): xmask / XGrammar
+  ``GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema, strict_mode=False,
+  any_whitespace=True)`` (xmask gets the dict, XGrammar the JSON text); llguidance
+  ``LLMatcher(tokenizer, LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible":
+  True}))``.  An exception (llguidance: a matcher in error state) makes the schema "unsupported"
+  for that engine, a compile longer than ``--compile-timeout`` makes it "timeout" (interrupted by
+  SIGALRM where the engine runs Python code, otherwise recorded when the native call returns);
+* first mask: a matcher on the fresh grammar and one ``fill_next_token_bitmask`` (llguidance
+  builds its lexer lazily, so part of its compile work shows up here);
+* per-token mask time while walking the schema's VALID instances (``json.dumps(data)`` tokenized
+  without special tokens): fill before each token and once at the end, only the fill is timed;
+  each token is checked against the mask and accepted, then the stop token must be allowed and
+  accepted;
+* INVALID instances: accept only (no mask); an instance whose tokens and stop token are all
+  accepted is "wrongly accepted" (the engine is looser than the schema).
+
+Timing uses time.perf_counter_ns around the Python call.  Nothing here asserts on timings.
+
+Usage:  python bench/bench_json_schema.py [--schemas 300] [--data PATH] [--engines xmask,xgrammar,llguidance]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import json
+import os
+import pathlib
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_json as bj  # noqa: E402  -- engine adapters and helpers shared with the JSON bench
+
+DEFAULT_OUT = bj.REPO / "bench" / "results" / "bench_json_schema.json"
+ENGINE_ORDER = bj.ENGINE_ORDER
+RATIO_PEERS = ("xgrammar", "llguidance")
+WARMUP_SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+LLG_JSON_OPTIONS = {"whitespace_flexible": True}
+XMASK_OPTIONS = {"strict_mode": False, "any_whitespace": True}  # --lenient adds lenient=True
+
+perf = time.perf_counter_ns
+
+
+# ----------------------------------------------------------------------------------------------
+# engines: the adapters of bench_json (tokenizer info, fill, accept, allowed) plus
+# prepare() / compile(schema, text) / first_matcher() / release() for one schema at a time.
+
+
+class EngineGrammarError(RuntimeError):
+    """An engine reported a grammar error without raising (llguidance's error state)."""
+
+
+class _CompilerPerSchema:
+    """For the two engines with XGrammar's API: one compiler with the cache disabled."""
+
+    compiled = None
+
+    def prepare(self):
+        self.info = self.make_tokenizer_info()
+        self.compiler = self.mod.GrammarCompiler(self.info, cache_enabled=False)
+        self.bitmask = self.mod.allocate_token_bitmask(1, self.vocab_size)
+        self.words = self._words_view(self.bitmask)
+        self.notes.append("GrammarCompiler(info, cache_enabled=False), default max_threads")
+
+    def first_matcher(self):
+        return self.new_matcher()
+
+    def memory_bytes(self):
+        return bj._maybe_int(getattr(self.compiled, "memory_size_bytes", None))
+
+    def release(self):
+        self.compiled = None
+
+
+class XmaskSchema(_CompilerPerSchema, bj.XmaskEngine):
+    def compile(self, schema, text):
+        self.compiled = self.compiler.compile_json_schema(schema, **XMASK_OPTIONS)
+
+
+class XGrammarSchema(_CompilerPerSchema, bj.XGrammarEngine):
+    def compile(self, schema, text):
+        self.compiled = self.compiler.compile_json_schema(text, strict_mode=False, any_whitespace=True)
+
+
+class LLGuidanceSchema(bj.LLGuidanceEngine):
+    template = None
+
+    def prepare(self):
+        self.lltok = self.llg.LLTokenizer(str(self.tok_path), n_vocab=self.vocab_size, eos_token=self.stop_id)
+        self.bitmask = self.llg_np.allocate_token_bitmask(1, self.vocab_size)
+        self.words = self.bitmask[0]
+        self.notes.append(f"compile = grammar_from_json_schema(schema, defaults={LLG_JSON_OPTIONS}) + "
+                          "LLMatcher(); first mask on that matcher; instances use template.deep_copy()")
+
+    def compile(self, schema, text):
+        grammar = self.llg.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
+        m = self.llg.LLMatcher(self.lltok, grammar, log_level=0)
+        if m.is_error():
+            raise EngineGrammarError(m.get_error())
+        self.template = m
+
+    def first_matcher(self):
+        return self.template  # the freshly constructed matcher: its first mask builds the lexer
+
+    def memory_bytes(self):
+        return None
+
+    def release(self):
+        self.template = None
+
+
+ENGINES = {"xmask": XmaskSchema, "xgrammar": XGrammarSchema, "llguidance": LLGuidanceSchema}
+
+
+# ----------------------------------------------------------------------------------------------
+# data
+
+
+def collection_of(name: str) -> str:
+    return re.split(r"---|_", name, maxsplit=1)[0]
+
+
+def sample_files(maskbench: pathlib.Path, n: int) -> list[pathlib.Path]:
+    """n files evenly strided over the sorted list (index floor(i * n_files / n)); n <= 0: all."""
+    files = sorted(maskbench.glob("*.json"))
+    if not files:
+        raise SystemExit(f"no MaskBench files in {maskbench}")
+    if n <= 0 or n >= len(files):
+        return files
+    return [files[i * len(files) // n] for i in range(n)]
+
+
+def load_schemas(files, tok, max_instances: int) -> list[dict]:
+    out = []
+    for f in files:
+        d = json.loads(f.read_text(encoding="utf-8"))
+        item = {"file": f.name, "collection": collection_of(f.name), "schema": d["schema"],
+                "text": json.dumps(d["schema"]), "valid": [], "invalid": []}
+        for t in d.get("tests", []):
+            kind = "valid" if t.get("valid") else "invalid"
+            if len(item[kind]) < max_instances:
+                item[kind].append(tok.encode(json.dumps(t["data"]), add_special_tokens=False).ids)
+        out.append(item)
+    return out
+
+
+def stop_token_id(tok, tok_path: pathlib.Path) -> int:
+    cfg = tok_path.parent / "tokenizer_config.json"
+    eos = json.loads(cfg.read_text(encoding="utf-8")).get("eos_token") if cfg.exists() else None
+    eos = eos.get("content") if isinstance(eos, dict) else eos
+    tid = tok.token_to_id(eos) if eos else None
+    return tok.token_to_id("<|eot_id|>") if tid is None else tid
+
+
+# ----------------------------------------------------------------------------------------------
+# compile with a time limit, capturing what native code writes to stderr (XGrammar warnings)
+
+
+class CompileTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise CompileTimeout()
+
+
+def timed_compile(eng, item, limit_s: float):
+    """Returns (elapsed_ns, exception or None, captured stderr text)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    err = None
+    with tempfile.TemporaryFile() as cap:
+        os.dup2(cap.fileno(), 2)
+        old = signal.signal(signal.SIGALRM, _alarm)
+        t0 = perf()
+        try:
+            if limit_s > 0:
+                signal.setitimer(signal.ITIMER_REAL, limit_s)
+            eng.compile(item["schema"], item["text"])
+        except Exception as e:  # unsupported schema, engine error or CompileTimeout
+            err = e
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            elapsed = perf() - t0
+            signal.signal(signal.SIGALRM, old)
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        cap.seek(0)
+        captured = cap.read().decode("utf-8", "replace")
+    return elapsed, err, captured
+
+
+# ----------------------------------------------------------------------------------------------
+# walking
+
+
+def walk_valid(eng, ids, fills: list[int]) -> dict:
+    """Mask (timed) + check + accept each token, then the stop token.  Appends fill times."""
+    fill, accept, allowed = eng.fill, eng.accept, eng.allowed
+    seq = [*ids, eng.stop_id]
+    res = {"accepted": False, "mask_disallows_token": 0, "stop_not_allowed": 0, "rejected_at": None,
+           "first_disallowed": None}
+    m = eng.new_matcher()
+    for pos, tid in enumerate(seq):
+        t0 = perf()
+        fill(m)
+        fills.append(perf() - t0)
+        if not allowed(tid):
+            res["stop_not_allowed" if pos == len(ids) else "mask_disallows_token"] += 1
+            if res["first_disallowed"] is None:
+                res["first_disallowed"] = pos
+        if not accept(m, tid):
+            res["rejected_at"] = pos
+            return res
+    res["accepted"] = res["stop_not_allowed"] == 0
+    return res
+
+
+def walk_invalid(eng, ids) -> bool:
+    """True if every token and then the stop token are accepted (the instance is wrongly accepted)."""
+    m = eng.new_matcher()
+    return all(eng.accept(m, tid) for tid in [*ids, eng.stop_id])
+
+
+def run_schema(eng, item, limit_s: float, max_print: int, examples: list[str]) -> tuple[dict, list]:
+    """Compile + first mask + walks for one engine and one schema.
+    Returns (record, per-valid-instance fill times; None where the instance was not accepted)."""
+    rec = {"status": "ok"}
+    elapsed, err, captured = timed_compile(eng, item, limit_s)
+    rec["compile_ms"] = elapsed / 1e6
+    warnings = [ln.strip() for ln in captured.splitlines() if ln.strip()]
+    if warnings:
+        rec["stderr"] = warnings[:5]
+    over_limit = limit_s > 0 and elapsed > limit_s * 1e9  # a native call cannot be interrupted
+    if isinstance(err, CompileTimeout) or (err is None and over_limit):
+        rec["status"] = "timeout"
+    elif err is not None:
+        rec["status"], rec["error"] = "unsupported", bj._err(err)[:300]
+    if rec["status"] != "ok":
+        eng.release()
+        return rec, []
+    rec["memory_bytes"] = eng.memory_bytes()
+    n = {"valid": len(item["valid"]), "valid_accepted": 0, "mask_disallows_token": 0, "stop_not_allowed": 0,
+         "accept_failed": 0, "exceptions": 0, "invalid": len(item["invalid"]), "invalid_wrongly_accepted": 0}
+    per_instance = []
+
+    def note(kind, text):
+        n[kind] += 1
+        if len(examples) < max_print:
+            examples.append(f"{kind}: {item['file']} {text}")
+
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            t0 = perf()
+            m = eng.first_matcher()
+            t1 = perf()
+            eng.fill(m)
+            rec["matcher_init_ms"], rec["first_mask_ms"] = (t1 - t0) / 1e6, (perf() - t1) / 1e6
+        except Exception as e:
+            rec["status"], rec["error"] = "unsupported", "first mask: " + bj._err(e)[:300]
+            return rec, []
+        for k, ids in enumerate(item["valid"]):
+            fills: list[int] = []
+            try:
+                r = walk_valid(eng, ids, fills)
+            except Exception as e:  # an engine bug must not kill the whole benchmark
+                note("exceptions", f"valid#{k}: {bj._err(e)}")
+                per_instance.append(None)
+                continue
+            n["mask_disallows_token"] += r["mask_disallows_token"]
+            n["stop_not_allowed"] += r["stop_not_allowed"]
+            n["valid_accepted"] += r["accepted"]
+            for kind, pos in (("mask_disallows_token", r["first_disallowed"]), ("accept_failed", r["rejected_at"])):
+                if pos is not None and len(examples) < max_print:
+                    tid = ids[pos] if pos < len(ids) else eng.stop_id
+                    examples.append(f"{kind}: {item['file']} valid#{k} token#{pos}/{len(ids)} id={tid} "
+                                    f"{eng.tok.id_to_token(tid)!r}")
+            n["accept_failed"] += r["rejected_at"] is not None
+            per_instance.append(fills if r["accepted"] else None)
+            rec.setdefault("fill_ns", []).extend(fills)
+        for k, ids in enumerate(item["invalid"]):
+            try:
+                n["invalid_wrongly_accepted"] += walk_invalid(eng, ids)
+            except Exception as e:
+                note("exceptions", f"invalid#{k}: {bj._err(e)}")
+    finally:
+        if gc_was:
+            gc.enable()
+        eng.release()
+    rec.update(n)
+    return rec, per_instance
+
+
+# ----------------------------------------------------------------------------------------------
+# aggregation and report
+
+
+def _dist(xs) -> dict:
+    """mean / p50 / p90 / p99 / max of a list (same unit as the input)."""
+    if not len(xs):
+        return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    a = np.asarray(xs, dtype=np.float64)
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    return {"n": int(a.size), "mean": float(a.mean()), "p50": float(p50), "p90": float(p90),
+            "p99": float(p99), "max": float(a.max())}
+
+
+def _to_first_mask(rec) -> float:
+    """compile + matcher creation + first mask fill (ms)."""
+    return rec["compile_ms"] + rec["matcher_init_ms"] + rec["first_mask_ms"]
+
+
+def summarize(engines, per_schema, fills):
+    """per_schema[i][engine] = record; fills[engine][i] = per-valid-instance fill lists."""
+    common = [i for i, recs in enumerate(per_schema) if all(recs[e]["status"] == "ok" for e in engines)]
+    # mask comparison: valid instances of common schemas that every engine accepted end to end
+    common_inst = [(i, k) for i in common for k in range(len(fills[engines[0]][i]))
+                   if all(fills[e][i][k] is not None for e in engines)]
+    out = {"common_schemas": len(common), "common_valid_instances": len(common_inst), "engines": {}}
+    for e in engines:
+        recs = [r[e] for r in per_schema]
+        ok = [r for r in recs if r["status"] == "ok"]
+        counts = collections.Counter(r["status"] for r in recs)
+        tot = {k: int(sum(r.get(k, 0) for r in ok)) for k in
+               ("valid", "valid_accepted", "mask_disallows_token", "stop_not_allowed", "accept_failed",
+                "exceptions", "invalid", "invalid_wrongly_accepted")}
+        com = {k: int(sum(per_schema[i][e].get(k, 0) for i in common))
+               for k in ("valid", "valid_accepted", "invalid", "invalid_wrongly_accepted")}
+        com_recs = [per_schema[i][e] for i in common]
+        common_fills = [t for i, k in common_inst for t in fills[e][i][k]]
+        mem = [r["memory_bytes"] for r in ok if r.get("memory_bytes") is not None]
+        out["engines"][e] = {
+            "schemas": len(recs), "compiled": counts["ok"], "unsupported": counts["unsupported"],
+            "timeout": counts["timeout"],
+            "compile_ms_own": _dist([r["compile_ms"] for r in ok]),
+            "compile_ms_common": _dist([r["compile_ms"] for r in com_recs]),
+            "first_mask_ms_own": _dist([r["first_mask_ms"] for r in ok]),
+            "first_mask_ms_common": _dist([r["first_mask_ms"] for r in com_recs]),
+            "compile_plus_first_mask_ms_own": _dist([_to_first_mask(r) for r in ok]),
+            "compile_plus_first_mask_ms_common": _dist([_to_first_mask(r) for r in com_recs]),
+            "mask_us_common": bj._stats_us(common_fills),
+            "mask_us_own": bj._stats_us([t for r in ok for t in r.get("fill_ns", [])]),
+            "compiled_memory_bytes_p50": float(np.median(mem)) if mem else None,
+            "counts_own": tot, "counts_common": com,
+        }
+    return out
+
+
+def _row(label, summ, engines, get, ratio=False):
+    vals = {}
+    for e in ENGINE_ORDER:
+        try:
+            vals[e] = get(summ["engines"][e]) if e in engines else None
+        except (KeyError, TypeError):
+            vals[e] = None
+    ratios = [_ratio(vals[p], vals["xmask"]) if ratio else "" for p in RATIO_PEERS]
+    return [label, *[bj._fmt(vals[e]) for e in ENGINE_ORDER], *ratios]
+
+
+def _ratio(a, b):
+    """peer / xmask with 3 significant digits (> 1: xmask is lower / faster)."""
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.3g}x"
+
+
+def print_table(header, rows):
+    """A one-cell row is a section title, printed across the table."""
+    cells = [header, *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells if len(r) > 1) for i in range(len(header))]
+    for j, r in enumerate(cells):
+        if len(r) == 1:
+            print(r[0])
+            continue
+        print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        if j == 0:
+            print("-+-".join("-" * w for w in widths))
+
+
+def report(summ, engines, per_schema, items, limit_s, slow_ms):
+    nc, ni = summ["common_schemas"], summ["common_valid_instances"]
+    rows = [
+        _row("schemas", summ, engines, lambda s: s["schemas"]),
+        _row("compiled", summ, engines, lambda s: s["compiled"]),
+        _row("unsupported (compile error)", summ, engines, lambda s: s["unsupported"]),
+        _row(f"timeout (> {limit_s:g} s)", summ, engines, lambda s: s["timeout"]),
+        [f"-- compile, the {nc} schemas all engines compiled --"],
+    ]
+    four = ("mean", "p50", "p90", "max")
+    for key, name, stats in (("compile_ms_common", "compile", four),
+                             ("first_mask_ms_common", "first mask", ("p50", "max")),
+                             ("compile_plus_first_mask_ms_common", "compile+first mask", four)):
+        rows += [_row(f"{name} {st} (ms)", summ, engines, lambda s, k=key, st=st: s[k][st], True)
+                 for st in stats]
+    rows.append(["-- compile, each engine's own compiled schemas (no ratios: different sets) --"])
+    rows += [_row(f"compile {st} (ms)", summ, engines, lambda s, st=st: s["compile_ms_own"][st])
+             for st in ("mean", "p50", "p90", "max")]
+    rows.append([f"-- mask, {ni} valid instances of those {nc} schemas that all engines accepted --"])
+    rows.append(_row("tokens masked (incl. the end)", summ, engines, lambda s: s["mask_us_common"]["n"]))
+    rows += [_row(f"mask {st} (us)", summ, engines, lambda s, st=st: s["mask_us_common"][st], True)
+             for st in ("mean", "p50", "p99", "max")]
+    rows.append(["-- mask, every valid instance each engine walked (own sets) --"])
+    rows.append(_row("tokens masked", summ, engines, lambda s: s["mask_us_own"]["n"]))
+    rows += [_row(f"mask {st} (us)", summ, engines, lambda s, st=st: s["mask_us_own"][st])
+             for st in ("mean", "p50", "p99", "max")]
+    rows.append(["-- correctness, own compiled schemas --"])
+    for k, label in (("valid", "valid instances walked"), ("valid_accepted", "valid accepted (tokens + stop)"),
+                     ("mask_disallows_token", "mask_disallows_token (tokens)"),
+                     ("accept_failed", "valid rejected (accept failed)"), ("stop_not_allowed", "stop not allowed"),
+                     ("exceptions", "exceptions while walking"), ("invalid", "invalid instances walked"),
+                     ("invalid_wrongly_accepted", "invalid wrongly accepted")):
+        rows.append(_row(label, summ, engines, lambda s, k=k: s["counts_own"][k]))
+    rows.append([f"-- correctness, the {nc} common schemas --"])
+    for k, label in (("valid", "valid instances walked"), ("valid_accepted", "valid accepted"),
+                     ("invalid", "invalid instances walked"), ("invalid_wrongly_accepted", "invalid wrongly accepted")):
+        rows.append(_row(label, summ, engines, lambda s, k=k: s["counts_common"][k]))
+    header = ["metric", *ENGINE_ORDER, *[f"{p}/xmask" for p in RATIO_PEERS]]
+    print_table(header, rows)
+
+    # per-collection compile counts
+    print()
+    by_col = collections.defaultdict(lambda: collections.Counter())
+    for item, recs in zip(items, per_schema):
+        c = by_col[item["collection"]]
+        c["schemas"] += 1
+        for e in engines:
+            c[e] += recs[e]["status"] == "ok"
+        c["all"] += all(recs[e]["status"] == "ok" for e in engines)
+    cols = ["schemas", *engines, "all"]
+    total = sum(by_col.values(), collections.Counter())
+    print_table(["collection (compiled)", *cols],
+                [[name, *[by_col[name][c] for c in cols]] for name in sorted(by_col)]
+                + [["total", *[total[c] for c in cols]]])
+    collections_table = {name: dict(by_col[name]) for name in sorted(by_col)}
+
+    # slow compiles and error kinds
+    slow = {e: sorted(((recs[e]["compile_ms"], item["file"], recs[e]["status"])
+                       for item, recs in zip(items, per_schema) if recs[e]["compile_ms"] > slow_ms), reverse=True)
+            for e in engines}
+    errors = {}
+    for e in engines:
+        kinds = collections.Counter(re.sub(r"\d+", "N", recs[e]["error"])[:110]
+                                    for recs in per_schema if recs[e].get("error"))
+        errors[e] = kinds.most_common()
+    for e in engines:
+        print(f"\n[{e}] compiles over {slow_ms / 1e3:g} s: {len(slow[e])}")
+        for ms, f, st in slow[e]:
+            print(f"    {ms / 1e3:8.2f} s  {f}{'' if st == 'ok' else '  (' + st + ')'}")
+        print(f"[{e}] unsupported, by message ({sum(c for _, c in errors[e])}):")
+        for msg, c in errors[e][:8]:
+            print(f"    {c:4d}  {msg}")
+    return collections_table, slow, errors
+
+
+def xmask_git() -> str | None:
+    """HEAD of the repo, with '+dirty' if xmask/ has uncommitted changes (the code measured)."""
+    def run(*a):
+        return subprocess.run(["git", "-C", str(bj.REPO), *a], capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+
+    try:
+        head = run("rev-parse", "--short", "HEAD")
+        return (head + ("+dirty" if run("status", "--porcelain", "--", "xmask") else "")) or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_json(path: pathlib.Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {path}")
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--schemas", type=int, default=300, help="MaskBench files, strided over the sorted list (0: all)")
+    ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA,
+                    help="shared data dir (default $XMASK_DATA or ../shared/data from the repo root)")
+    ap.add_argument("--engines", default=",".join(ENGINE_ORDER), help="comma-separated subset of engines")
+    ap.add_argument("--max-instances-per-schema", type=int, default=3,
+                    help="at most this many valid AND this many invalid instances per schema (default 3)")
+    ap.add_argument("--lenient", action="store_true",
+                    help="xmask lenient=True and llguidance lenient: approximate instead of rejecting "
+                         "unsupported keywords / unknown formats (XGrammar always approximates)")
+    ap.add_argument("--compile-timeout", type=float, default=60.0, help="per-schema compile limit in s (0: none)")
+    ap.add_argument("--slow", type=float, default=5.0, help="list compiles slower than this many s (default 5)")
+    ap.add_argument("--max-print", type=int, default=10, help="walk problem examples to print per engine")
+    ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="JSON result file")
+    args = ap.parse_args(argv)
+    if args.lenient:
+        XMASK_OPTIONS["lenient"] = LLG_JSON_OPTIONS["lenient"] = True
+
+    from tokenizers import Tokenizer
+
+    tok_path = args.data / "tokenizers" / "llama3" / "tokenizer.json"
+    if not tok_path.exists():
+        raise SystemExit(f"tokenizer not found: {tok_path} (set --data or XMASK_DATA)")
+    tok = Tokenizer.from_file(str(tok_path))
+    vocab_size = tok.get_vocab_size(with_added_tokens=True)
+    stop_id = stop_token_id(tok, tok_path)
+
+    t0 = time.perf_counter()
+    items = load_schemas(sample_files(args.data / "maskbench", args.schemas), tok, args.max_instances_per_schema)
+    n_valid, n_invalid = sum(len(x["valid"]) for x in items), sum(len(x["invalid"]) for x in items)
+    print(f"data: {args.data}  schemas={len(items)} valid={n_valid} invalid={n_invalid} instances "
+          f"vocab={vocab_size} stop={stop_id} (loaded in {time.perf_counter() - t0:.1f}s)")
+
+    engines: dict[str, object] = {}
+    skipped: dict[str, str] = {}
+    setup_ms: dict[str, float] = {}
+    wanted = [e.strip() for e in args.engines.split(",") if e.strip()]
+    warm = {"schema": WARMUP_SCHEMA, "text": json.dumps(WARMUP_SCHEMA)}
+    for name in (e for e in ENGINE_ORDER if e in wanted):
+        stage = "import"
+        try:
+            eng = ENGINES[name](tok, tok_path, vocab_size, stop_id, 1)
+            stage = "setup"
+            t0 = perf()
+            eng.prepare()
+            setup_ms[name] = (perf() - t0) / 1e6
+            # warm-up (not recorded): load lazy modules, first-call costs
+            _, err, _ = timed_compile(eng, warm, 0)
+            if err is not None:
+                raise err
+            eng.fill(eng.first_matcher())
+            eng.release()
+        except Exception as e:  # ImportError and friends
+            skipped[name] = f"{stage} failed: {bj._err(e)}"
+            print(f"[{name}] skipped: {skipped[name]}")
+            continue
+        engines[name] = eng
+    names = list(engines)
+    if not names:
+        raise SystemExit("no engine could be set up")
+    git_head = xmask_git()  # now: the code loaded is the code measured, even if HEAD moves during the run
+    print(f"xmask at git {git_head}; engines: "
+          + ", ".join(f"{n} (tokenizer setup {setup_ms[n]:.0f} ms)" for n in names))
+
+    per_schema: list[dict] = []
+    fills = {e: [] for e in names}
+    examples = {e: [] for e in names}
+    t_start = time.perf_counter()
+    for i, item in enumerate(items):
+        recs = {}
+        for e in names:
+            recs[e], inst = run_schema(engines[e], item, args.compile_timeout, args.max_print, examples[e])
+            fills[e].append(inst)
+        per_schema.append(recs)
+        if (i + 1) % 25 == 0 or i + 1 == len(items):
+            el = time.perf_counter() - t_start
+            print(f"  {i + 1}/{len(items)} schemas, {el:.0f}s  " +
+                  "  ".join(f"{e}: {sum(r[e]['status'] == 'ok' for r in per_schema)} ok" for e in names), flush=True)
+
+    for e in names:
+        for ex in examples[e]:
+            print(f"[{e}] {ex}")
+    summ = summarize(names, per_schema, fills)
+    print()
+    collections_table, slow, errors = report(summ, names, per_schema, items, args.compile_timeout, args.slow * 1e3)
+    for k, v in skipped.items():
+        print(f"note: {k} skipped ({v})")
+
+    schemas_out = []
+    for item, recs in zip(items, per_schema):
+        row = {"file": item["file"], "collection": item["collection"],
+               "valid": len(item["valid"]), "invalid": len(item["invalid"]), "engines": {}}
+        for e in names:
+            r = {k: v for k, v in recs[e].items() if k != "fill_ns"}
+            if recs[e].get("fill_ns"):
+                r["mask_mean_us"] = float(np.mean(recs[e]["fill_ns"])) / 1e3
+            row["engines"][e] = r
+        schemas_out.append(row)
+    out = {
+        "benchmark": "bench_json_schema",
+        "tokenizer": str(tok_path),
+        "vocab_size": vocab_size,
+        "stop_token_id": stop_id,
+        "options": {"schemas": args.schemas, "max_instances_per_schema": args.max_instances_per_schema,
+                    "compile_timeout_s": args.compile_timeout, "engines": names,
+                    "xmask": f"compile_json_schema(schema, **{XMASK_OPTIONS}), cache disabled",
+                    "xgrammar": "compile_json_schema(text, strict_mode=False, any_whitespace=True), cache disabled",
+                    "llguidance": f"grammar_from_json_schema(schema, defaults={LLG_JSON_OPTIONS})"},
+        "units": {"*_ms": "milliseconds", "*_us": "microseconds per call", "memory": "bytes"},
+        "hardware": {"platform": platform.platform(), "machine": platform.machine(),
+                     "cpu_model": bj._cpu_model(), "cores": os.cpu_count()},
+        "software": {"python": platform.python_version(), "cython": bj._version("Cython"), "numpy": np.__version__,
+                     **{d: bj._version(d) for d in ("tokenizers", "torch", "xmask", "xgrammar", "llguidance")},
+                     "xmask_git": git_head},
+        "skipped": skipped,
+        "tokenizer_setup_ms": setup_ms,
+        "notes": {e: engines[e].notes for e in names},
+        "summary": summ,
+        "per_collection": collections_table,
+        "slow_compiles": {e: [{"file": f, "compile_ms": ms, "status": st} for ms, f, st in v] for e, v in slow.items()},
+        "unsupported_by_message": {e: [{"message": m, "count": c} for m, c in v] for e, v in errors.items()},
+        "walk_examples": examples,
+        "schemas": schemas_out,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    write_json(args.out, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
