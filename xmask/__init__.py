@@ -23,9 +23,12 @@ from .errors import (
     GrammarLimitError,
     GrammarSyntaxError,
     InvalidTokenError,
+    RegexSyntaxError,
     TokenizerError,
+    UnsupportedSchemaError,
     XmaskError,
 )
+from . import testing
 from .grammar.ir import Grammar
 from .runtime.matcher import GrammarMatcher
 from .tokenizer.default import default_tokenizer, default_tokenizer_info
@@ -41,8 +44,10 @@ __all__ = [
     "GrammarMatcher",
     "GrammarSyntaxError",
     "InvalidTokenError",
+    "RegexSyntaxError",
     "TokenizerError",
     "TokenizerInfo",
+    "UnsupportedSchemaError",
     "VocabType",
     "XmaskError",
     "__version__",
@@ -51,4 +56,5 @@ __all__ = [
     "default_tokenizer",
     "default_tokenizer_info",
     "get_bitmask_shape",
+    "testing",
 ]

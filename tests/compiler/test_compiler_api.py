@@ -326,3 +326,15 @@ def test_compile_json_schema_keeps_property_order():
         cg = comp.compile_json_schema(s)
         assert xmask.GrammarMatcher(cg).accept_string('{"zeta": 1, "alpha": "a"}')
         assert not xmask.GrammarMatcher(cg).accept_string('{"alpha": "a", "zeta": 1}')
+
+
+def test_schema_and_regex_errors_are_exported():
+    """``xmask.UnsupportedSchemaError`` (with the JSON pointer) and ``xmask.RegexSyntaxError``
+    (with the position) are the public names the issue fixes."""
+    with pytest.raises(xmask.UnsupportedSchemaError) as e:
+        xmask.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}})
+    assert e.value.path == "#/properties/a/uniqueItems"
+    with pytest.raises(xmask.RegexSyntaxError) as r:
+        xmask.Grammar.from_regex("ab(?=c)")
+    assert r.value.position == 2
+    assert xmask.testing.is_grammar_accept_string('root ::= "a"+', "aa")

@@ -27,10 +27,10 @@ import time
 
 import xmask
 from schema_scoring import walk_tokens
-from xmask.errors import GrammarLimitError, UnsupportedSchemaError
+from xmask.errors import GrammarError, GrammarLimitError, UnsupportedSchemaError
 
 COMPILE_OPTIONS = {"strict_mode": False, "any_whitespace": True}
-COMPILE_TIMEOUT_S = int(os.environ.get("XMASK_MASKBENCH_COMPILE_TIMEOUT", "120"))
+COMPILE_TIMEOUT_S = int(os.environ.get("XMASK_MASKBENCH_COMPILE_TIMEOUT", "60"))
 
 _ENV = {}
 
@@ -89,6 +89,8 @@ def score_file(path: str) -> dict:
         rec["status"], rec["reason"] = "unsupported", str(e)[:300]
     except GrammarLimitError as e:
         rec["status"], rec["reason"] = "limit", str(e)[:300]
+    except GrammarError as e:  # e.g. a schema no JSON value satisfies
+        rec["status"], rec["reason"] = "grammar_error", str(e)[:300]
     except _CompileTimeout:
         rec["status"], rec["reason"] = "timeout", f"compile took over {COMPILE_TIMEOUT_S} s"
     except Exception as e:  # anything else is a bug: reported, never hidden
