@@ -11,7 +11,7 @@
 * On a sample, the real token-mask cache is compiled and its masks are compared with the slow
   reference mask at every step of a valid instance.
 
-Files run in worker processes (one per core).  By default every 8th file runs (the ~9,100
+Files run in worker processes (one per core).  By default every 4th file runs (the ~9,100
 schemas take over 40 CPU-minutes, too long for CI next to the rest);  ``XMASK_FULL=1`` runs all
 files, ``XMASK_MASKBENCH_STRIDE=N`` every N-th starting at ``XMASK_MASKBENCH_OFFSET`` (default 0).
 ``XMASK_MASKBENCH_REPORT=path.jsonl`` appends one record per file as it completes.  Run with
@@ -36,7 +36,7 @@ import xmask
 from maskutil import diff_ids
 
 BASELINE = pathlib.Path(__file__).with_name("maskbench_baseline.json")
-DEFAULT_STRIDE = 8
+DEFAULT_STRIDE = 4
 
 
 def _stride() -> int:
