@@ -338,3 +338,18 @@ def test_schema_and_regex_errors_are_exported():
         xmask.Grammar.from_regex("ab(?=c)")
     assert r.value.position == 2
     assert xmask.testing.is_grammar_accept_string('root ::= "a"+', "aa")
+
+
+def test_compile_json_schema_deeply_nested():
+    """A 1,000-deep schema goes through the compiler's canonicalization (json.dumps recursion)
+    and compiles; the depth is enforced exactly."""
+    s = {"type": "integer"}
+    for _ in range(1000):
+        s = {"type": "array", "items": s}
+    info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+    comp = xmask.GrammarCompiler(info)
+    text = '{"type": "array", "items": ' * 1000 + '{"type": "integer"}' + "}" * 1000
+    for schema in (s, text):
+        cg = comp.compile_json_schema(schema, any_whitespace=False)
+        assert xmask.GrammarMatcher(cg).accept_string("[" * 1000 + "1" + "]" * 1000)
+        assert not xmask.GrammarMatcher(cg).accept_string("[" * 999 + "1" + "]" * 999 + "]")

@@ -109,20 +109,21 @@ class GrammarCompiler:
 
         # Canonical text for the cache key.  Keys keep their order: the order of ``properties``
         # is the member order of the grammar, so sorting keys would change the language.
-        if isinstance(schema, str):
-            canonical = json.dumps(json.loads(schema))
-        elif isinstance(schema, (dict, bool)):
-            canonical = json.dumps(schema)
-        elif hasattr(schema, "model_json_schema"):
-            canonical = json.dumps(schema.model_json_schema())
-        else:
-            raise TypeError(f"schema must be str, dict or a pydantic model, got {type(schema).__name__}")
+        with deep_recursion():  # deeply nested schemas (1,000 levels) are valid input
+            if isinstance(schema, str):
+                canonical = json.dumps(json.loads(schema))
+            elif isinstance(schema, (dict, bool)):
+                canonical = json.dumps(schema)
+            elif hasattr(schema, "model_json_schema"):
+                canonical = json.dumps(schema.model_json_schema())
+            else:
+                raise TypeError(f"schema must be str, dict or a pydantic model, got {type(schema).__name__}")
         opts = (any_whitespace, indent, tuple(separators) if separators else None, strict_mode,
                 max_whitespace_cnt, lenient, any_order)
         return self._compile(
             ("json_schema", canonical, opts),
             lambda: Grammar.from_json_schema(
-                json.loads(canonical), any_whitespace=any_whitespace, indent=indent,
+                canonical, any_whitespace=any_whitespace, indent=indent,
                 separators=separators, strict_mode=strict_mode,
                 max_whitespace_cnt=max_whitespace_cnt, lenient=lenient, any_order=any_order,
             ),
