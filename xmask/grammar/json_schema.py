@@ -946,8 +946,8 @@ class _Converter:
             if neg is None and "then" not in obj and "else" not in obj:
                 return [rest]  # only for unevaluated*: its annotations are then not counted
             if neg is None:
-                self.unsupported("the 'if' subschema cannot be negated exactly; then/else treated as anyOf",
-                                 f"{p}/if", "loosened")
+                self.unsupported("the 'if' subschema cannot be negated exactly",
+                                 f"{p}/if", "loosened: then/else treated as anyOf")
                 return [rest | then, rest | other]
             return [rest | cond_atoms | then | mark("then")] + [rest | a | other | mark("else") for a in neg]
         if kind == "dep":
@@ -987,8 +987,8 @@ class _Converter:
             for j in conflicts[i]:
                 neg = self.negate(subs[j])
                 if neg is None:
-                    self.unsupported("oneOf branches are not provably exclusive; treated as anyOf",
-                                     f"{p}/oneOf", "loosened")
+                    self.unsupported("oneOf branches are not provably exclusive",
+                                     f"{p}/oneOf", "loosened: treated as anyOf")
                     return [(k, branches[k]) for k in live]
                 extra.add(self.disjunction_atom(neg))
             out.append((i, branches[i] | frozenset(extra)))
