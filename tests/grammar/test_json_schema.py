@@ -624,3 +624,13 @@ def test_indent_recursion_depth_limited():
     g = json_schema_to_grammar(s, any_whitespace=False, indent=2)
     v = [[[[]]]]
     assert accepts(g, json.dumps(v, indent=2))
+
+
+def test_all_of_required_only_name_follows_later_declared_properties():
+    """A name that an earlier allOf branch only requires comes after the properties declared
+    by later branches (MaskBench Github_medium---o25771)."""
+    s = {"allOf": [{"type": "object", "required": ["name", "type"], "properties": {"name": {"type": "string"}}},
+                   {"properties": {"user": {"type": "string"}, "type": {"enum": ["file"]}}}]}
+    check(s, valid=[{"name": "a", "user": "u", "type": "file"}, {"name": "a", "type": "file"}],
+          invalid=[{"name": "a", "user": "u"}, {"name": "a", "user": 1, "type": "file"}],
+          strict_mode=False)

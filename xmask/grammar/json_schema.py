@@ -559,7 +559,7 @@ class _Merged:
         "patterns", "not_patterns", "formats", "not_formats", "not_strings", "arr_units",
         "min_items", "max_items", "contains", "unique", "obj_units", "required", "min_props",
         "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest", "names", "extra_keys",
-        "uneval_approx",
+        "uneval_approx", "declared", "mentions",
     )
 
     def __init__(self):
@@ -587,7 +587,9 @@ class _Merged:
         self.nids: List[int] = []
         self.has_addl = False
         self.has_rest = False
-        self.names: Dict[str, None] = {}  # property names in order of first mention
+        self.names: Dict[str, int] = {}  # property name -> index of its first mention
+        self.declared: Dict[str, int] = {}  # name -> mention index of its first ``properties``
+        self.mentions = 0  # running index of name mentions (properties / required)
         self.extra_keys: List[Tuple[Tuple[str, ...], Tuple[str, ...], int]] = []
         # unevaluated* applied with an under-approximated evaluated set (stricter than the
         # schema): fine for generation, but no disjointness proof may rely on it
@@ -1139,7 +1141,10 @@ class _Converter:
             if isinstance(names, (dict, list)):
                 for name in names:
                     if isinstance(name, str):
-                        m.names.setdefault(name, None)
+                        m.names.setdefault(name, m.mentions)
+                        if key == "properties":
+                            m.declared.setdefault(name, m.mentions)
+                        m.mentions += 1
 
     def _in_place_applicators(self, obj) -> bool:
         return any(k in obj for k in ("allOf", "anyOf", "oneOf", "$ref", "if", "not",
@@ -2140,7 +2145,10 @@ class _Converter:
     def gen_object(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         L = self.layout
         d1 = depth + 1
-        order = m.names
+        # a name sits where ``properties`` first declares it, else where it is first mentioned:
+        # a name an earlier allOf branch only requires must not precede the properties a later
+        # branch declares before it
+        order = sorted(m.names, key=lambda n: m.declared.get(n, m.names[n]))
         members = []  # (name, member expr or None, required)
         for name in order:
             req = name in m.required
