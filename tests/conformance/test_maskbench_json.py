@@ -20,7 +20,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import re
 import time
 
 import numpy as np
@@ -28,6 +27,7 @@ import pytest
 from conftest import DATA_DIR, require_data, tokenizer_json
 
 import xmask
+from maskbench_scoring import collection_of
 from maskutil import bit as _bit, diff_ids as _diff_ids
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -41,10 +41,6 @@ def _stride() -> int:
     return max(1, int(os.environ.get("XMASK_MASKBENCH_STRIDE", "1")))
 
 
-def _collection(fname: str) -> str:
-    return re.split(r"---|_", fname, maxsplit=1)[0]
-
-
 def _files():
     if not MB_DIR.is_dir():
         return []
@@ -53,7 +49,7 @@ def _files():
 
 
 _FILES = _files()
-COLLECTIONS = sorted({_collection(f) for f in _FILES}) or ["<no data>"]
+COLLECTIONS = sorted({collection_of(f) for f in _FILES}) or ["<no data>"]
 
 
 class _NotJson(ValueError):
@@ -129,7 +125,7 @@ def _load_docs(files, dumps):
             text = dumps(t["data"])
             if text is None:
                 continue
-            docs.append(Doc(_collection(fname), fname, i, bool(t["valid"]), text, None))
+            docs.append(Doc(collection_of(fname), fname, i, bool(t["valid"]), text, None))
     return docs
 
 
