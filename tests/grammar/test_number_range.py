@@ -194,6 +194,32 @@ def test_dfa_length_and_emission():
     assert [r.accepts(b"7" * n) for n in range(6)] == [False, False, True, True, True, False]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_minimize_dense_and_hashed_paths_agree(seed, monkeypatch):
+    """The Cython-kernel minimizer and its hashed-signature fallback give the same minimal DFA
+    (same state count, same language) on random automata with redundant states."""
+    import random
+
+    from xmask.grammar import number_range
+    from xmask.grammar.number_range import Dfa, dfa_minimize
+
+    rng = random.Random(seed)
+    n = 40
+    edges = []
+    for _ in range(n):
+        cuts = sorted(rng.sample(range(97, 107), 3))
+        es = [(lo, hi - 1, rng.randrange(n)) for lo, hi in zip(cuts, cuts[1:]) if rng.random() < 0.8]
+        edges.append(tuple(es))
+    dfa = Dfa(edges, [rng.random() < 0.3 for _ in range(n)])
+    dense = dfa_minimize(dfa)
+    monkeypatch.setattr(number_range, "_DENSE_MINIMIZE_CELLS", 0)
+    hashed = dfa_minimize(dfa)
+    assert dense.n_states == hashed.n_states <= n
+    words = ["".join(w) for k in range(6) for w in itertools.product("abcdefghij"[:4], repeat=k)]
+    for w in words:
+        assert dense.matches(w) == hashed.matches(w) == dfa.matches(w), w
+
+
 def test_dfa_cycles_become_rules():
     # multiples of 3 in binary-ish digits: remainder automaton has cycles
     g = integer_grammar(0, None, multiple_of=3)

@@ -543,22 +543,35 @@ def _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names) -
     """
     n = len(flags)
     table = trans.reshape(n, n_classes) if n else trans.reshape(0, n_classes)
-    productive = np.array([bool(f & FLAG_FINAL) for f in flags.tolist()], dtype=bool)
-    changed = True
-    while changed:
-        changed = False
-        reach = np.zeros(n, dtype=bool)
-        has = table >= 0
-        if has.any():
-            tgt_ok = np.zeros_like(has)
-            tgt_ok[has] = productive[table[has]]
-            reach = tgt_ok.any(axis=1)
-        for st in range(n):
-            if productive[st]:
-                continue
-            if reach[st] or any(productive[c] and productive[r] for c, r in raw_calls[st]):
-                productive[st] = True
-                changed = True
+    productive = (flags & FLAG_FINAL).astype(bool)
+    # Backward worklist over reversed edges: O(edges), where a round-based fixpoint costs
+    # O(states x chain length) on long string chains.
+    src_state, src_cls = np.nonzero(table >= 0)
+    dst = table[src_state, src_cls]
+    order = np.argsort(dst, kind="stable")
+    rev_src = src_state[order].tolist()
+    rev_off = np.searchsorted(dst[order], np.arange(n + 1)).tolist()
+    # call (callee, ret) at st fires once both ends are productive
+    call_waiters: Dict[int, List[Tuple[int, int, int]]] = {}
+    for st in range(n):
+        for c, r in raw_calls[st]:
+            call_waiters.setdefault(c, []).append((st, c, r))
+            if r != c:
+                call_waiters.setdefault(r, []).append((st, c, r))
+    prod = productive.tolist()
+    work = [st for st in range(n) if prod[st]]
+    while work:
+        t = work.pop()
+        for k in range(rev_off[t], rev_off[t + 1]):
+            s = rev_src[k]
+            if not prod[s]:
+                prod[s] = True
+                work.append(s)
+        for s, c, r in call_waiters.get(t, ()):
+            if not prod[s] and prod[c] and prod[r]:
+                prod[s] = True
+                work.append(s)
+    productive = np.asarray(prod, dtype=bool)
     if n and not productive[int(rule_start[0])]:
         raise GrammarError("the grammar has no complete sentence (its root can never finish)",
                            rule=names[0])
@@ -573,9 +586,8 @@ def _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names) -
     for st in range(n):
         calls = raw_calls[st]
         if calls:
-            raw_calls[st] = [(c, r) for c, r in calls if productive[c] and productive[r]]
-        if not (table[st] >= 0).any():
-            flags[st] &= ~np.uint8(FLAG_HAS_BYTES)
+            raw_calls[st] = [(c, r) for c, r in calls if prod[c] and prod[r]]
+    flags[~(table >= 0).any(axis=1)] &= ~np.uint8(FLAG_HAS_BYTES)
 
 
 def _analyze(auto: Automaton) -> None:

@@ -45,6 +45,9 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
+from ..compiler._partition import refine_round
 from ..errors import GrammarLimitError
 from .ebnf import make_choice, make_seq
 from .ir import (
@@ -248,6 +251,9 @@ class Dfa:
         return live
 
 
+_DENSE_MINIMIZE_CELLS = 16_000_000  # int32 cells (64 MB) for the minimizer's transition table
+
+
 def _merge_edges(pairs) -> Tuple[Tuple[int, int, int], ...]:
     """Sort and fuse adjacent ``(lo, hi, target)`` intervals with the same target."""
     out: List[Tuple[int, int, int]] = []
@@ -385,21 +391,7 @@ def dfa_minimize(a: Dfa) -> Dfa:
     index = {q: i for i, q in enumerate(keep)}
     edges = [[(lo, hi, index[t]) for lo, hi, t in a.edges[q] if t in index] for q in keep]
     accept = [a.accept[q] for q in keep]
-    block = [1 if x else 0 for x in accept]
-    n_blocks = len(set(block))
-    while True:
-        sigs: Dict[tuple, int] = {}
-        new_block = []
-        for q in range(len(keep)):
-            sig = (block[q], _merge_edges((lo, hi, block[t]) for lo, hi, t in edges[q]))
-            b = sigs.get(sig)
-            if b is None:
-                b = sigs[sig] = len(sigs)
-            new_block.append(b)
-        if len(sigs) == n_blocks:
-            block = new_block
-            break
-        block, n_blocks = new_block, len(sigs)
+    block = _moore_blocks(edges, accept)
     # renumber with the start state first (BFS order for readable output)
     order = {block[0]: 0}
     queue = [0]
@@ -417,6 +409,46 @@ def dfa_minimize(a: Dfa) -> Dfa:
         new_edges[order[b]] = _merge_edges((lo, hi, order[block[t]]) for lo, hi, t in edges[q])
         new_accept[order[b]] = accept[q]
     return Dfa(new_edges, new_accept)
+
+
+def _moore_blocks(edges, accept) -> List[int]:
+    """Equivalence blocks of a trimmed DFA (Moore refinement until stable).
+
+    Rounds run in the Cython kernel over a dense ``states x symbol-classes`` table (a
+    pattern x length product needs as many rounds as its length); a table too large for memory
+    falls back to hashing each state's merged edge signature in Python.  Both are exact.
+    """
+    n = len(accept)
+    cuts = sorted({x for es in edges for lo, hi, _ in es for x in (lo, hi + 1)})
+    width = max(len(cuts) - 1, 1)
+    block = np.asarray(accept, dtype=np.int64)
+    n_blocks = len(set(accept))
+    if n * width <= _DENSE_MINIMIZE_CELLS:
+        col = {c: i for i, c in enumerate(cuts)}
+        table = np.full((n, width), -1, dtype=np.int32)
+        for q, es in enumerate(edges):
+            row = table[q]
+            for lo, hi, t in es:
+                row[col[lo]:col[hi + 1]] = t
+        while True:
+            new_block = refine_round(block, table)
+            m = int(new_block.max()) + 1 if n else 0
+            if m == n_blocks:
+                return new_block.tolist()
+            block, n_blocks = new_block, m
+    blk = block.tolist()
+    while True:
+        sigs: Dict[tuple, int] = {}
+        new_blk = []
+        for q in range(n):
+            sig = (blk[q], _merge_edges((lo, hi, blk[t]) for lo, hi, t in edges[q]))
+            b = sigs.get(sig)
+            if b is None:
+                b = sigs[sig] = len(sigs)
+            new_blk.append(b)
+        if len(sigs) == n_blocks:
+            return new_blk
+        blk, n_blocks = new_blk, len(sigs)
 
 
 def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
