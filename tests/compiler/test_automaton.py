@@ -1,5 +1,7 @@
 """Unit tests of the IR -> automaton step: inlining, tail calls, analysis, errors."""
 
+import random
+
 import pytest
 
 from xmask.compiler.automaton import (
@@ -89,3 +91,35 @@ def test_refine_partition_kernel_matches_numpy_reference():
             splits += int(fast.max()) > int(block.max())
             block = fast
     assert splits > 100  # the rounds really refined something
+
+
+def _return_contexts_by_search(sites):
+    """Naive twin of ``_return_contexts``: a separate search up the tail callers per rule."""
+    out = []
+    for r in range(len(sites)):
+        rets, seen, stack = set(), {r}, [r]
+        while stack:
+            x = stack.pop()
+            for p, ret in sites[x]:
+                if ret >= 0:
+                    rets.add(ret)
+                elif p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        out.append(rets)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_return_contexts_match_search(seed):
+    """SCC-based return contexts equal a per-rule search, on random call-site graphs with
+    tail-call cycles."""
+    from xmask.compiler.automaton import _return_contexts
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 14)
+    sites = [
+        [(rng.randrange(n), rng.choice([-1, -1, rng.randrange(60)])) for _ in range(rng.randint(0, 4))]
+        for _ in range(n)
+    ]
+    assert [set(x) for x in _return_contexts(sites)] == _return_contexts_by_search(sites)

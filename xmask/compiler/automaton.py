@@ -24,10 +24,12 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, List, Tuple
 
 import numpy as np
 
+from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
 from .utf8 import utf8_sequences
@@ -46,6 +48,13 @@ class AutomatonLimits:
     max_states: int = 200_000
     max_repeat: int = 10_000
     inline_size: int = 400  # non-recursive rules up to this expanded size are inlined
+
+
+@lru_cache(maxsize=4096)
+def _utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
+    """UTF-8 byte-range paths of a code-point class (memoized: long repeats rebuild the same
+    JSON-string character class thousands of times)."""
+    return tuple(seq for lo, hi in cls.positive_ranges() for seq in utf8_sequences(lo, hi))
 
 
 class _NFA:
@@ -87,13 +96,12 @@ class _NFA:
                 for lo, hi in expr.positive_ranges():
                     self.byte_edges[start].append((lo, hi, end))
                 return end
-            for lo, hi in expr.positive_ranges():
-                for seq in utf8_sequences(lo, hi):
-                    cur = start
-                    for i, (blo, bhi) in enumerate(seq):
-                        nxt = end if i == len(seq) - 1 else self.new()
-                        self.byte_edges[cur].append((blo, bhi, nxt))
-                        cur = nxt
+            for seq in _utf8_paths(expr):
+                cur = start
+                for i, (blo, bhi) in enumerate(seq):
+                    nxt = end if i == len(seq) - 1 else self.new()
+                    self.byte_edges[cur].append((blo, bhi, nxt))
+                    cur = nxt
             return end
         if isinstance(expr, Seq):
             cur = start
@@ -122,9 +130,10 @@ class _NFA:
             raise GrammarLimitError(
                 f"repeat count {bound} exceeds the limit {self.limits.max_repeat}", rule=self.rule
             )
+        copies = _Copies(self, expr.item, rule_index, lo + (hi - lo if hi is not None else 0))
         cur = start
         for _ in range(lo):
-            cur = self.build(expr.item, cur, rule_index)
+            cur = copies.place(cur)
         if hi is None:
             # star: loop state with an epsilon back edge
             loop = self.new()
@@ -135,9 +144,47 @@ class _NFA:
         end = self.new()
         for _ in range(hi - lo):
             self.eps[cur].append(end)
-            cur = self.build(expr.item, cur, rule_index)
+            cur = copies.place(cur)
         self.eps[cur].append(end)
         return end
+
+    def _add_shifted(self, eps, byte_edges, calls, delta: int) -> None:
+        self.new()
+        self.eps[-1] = [t + delta for t in eps]
+        self.byte_edges[-1] = [(a, b, t + delta) for a, b, t in byte_edges]
+        self.calls[-1] = [(r, t + delta) for r, t in calls]
+
+
+class _Copies:
+    """Bounded repeats place ``count`` copies of one item.  The item is built once; further
+    copies are its states shifted to fresh numbers (a list copy per state, far cheaper than
+    walking the expression again), each entered by an epsilon edge."""
+
+    __slots__ = ("nfa", "item", "rule_index", "count", "template")
+
+    def __init__(self, nfa: "_NFA", item, rule_index, count: int):
+        self.nfa, self.item, self.rule_index, self.count = nfa, item, rule_index, count
+        self.template = None
+
+    def place(self, cur: int) -> int:
+        nfa = self.nfa
+        if self.count < 2:
+            return nfa.build(self.item, cur, self.rule_index)
+        if self.template is None:
+            fs = nfa.new()
+            fe = nfa.build(self.item, fs, self.rule_index)
+            # snapshot before the copy gets wired to its neighbours
+            states = [(list(nfa.eps[k]), list(nfa.byte_edges[k]), list(nfa.calls[k]))
+                      for k in range(fs, len(nfa.eps))]
+            self.template = (fs, fe, states)
+            nfa.eps[cur].append(fs)
+            return fe
+        fs, fe, states = self.template
+        delta = len(nfa.eps) - fs
+        for eps, byte_edges, calls in states:
+            nfa._add_shifted(eps, byte_edges, calls, delta)
+        nfa.eps[cur].append(fs + delta)
+        return fe + delta
 
 
 class Automaton:
@@ -205,47 +252,12 @@ def _substitute(expr, bodies: Dict[str, object]):
 
 
 def _recursive_rules(rules: Dict[str, object]) -> set:
-    """Rules on a reference cycle (Tarjan's strongly connected components, iterative)."""
-    index: Dict[str, int] = {}
-    low: Dict[str, int] = {}
-    on_stack: set = set()
-    stack: List[str] = []
-    out: set = set()
+    """Rules on a reference cycle."""
     refs = {n: sorted(set(iter_refs(e))) for n, e in rules.items()}
-    counter = 0
-    for root in rules:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, i = work.pop()
-            if i == 0:
-                index[node] = low[node] = counter
-                counter += 1
-                stack.append(node)
-                on_stack.add(node)
-            nbrs = refs[node]
-            if i < len(nbrs):
-                work.append((node, i + 1))
-                nxt = nbrs[i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                if len(comp) > 1 or node in refs[node]:
-                    out.update(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
+    out: set = set()
+    for comp in strongly_connected_components(rules, refs.__getitem__):
+        if len(comp) > 1 or comp[0] in refs[comp[0]]:
+            out.update(comp)
     return out
 
 
@@ -604,18 +616,18 @@ def _analyze(auto: Automaton) -> None:
         cls_bytes[int(auto.byte_class[b])] |= 1 << b
     own = [0] * n
     trans = auto.trans.reshape(n, nc) if n else auto.trans.reshape(0, nc)
-    for s in range(n):
-        if flags[s] & FLAG_HAS_BYTES:
-            m = 0
-            for c in np.nonzero(trans[s] >= 0)[0].tolist():
-                m |= cls_bytes[c]
-            own[s] = m
+    for c in range(nc):
+        bits = cls_bytes[c]
+        for s in np.nonzero(trans[:, c] >= 0)[0].tolist():
+            own[s] |= bits
+    # the fixpoints below only change at states that call a rule
+    callers = [s for s in range(n) if raw_calls[s]]
 
-    nullable = [bool(flags[s] & FLAG_FINAL) for s in range(n)]
+    nullable = (flags & FLAG_FINAL).astype(bool).tolist()
     changed = True
     while changed:
         changed = False
-        for s in range(n):
+        for s in callers:
             if not nullable[s]:
                 for callee, ret in raw_calls[s]:
                     if nullable[callee] and nullable[ret]:
@@ -640,7 +652,7 @@ def _analyze(auto: Automaton) -> None:
     changed = True
     while changed:
         changed = False
-        for s in range(n):
+        for s in callers:
             m = first[s]
             for callee, ret in raw_calls[s]:
                 m |= first[callee]
@@ -655,7 +667,7 @@ def _analyze(auto: Automaton) -> None:
     state_rule = auto.state_rule.tolist()
     while changed:
         changed = False
-        for s in range(n):
+        for s in callers:
             p = state_rule[s]
             for callee, ret in raw_calls[s]:
                 r = start_rule[callee]
@@ -677,31 +689,46 @@ def _analyze(auto: Automaton) -> None:
             sites[start_rule[call_target[k]]].append((state_rule[s], call_ret[k]))
     auto.rule_ctx_states = []
     auto.rule_ctx_follow = np.zeros((n_rules, 256), dtype=np.uint8)
-    for r in range(n_rules):
-        rets, seen, stack = set(), {r}, [r]
-        while stack:
-            x = stack.pop()
-            for p, ret in sites[x]:
-                if ret >= 0:
-                    rets.add(ret)
-                elif p not in seen:
-                    seen.add(p)
-                    stack.append(p)
-        m = 0
-        for ret in rets:
-            m |= follow[state_rule[ret]]
-        auto.rule_ctx_states.append(sorted(rets))
-        for b in range(256):
-            if m >> b & 1:
-                auto.rule_ctx_follow[r, b] = 1
+    sorted_memo: Dict[int, Tuple[List[int], int]] = {}
+    for r, rets in enumerate(_return_contexts(sites)):
+        got = sorted_memo.get(id(rets))
+        if got is None:
+            m = 0
+            for rule in {state_rule[ret] for ret in rets}:
+                m |= follow[rule]
+            got = sorted_memo[id(rets)] = (sorted(rets), m)
+        auto.rule_ctx_states.append(got[0])
+        auto.rule_ctx_follow[r] = _bits256(got[1])
     auto.nullable = np.asarray(nullable, dtype=np.bool_)
     auto.first_bytes = first
     auto.rule_follow = np.zeros((n_rules, 256), dtype=np.uint8)
     for r in range(n_rules):
-        m = follow[r]
-        for b in range(256):
-            if m >> b & 1:
-                auto.rule_follow[r, b] = 1
+        auto.rule_follow[r] = _bits256(follow[r])
+
+
+def _return_contexts(sites: List[List[Tuple[int, int]]]) -> List[frozenset]:
+    """Per rule: the return states its frame can reach, following tail calls (ret -1) up to
+    their callers.  Strongly connected components of the tail-caller graph are solved once each,
+    callers' components first, so the cost is one pass over the call sites plus the set unions,
+    not a search per rule."""
+    parents = [sorted({p for p, ret in s if ret < 0}) for s in sites]
+    result: List[frozenset] = [frozenset()] * len(sites)
+    for comp in strongly_connected_components(range(len(sites)), parents.__getitem__):
+        members = set(comp)
+        own = {ret for x in comp for _, ret in sites[x] if ret >= 0}
+        outer = {id(result[p]): result[p] for x in comp for p in parents[x] if p not in members}
+        if not own and len(outer) == 1:
+            rets = next(iter(outer.values()))  # share the caller's set
+        else:
+            rets = frozenset(own.union(*outer.values()))
+        for x in comp:
+            result[x] = rets
+    return result
+
+
+def _bits256(m: int) -> np.ndarray:
+    """A 256-bit int as 256 uint8 flags (bit b -> index b)."""
+    return np.unpackbits(np.frombuffer(m.to_bytes(32, "little"), dtype=np.uint8), bitorder="little")
 
 
 def _check_left_recursion(edges: List[set], names: List[str]) -> None:

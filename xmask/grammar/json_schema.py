@@ -140,7 +140,6 @@ from .string_format import (
     ESCAPABLE,
     encode_expr_as_json,
     encode_ranges_canonical,
-    escapes_expr,
     format_expr,
     format_superset_expr,
     json_string_literal,

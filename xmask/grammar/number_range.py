@@ -41,12 +41,14 @@ Example::
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .._graph import strongly_connected_components
 from ..compiler._partition import refine_round
 from ..errors import GrammarLimitError
 from .ebnf import make_choice, make_seq
@@ -106,14 +108,16 @@ class RuleSink:
     def __init__(self, rules: Optional[Dict[str, Expr]] = None, prefix: str = "r"):
         self.rules: Dict[str, Expr] = {} if rules is None else rules
         self._used = set(self.rules)
+        self._next: Dict[str, int] = {}
         self.prefix = prefix
 
     def fresh(self, hint: str) -> str:
         base = _clean_name(hint) or self.prefix
-        name, i = base, 1
-        while name in self._used:
+        name, i = base, self._next.get(base, 1)
+        while name in self._used:  # resumes where the last probe for this base stopped
             i += 1
             name = f"{base}_{i}"
+        self._next[base] = i
         self._used.add(name)
         return name
 
@@ -121,16 +125,12 @@ class RuleSink:
         self.rules[name] = expr
 
 
+_NAME_JUNK = re.compile(r"[^A-Za-z0-9_-]+")
+
+
 def _clean_name(hint: str) -> str:
-    out = []
-    for ch in hint:
-        if ch.isascii() and (ch.isalnum() or ch in "_-"):
-            out.append(ch)
-        else:
-            out.append("_")
-    s = "".join(out).strip("_-")
-    while "__" in s:
-        s = s.replace("__", "_")
+    s = _NAME_JUNK.sub("_", hint).strip("_-")
+    s = re.sub(r"__+", "_", s)
     if s and not (s[0].isalpha() or s[0] == "_"):
         s = "r_" + s
     return s[:60]
@@ -732,45 +732,11 @@ def _plain_label(ranges) -> Expr:
 
 def _cyclic_states(n: int, grouped) -> set:
     """States on a cycle of length >= 2 (self-loops are emitted as repeats)."""
-    index: Dict[int, int] = {}
-    low: Dict[int, int] = {}
-    on_stack = set()
-    stack: List[int] = []
-    out = set()
-    counter = 0
-    for root in range(n):
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, i = work.pop()
-            if i == 0:
-                index[node] = low[node] = counter
-                counter += 1
-                stack.append(node)
-                on_stack.add(node)
-            nbrs = [t for t, _ in grouped[node] if t != node]
-            if i < len(nbrs):
-                work.append((node, i + 1))
-                nxt = nbrs[i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                if len(comp) > 1:
-                    out.update(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
+    succ = [[t for t, _ in grouped[q] if t != q] for q in range(n)]
+    out: set = set()
+    for comp in strongly_connected_components(range(n), succ.__getitem__):
+        if len(comp) > 1:
+            out.update(comp)
     return out
 
 
