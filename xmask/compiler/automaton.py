@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -81,17 +81,25 @@ class _NFA:
         self.calls.append([])
         return len(self.eps) - 1
 
-    def build(self, expr, start: int, rule_index: Dict[str, int]) -> int:
-        """Add ``expr`` starting at ``start``; return its end state."""
+    def build(self, expr, start: int, rule_index: Dict[str, int], end: Optional[int] = None) -> int:
+        """Add ``expr`` starting at ``start``; return its end state (``end`` when given).
+
+        Passing the enclosing construct's ``end`` down to the last piece of a sequence or a
+        choice's branches lets nested optionals (``a (b (c)?)?`` as pattern DFAs emit them) all
+        finish at one state: otherwise every nesting level adds its own end state and an
+        epsilon edge to the next, and each closure walks the whole chain (quadratic).
+        """
         if isinstance(expr, Bytes):
             cur = start
-            for b in expr.data:
-                nxt = self.new()
+            last = len(expr.data) - 1
+            for i, b in enumerate(expr.data):
+                nxt = end if end is not None and i == last else self.new()
                 self.byte_edges[cur].append((b, b, nxt))
                 cur = nxt
-            return cur
+            return self._finish(cur, end)
         if isinstance(expr, CharClass):
-            end = self.new()
+            if end is None:
+                end = self.new()
             if expr.byte_level:
                 for lo, hi in expr.positive_ranges():
                     self.byte_edges[start].append((lo, hi, end))
@@ -105,23 +113,33 @@ class _NFA:
             return end
         if isinstance(expr, Seq):
             cur = start
-            for item in expr.items:
-                cur = self.build(item, cur, rule_index)
-            return cur
+            last = len(expr.items) - 1
+            for i, item in enumerate(expr.items):
+                cur = self.build(item, cur, rule_index, end if i == last else None)
+            return self._finish(cur, end)
         if isinstance(expr, Choice):
-            end = self.new()
+            if end is None:
+                end = self.new()
             for item in expr.items:
                 s = self.new()
                 self.eps[start].append(s)
-                self.eps[self.build(item, s, rule_index)].append(end)
+                self.build(item, s, rule_index, end)
             return end
         if isinstance(expr, RuleRef):
-            end = self.new()
+            if end is None:
+                end = self.new()
             self.calls[start].append((rule_index[expr.name], end))
             return end
         if isinstance(expr, Repeat):
-            return self._repeat(expr, start, rule_index)
+            return self._finish(self._repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
+
+    def _finish(self, cur: int, end: Optional[int]) -> int:
+        """``cur`` if no end was asked for, else ``end`` (joined by an epsilon edge if apart)."""
+        if end is None or cur == end:
+            return cur if end is None else end
+        self.eps[cur].append(end)
+        return end
 
     def _repeat(self, expr: Repeat, start: int, rule_index) -> int:
         lo, hi = expr.min, expr.max
