@@ -104,12 +104,18 @@ class _NFA:
                 for lo, hi in expr.positive_ranges():
                     self.byte_edges[start].append((lo, hi, end))
                 return end
+            # paths share their common suffixes (the continuation bytes), so the sub-automaton
+            # is already minimal and determinization does not multiply equivalent states
+            suffix_state: Dict[tuple, int] = {(): end}
             for seq in _utf8_paths(expr):
-                cur = start
-                for i, (blo, bhi) in enumerate(seq):
-                    nxt = end if i == len(seq) - 1 else self.new()
-                    self.byte_edges[cur].append((blo, bhi, nxt))
-                    cur = nxt
+                nxt = end
+                for k in range(len(seq) - 1, 0, -1):
+                    got = suffix_state.get(seq[k:])
+                    if got is None:
+                        got = suffix_state[seq[k:]] = self.new()
+                        self.byte_edges[got].append((seq[k][0], seq[k][1], nxt))
+                    nxt = got
+                self.byte_edges[start].append((seq[0][0], seq[0][1], nxt))
             return end
         if isinstance(expr, Seq):
             cur = start
@@ -174,9 +180,11 @@ class _NFA:
 
 
 class _Copies:
-    """Bounded repeats place ``count`` copies of one item.  The item is built once; further
-    copies are its states shifted to fresh numbers (a list copy per state, far cheaper than
-    walking the expression again), each entered by an epsilon edge."""
+    """Bounded repeats place ``count`` copies of one item.  The item is built once, as its own
+    minimal DFA (so equivalent states are not multiplied by the copy count: a JSON string
+    character's UTF-8 and escape paths would otherwise determinize into ~2x the states per
+    copy), and each copy is that DFA's states shifted to fresh numbers, entered by an epsilon
+    edge and left by epsilon edges from its final states."""
 
     __slots__ = ("nfa", "item", "rule_index", "count", "template")
 
@@ -184,25 +192,41 @@ class _Copies:
         self.nfa, self.item, self.rule_index, self.count = nfa, item, rule_index, count
         self.template = None
 
+    def _make_template(self):
+        frag = _NFA(self.nfa.limits, self.nfa.rule)
+        s = frag.new()
+        e = frag.build(self.item, s, self.rule_index)
+        byte_class = _byte_classes([frag])
+        n_classes = int(byte_class.max()) + 1
+        t, c, f = _determinize(frag, s, e, byte_class, self.nfa.limits, 0)
+        t, c, f = _minimize(t, c, f, n_classes)
+        lo = [256] * n_classes
+        hi = [-1] * n_classes
+        for b, cls in enumerate(byte_class.tolist()):
+            lo[cls] = min(lo[cls], b)
+            hi[cls] = max(hi[cls], b)  # classes are contiguous byte ranges
+        m = len(t)
+        states = [
+            ([m] if f[k] else [],
+             [(lo[cls], hi[cls], dst) for cls, dst in sorted(t[k].items())],
+             sorted(c[k].items()))
+            for k in range(m)
+        ]
+        states.append(([], [], []))  # the copy's end state
+        return m, states
+
     def place(self, cur: int) -> int:
         nfa = self.nfa
         if self.count < 2:
             return nfa.build(self.item, cur, self.rule_index)
         if self.template is None:
-            fs = nfa.new()
-            fe = nfa.build(self.item, fs, self.rule_index)
-            # snapshot before the copy gets wired to its neighbours
-            states = [(list(nfa.eps[k]), list(nfa.byte_edges[k]), list(nfa.calls[k]))
-                      for k in range(fs, len(nfa.eps))]
-            self.template = (fs, fe, states)
-            nfa.eps[cur].append(fs)
-            return fe
-        fs, fe, states = self.template
-        delta = len(nfa.eps) - fs
+            self.template = self._make_template()
+        m, states = self.template
+        base = len(nfa.eps)
         for eps, byte_edges, calls in states:
-            nfa._add_shifted(eps, byte_edges, calls, delta)
-        nfa.eps[cur].append(fs + delta)
-        return fe + delta
+            nfa._add_shifted(eps, byte_edges, calls, base)
+        nfa.eps[cur].append(base)
+        return base + m
 
 
 class Automaton:
