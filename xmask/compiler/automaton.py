@@ -60,14 +60,16 @@ def _utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
 class _NFA:
     """Thompson NFA for one rule: epsilon, byte-range and call edges."""
 
-    __slots__ = ("eps", "byte_edges", "calls", "limits", "rule")
+    __slots__ = ("eps", "byte_edges", "calls", "limits", "rule", "templates")
 
-    def __init__(self, limits: AutomatonLimits, rule: str):
+    def __init__(self, limits: AutomatonLimits, rule: str, templates: Optional[dict] = None):
         self.eps: List[List[int]] = []
         self.byte_edges: List[List[Tuple[int, int, int]]] = []
         self.calls: List[List[Tuple[int, int]]] = []
         self.limits = limits
         self.rule = rule
+        # repeat item -> its minimal DFA fragment, shared by all rules of one grammar
+        self.templates = {} if templates is None else templates
 
     def new(self) -> int:
         if len(self.eps) >= self.limits.max_nfa_states:
@@ -193,7 +195,7 @@ class _Copies:
         self.template = None
 
     def _make_template(self):
-        frag = _NFA(self.nfa.limits, self.nfa.rule)
+        frag = _NFA(self.nfa.limits, self.nfa.rule, self.nfa.templates)
         s = frag.new()
         e = frag.build(self.item, s, self.rule_index)
         byte_class = _byte_classes([frag])
@@ -220,7 +222,9 @@ class _Copies:
         if self.count < 2:
             return nfa.build(self.item, cur, self.rule_index)
         if self.template is None:
-            self.template = self._make_template()
+            self.template = nfa.templates.get(self.item)
+            if self.template is None:
+                self.template = nfa.templates[self.item] = self._make_template()
         m, states = self.template
         base = len(nfa.eps)
         for eps, byte_edges, calls in states:
@@ -515,8 +519,9 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     rule_index = {n: i for i, n in enumerate(names)}
     rules = grammar.rules
     nfas, bounds = [], []
+    templates: dict = {}
     for name in names:
-        nfa = _NFA(limits, name)
+        nfa = _NFA(limits, name, templates)
         s = nfa.new()
         e = nfa.build(rules[name], s, rule_index)
         nfas.append(nfa)

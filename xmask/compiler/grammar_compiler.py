@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
 from ..grammar.ir import Grammar
 from .compiled import CompiledGrammar
@@ -49,7 +50,7 @@ class GrammarCompiler:
         return self._info
 
     def _compile(self, key, make_grammar) -> CompiledGrammar:
-        with deep_recursion():
+        with deep_recursion(), gc_paused():
             return self._compile_inner(key, make_grammar)
 
     def _compile_inner(self, key, make_grammar) -> CompiledGrammar:
