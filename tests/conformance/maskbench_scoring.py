@@ -102,6 +102,7 @@ def score_file(path: str) -> dict:
     if rec["status"] != "compiled":
         return rec
     stop = _ENV["info"].stop_token_ids[0]
+    t1 = time.perf_counter()
     for i, case in enumerate(data["tests"]):
         text = json.dumps(case["data"])
         ids = _ENV["hf"].encode(text, add_special_tokens=False).ids
@@ -115,6 +116,7 @@ def score_file(path: str) -> dict:
             rec["invalid_rejected"] += 1
         else:
             rec["invalid_accepted"].append([i, text[:300]])
+    rec["walk_s"] = round(time.perf_counter() - t1, 4)
     return rec
 
 
