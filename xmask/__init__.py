@@ -30,12 +30,14 @@ from .errors import (
 )
 from . import testing
 from .grammar.ir import Grammar
+from .limits import CompileLimits
 from .runtime.matcher import GrammarMatcher
 from .tokenizer.default import default_tokenizer, default_tokenizer_info
 from .tokenizer.info import TokenizerInfo, VocabType
 
 __all__ = [
     "BitmaskError",
+    "CompileLimits",
     "CompiledGrammar",
     "Grammar",
     "GrammarCompiler",

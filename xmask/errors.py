@@ -23,9 +23,14 @@ class GrammarSyntaxError(XmaskError, ValueError):
 class GrammarError(XmaskError, ValueError):
     """A well-formed grammar that cannot be compiled (undefined rule, left recursion, limits)."""
 
-    def __init__(self, message, rule=None):
+    def __init__(self, message, rule=None, path=None):
         self.rule = rule
-        super().__init__(message if rule is None else f"{message} (rule '{rule}')")
+        self.path = path  # JSON pointer into the schema, for JSON Schema limits
+        if rule is not None:
+            message = f"{message} (rule '{rule}')"
+        if path is not None:
+            message = f"{message} (at {path})"
+        super().__init__(message)
 
 
 class GrammarLimitError(GrammarError):

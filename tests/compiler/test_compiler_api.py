@@ -353,3 +353,44 @@ def test_compile_json_schema_deeply_nested():
         cg = comp.compile_json_schema(schema, any_whitespace=False)
         assert xmask.GrammarMatcher(cg).accept_string("[" * 1000 + "1" + "]" * 1000)
         assert not xmask.GrammarMatcher(cg).accept_string("[" * 999 + "1" + "]" * 999 + "]")
+
+
+# ------------------------------------------------------------------------------ CompileLimits
+
+@pytest.mark.parametrize("field,value,compile_call,message", [
+    ("max_automaton_states", 50, lambda c: c.compile_json_schema({"type": "string", "maxLength": 40}),
+     "CompileLimits.max_automaton_states"),
+    ("max_repeat", 5, lambda c: c.compile_grammar('root ::= "a"{0,6}'), "CompileLimits.max_repeat"),
+    ("max_nfa_states", 20, lambda c: c.compile_grammar('root ::= "abcdefghij"{3}'),
+     "CompileLimits.max_nfa_states"),
+    ("max_enum_values", 2, lambda c: c.compile_json_schema({"enum": [1, 2, 3]}),
+     "enum with more than 2 values"),
+    ("max_alternatives", 2,
+     lambda c: c.compile_json_schema({"properties": {"a": {"anyOf": [
+         {"type": "string"}, {"type": "integer"}, {"type": "null"}]}}}),
+     "CompileLimits.max_alternatives"),
+    ("max_schema_rules", 3,
+     lambda c: c.compile_json_schema({"type": "array", "items": {"type": "array", "items": {
+         "type": "array", "items": {"type": "array", "items": {"$ref": "#"}}}}}),
+     "CompileLimits.max_schema_rules"),
+])
+def test_compile_limits_raise_clear_errors(info, field, value, compile_call, message):
+    """Each configured limit stops the compile with a GrammarLimitError naming it; the same
+    input compiles under the default limits."""
+    tight = xmask.GrammarCompiler(info, cache_enabled=False,
+                                  limits=xmask.CompileLimits(**{field: value}))
+    with pytest.raises(xmask.GrammarLimitError, match=message.replace(".", r"\.")):
+        compile_call(tight)
+    assert isinstance(compile_call(xmask.GrammarCompiler(info, cache_enabled=False)),
+                      xmask.CompiledGrammar)
+
+
+def test_compile_limits_validation(info):
+    with pytest.raises(ValueError, match="max_repeat must be a positive int"):
+        xmask.CompileLimits(max_repeat=0)
+    with pytest.raises(ValueError, match="max_enum_values"):
+        xmask.CompileLimits(max_enum_values=2.5)
+    with pytest.raises(TypeError, match="CompileLimits"):
+        xmask.GrammarCompiler(info, limits={"max_repeat": 3})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        xmask.CompileLimits().max_repeat = 3

@@ -49,6 +49,12 @@ class AutomatonLimits:
     max_repeat: int = 10_000
     inline_size: int = 400  # non-recursive rules up to this expanded size are inlined
 
+    @classmethod
+    def from_compile_limits(cls, limits) -> "AutomatonLimits":
+        """The automaton caps of a public :class:`xmask.CompileLimits`."""
+        return cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
+                   max_repeat=limits.max_repeat)
+
 
 @lru_cache(maxsize=4096)
 def _utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
@@ -74,7 +80,8 @@ class _NFA:
     def new(self) -> int:
         if len(self.eps) >= self.limits.max_nfa_states:
             raise GrammarLimitError(
-                f"grammar expands to more than {self.limits.max_nfa_states} automaton states "
+                f"grammar expands to more than {self.limits.max_nfa_states} NFA states "
+                "(CompileLimits.max_nfa_states) "
                 "(large repeat counts?)",
                 rule=self.rule,
             )
@@ -154,7 +161,8 @@ class _NFA:
         bound = hi if hi is not None else lo
         if bound > self.limits.max_repeat:
             raise GrammarLimitError(
-                f"repeat count {bound} exceeds the limit {self.limits.max_repeat}", rule=self.rule
+                f"repeat count {bound} exceeds the limit {self.limits.max_repeat} "
+                "(CompileLimits.max_repeat)", rule=self.rule
             )
         copies = _Copies(self, expr.item, rule_index, lo + (hi - lo if hi is not None else 0))
         cur = start
@@ -416,7 +424,8 @@ def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits
                     todo.append(dd)
                     if total_so_far + len(todo) > limits.max_states:
                         raise GrammarLimitError(
-                            f"grammar needs more than {limits.max_states} automaton states",
+                            f"grammar needs more than {limits.max_states} automaton states "
+                            "(CompileLimits.max_automaton_states)",
                             rule=nfa.rule,
                         )
                 target_memo[key] = dst
@@ -537,7 +546,8 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         per_rule.append((t, c, f))
         total += len(t)
     if total > limits.max_states:
-        raise GrammarLimitError(f"grammar needs {total} automaton states (limit {limits.max_states})")
+        raise GrammarLimitError(f"grammar needs {total} automaton states (limit {limits.max_states}, "
+                                "CompileLimits.max_automaton_states)")
 
     rule_start = np.zeros(len(names), dtype=np.int32)
     off = 0

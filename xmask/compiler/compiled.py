@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..runtime._tables import AutomatonTables
-from .automaton import build_automaton
+from .automaton import AutomatonLimits, build_automaton
 from .mask_cache import build_mask_cache, build_unclassified_cache
 
 
@@ -39,12 +39,13 @@ class CompiledGrammar:
 
     @classmethod
     def _build(cls, grammar, tokenizer_info, vocab_tables, max_threads=1,
-               classify_tokens=True) -> "CompiledGrammar":
+               classify_tokens=True, limits=None) -> "CompiledGrammar":
         # classify_tokens=False skips the token-mask cache (see build_unclassified_cache): same
         # acceptance and exact masks, slow fills; used to score many grammars quickly.
         t0 = time.perf_counter()
         self = object.__new__(cls)
-        automaton = build_automaton(grammar)
+        automaton = build_automaton(
+            grammar, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits))
         at = AutomatonTables(automaton)
         if classify_tokens:
             ct, records = build_mask_cache(automaton, at, vocab_tables, max_threads=max_threads)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Optional
 
 from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
+from ..limits import DEFAULT_LIMITS, CompileLimits
 from ..grammar.ir import Grammar
 from .compiled import CompiledGrammar
 from .token_table import build_vocab_tables
@@ -26,7 +28,7 @@ class GrammarCompiler:
     """
 
     def __init__(self, tokenizer_info, max_threads: int = 8, cache_enabled: bool = True,
-                 cache_limit_bytes: int = -1):
+                 cache_limit_bytes: int = -1, *, limits: Optional[CompileLimits] = None):
         from ..tokenizer.info import TokenizerInfo
 
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -35,6 +37,9 @@ class GrammarCompiler:
             )
         if max_threads < 1:
             raise ValueError(f"max_threads must be >= 1, got {max_threads}")
+        if limits is not None and not isinstance(limits, CompileLimits):
+            raise TypeError(f"limits must be an xmask.CompileLimits, got {type(limits).__name__}")
+        self._limits = DEFAULT_LIMITS if limits is None else limits
         self._info = tokenizer_info
         self._max_threads = int(max_threads)
         self._cache_enabled = bool(cache_enabled)
@@ -62,7 +67,7 @@ class GrammarCompiler:
                     return hit
         compiled = CompiledGrammar._build(
             make_grammar(), self._info, self._vocab_tables, max_threads=self._max_threads,
-            classify_tokens=self._classify_tokens,
+            classify_tokens=self._classify_tokens, limits=self._limits,
         )
         if self._cache_enabled:
             with self._lock:
@@ -127,6 +132,7 @@ class GrammarCompiler:
                 canonical, any_whitespace=any_whitespace, indent=indent,
                 separators=separators, strict_mode=strict_mode,
                 max_whitespace_cnt=max_whitespace_cnt, lenient=lenient, any_order=any_order,
+                limits=self._limits,
             ),
         )
 

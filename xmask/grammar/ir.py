@@ -181,11 +181,12 @@ class Grammar:
     @staticmethod
     def from_json_schema(schema, *, any_whitespace=True, indent=None, separators=None,
                          strict_mode=True, max_whitespace_cnt=None, lenient=False,
-                         any_order=False) -> "Grammar":
+                         any_order=False, limits=None) -> "Grammar":
         """A grammar of the JSON texts valid under ``schema`` (str, dict, or pydantic model).
 
         Keywords that cannot be enforced exactly raise ``UnsupportedSchemaError`` naming the
         JSON pointer, unless ``lenient=True`` (then they are loosened, with a warning each).
+        ``limits`` (an ``xmask.CompileLimits``) caps enum sizes, alternatives and rule counts.
 
         Example::
 
@@ -198,7 +199,7 @@ class Grammar:
         return json_schema_to_grammar(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
             strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, lenient=lenient,
-            any_order=any_order,
+            any_order=any_order, limits=limits,
         )
 
     @staticmethod

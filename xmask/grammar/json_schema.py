@@ -117,6 +117,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from ..errors import GrammarError, GrammarLimitError, RegexSyntaxError, UnsupportedSchemaError
+from ..limits import DEFAULT_LIMITS, CompileLimits
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
 from .number_range import (
@@ -147,7 +148,6 @@ from .string_format import (
 
 __all__ = [
     "MAX_ANY_ORDER_PROPERTIES",
-    "MAX_ENUM_VALUES",
     "MAX_INDENT_DEPTH",
     "json_schema_to_grammar",
     "json_schema_to_grammar_with_report",
@@ -156,20 +156,14 @@ __all__ = [
 # ---------------------------------------------------------------------------- limits
 #: ``any_order=True`` supports at most this many declared properties per object.
 MAX_ANY_ORDER_PROPERTIES = 8
-#: Largest ``enum``.
-MAX_ENUM_VALUES = 100_000
 #: With ``indent``, values nested deeper than this (through recursion) are not generated.
 MAX_INDENT_DEPTH = 32
-#: Alternatives produced by distributing disjunctions at one location.
-MAX_ALTERNATIVES = 2048
 #: Nested disjunction expansions at one location.
 MAX_DISJUNCTION_NESTING = 64
 #: Count-tracking states of one object or array (``minProperties``, ``contains``, ...).
 MAX_COUNT_STATES = 20_000
 #: Largest finite length / item / property count bound.
 MAX_COUNT_BOUND = 1_000_000
-#: Total rules of one grammar.
-MAX_RULES = 200_000
 #: Repeat counts above this are factored into rule-backed chunks (compact automata).
 _DIRECT_REPEAT = 12
 #: string lengths up to this many characters are a plain chain (see ``_Converter.counted``)
@@ -246,7 +240,7 @@ class _FormatUnknown(_CannotValidate):
 def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
                            separators: Optional[Tuple[str, str]] = None, strict_mode: bool = True,
                            max_whitespace_cnt: Optional[int] = None, lenient: bool = False,
-                           any_order: bool = False) -> Grammar:
+                           any_order: bool = False, limits: Optional[CompileLimits] = None) -> Grammar:
     """Convert a JSON Schema to a :class:`~xmask.grammar.ir.Grammar`.
 
     Parameters
@@ -268,6 +262,8 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optio
         Drop keywords that cannot be enforced (a warning per loosening) instead of raising.
     any_order : bool
         Accept object members in any order (objects with few declared properties).
+    limits : xmask.CompileLimits, optional
+        Caps on enum size, alternatives and rule count (defaults: ``CompileLimits()``).
 
     Raises
     ------
@@ -282,7 +278,7 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optio
     grammar, report = json_schema_to_grammar_with_report(
         schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
         strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, lenient=lenient,
-        any_order=any_order)
+        any_order=any_order, limits=limits)
     for item in report:
         warnings.warn(f"JSON Schema loosened: {item}", stacklevel=2)
     return grammar
@@ -294,7 +290,8 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
                                        strict_mode: bool = True,
                                        max_whitespace_cnt: Optional[int] = None,
                                        lenient: bool = False,
-                                       any_order: bool = False) -> Tuple[Grammar, List[str]]:
+                                       any_order: bool = False,
+                                       limits: Optional[CompileLimits] = None) -> Tuple[Grammar, List[str]]:
     """Like :func:`json_schema_to_grammar`, also returning the loosenings made in lenient mode
     (``"<json pointer>: <what was dropped>"``; always empty when ``lenient=False``).
 
@@ -309,7 +306,8 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
     if max_whitespace_cnt is not None and max_whitespace_cnt < 0:
         raise ValueError("max_whitespace_cnt must be >= 0")
     conv = _Converter(schema, _Layout(any_whitespace, indent, separators, max_whitespace_cnt),
-                      strict_mode=strict_mode, lenient=lenient, any_order=any_order)
+                      strict_mode=strict_mode, lenient=lenient, any_order=any_order,
+                      limits=DEFAULT_LIMITS if limits is None else limits)
     return conv.run(), list(conv.report)
 
 
@@ -686,8 +684,10 @@ def _code_points(s: str) -> int:
 # ============================================================================ converter
 
 class _Converter:
-    def __init__(self, schema, layout: _Layout, *, strict_mode: bool, lenient: bool, any_order: bool):
+    def __init__(self, schema, layout: _Layout, *, strict_mode: bool, lenient: bool, any_order: bool,
+                 limits: CompileLimits = DEFAULT_LIMITS):
         self.doc = _Doc(schema)
+        self.limits = limits
         self.layout = layout
         self.strict = strict_mode
         self.lenient = lenient
@@ -743,8 +743,9 @@ class _Converter:
             except RecursionError:
                 raise GrammarLimitError("JSON Schema is too deeply nested") from None
             self.rules[name] = expr if expr is not None else _NEVER
-            if len(self.rules) > MAX_RULES:
-                raise GrammarLimitError(f"JSON Schema grammar exceeds {MAX_RULES} rules")
+            if len(self.rules) > self.limits.max_schema_rules:
+                raise GrammarLimitError(f"JSON Schema grammar exceeds {self.limits.max_schema_rules} "
+                                        "rules (CompileLimits.max_schema_rules)")
         rules = {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
         return Grammar(rules, root="root")
 
@@ -884,8 +885,11 @@ class _Converter:
         rest = atoms - {d}
         alts = self.alternatives(d, rest)
         self.alt_budget += len(alts)
-        if self.alt_budget > MAX_ALTERNATIVES * 16:
-            raise GrammarLimitError("JSON Schema expands to too many alternatives (anyOf/oneOf distribution)")
+        if self.alt_budget > self.limits.max_alternatives * 16:
+            raise GrammarLimitError(
+                "JSON Schema expands to too many alternatives (anyOf/oneOf distribution; "
+                f"{16 * self.limits.max_alternatives} in all = 16 x CompileLimits.max_alternatives)",
+                path=self.ptr(self._some_nid(atoms)))
         out: List[Expr] = []
         seen = set()
         for s in alts:
@@ -903,8 +907,10 @@ class _Converter:
             if e is not None and e not in seen:
                 seen.add(e)
                 out.append(e)
-        if len(out) > MAX_ALTERNATIVES:
-            raise GrammarLimitError("JSON Schema expands to too many alternatives")
+        if len(out) > self.limits.max_alternatives:
+            raise GrammarLimitError(
+                f"JSON Schema expands to more than {self.limits.max_alternatives} alternatives "
+                "at one location (CompileLimits.max_alternatives)", path=self.ptr(self._some_nid(atoms)))
         return make_choice(out) if out else None
 
     def _some_nid(self, atoms) -> int:
@@ -1038,8 +1044,8 @@ class _Converter:
                 vals = v if k == "enum" else [v]
                 if k == "enum" and not isinstance(v, list):
                     raise UnsupportedSchemaError("enum must be an array", kp)
-                if len(vals) > MAX_ENUM_VALUES:
-                    raise GrammarLimitError(f"enum with more than {MAX_ENUM_VALUES} values")
+                if len(vals) > self.limits.max_enum_values:
+                    raise GrammarLimitError(f"enum with more than {self.limits.max_enum_values} values")
                 if m.enum is None:
                     m.enum = list(vals)
                 else:

@@ -1,0 +1,49 @@
+"""Compile limits: the caps that bound compile time and memory; past one, compiling raises
+``GrammarLimitError`` naming the limit (never a hang or a silently smaller grammar).
+
+Example::
+
+    >>> import xmask
+    >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+    >>> small = xmask.GrammarCompiler(info, limits=xmask.CompileLimits(max_enum_values=2))
+    >>> small.compile_json_schema({"enum": [1, 2, 3]})
+    Traceback (most recent call last):
+        ...
+    xmask.errors.GrammarLimitError: enum with more than 2 values
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class CompileLimits:
+    """Caps on one compile.  The defaults fit every MaskBench schema that compiles at all in
+    under a minute on one core; raise them for unusual grammars, lower them on a server that
+    compiles untrusted schemas.
+
+    * ``max_automaton_states``: states of the byte-level automaton (all rules together);
+    * ``max_nfa_states``: states of one rule's intermediate NFA (before determinization);
+    * ``max_repeat``: a repeat count (``x{0,N}``, ``maxLength`` chunk counts);
+    * ``max_schema_rules``: rules a JSON Schema expands to;
+    * ``max_enum_values``: values of one ``enum``;
+    * ``max_alternatives``: alternatives from distributing ``anyOf``/``oneOf``/``type`` lists
+      through the keywords beside them, at one schema location.
+    """
+
+    max_automaton_states: int = 200_000
+    max_nfa_states: int = 2_000_000
+    max_repeat: int = 10_000
+    max_schema_rules: int = 200_000
+    max_enum_values: int = 100_000
+    max_alternatives: int = 2048
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"CompileLimits.{f.name} must be a positive int, got {v!r}")
+
+
+DEFAULT_LIMITS = CompileLimits()
