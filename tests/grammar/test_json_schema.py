@@ -452,6 +452,18 @@ def test_one_of_overlapping_uses_negation():
     check({"oneOf": [{"minimum": 5}, {"maximum": 10}], "type": "integer"}, valid=[1, 11], invalid=[5, 7, 10])
 
 
+def test_one_of_closed_single_key_objects():
+    """oneOf over closed objects with one optional key each: a value must match exactly one
+    branch, so {} (matches all) and two keys (matches none) are invalid.  The negated
+    ``additionalProperties: false`` of the other branches is satisfied by the key the first
+    branch requires, which keeps the expansion linear in the branch count."""
+    keys = "abcdef"
+    s = {"oneOf": [{"type": "object", "properties": {k: {"type": "integer"}},
+                    "additionalProperties": False} for k in keys]}
+    check(s, valid=[{k: 1} for k in keys],
+          invalid=[{}, {"a": 1, "b": 2}, {"a": "x"}, {"z": 1}, [], 1])
+
+
 def test_one_of_unsupported():
     s = {"oneOf": [{"type": "array", "uniqueItems": True}, {"type": "array", "minItems": 1}]}
     with pytest.raises(UnsupportedSchemaError):

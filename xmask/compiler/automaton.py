@@ -279,30 +279,51 @@ def _reachable_rules(grammar: Grammar) -> List[str]:
     return order
 
 
-def _rule_size(expr, sizes: Dict[str, int], cap: int) -> int:
-    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``."""
+def _rule_size(expr, sizes: Dict[str, int], cap: int, memo: Dict[int, int]) -> int:
+    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``.
+    ``memo`` (by object id) makes shared sub-expressions cost one visit."""
     if isinstance(expr, Bytes):
         return len(expr.data)
     if isinstance(expr, CharClass):
         return 1 + len(expr.ranges)
+    if isinstance(expr, RuleRef):
+        return sizes.get(expr.name, 1)
+    got = memo.get(id(expr))
+    if got is not None:
+        return got
     if isinstance(expr, (Seq, Choice)):
-        return min(cap, 1 + sum(_rule_size(e, sizes, cap) for e in expr.items))
-    if isinstance(expr, Repeat):
+        total = 1
+        for e in expr.items:
+            total += _rule_size(e, sizes, cap, memo)
+            if total >= cap:
+                break
+        size = min(cap, total)
+    else:  # Repeat
         n = max(expr.min, expr.max if expr.max is not None else 1, 1)
-        return min(cap, 1 + n * _rule_size(expr.item, sizes, cap))
-    return sizes.get(expr.name, 1)
+        size = min(cap, 1 + n * _rule_size(expr.item, sizes, cap, memo))
+    memo[id(expr)] = size
+    return size
 
 
-def _substitute(expr, bodies: Dict[str, object]):
+def _substitute(expr, bodies: Dict[str, object], memo: Dict[int, object]):
+    """``expr`` with inlined rule bodies in place of their references; unchanged sub-trees are
+    returned as they are and shared sub-expressions are rebuilt once (``memo`` by object id)."""
     if isinstance(expr, RuleRef):
         return bodies.get(expr.name, expr)
-    if isinstance(expr, Seq):
-        return Seq(tuple(_substitute(e, bodies) for e in expr.items))
-    if isinstance(expr, Choice):
-        return Choice(tuple(_substitute(e, bodies) for e in expr.items))
+    if not isinstance(expr, (Seq, Choice, Repeat)):
+        return expr
+    got = memo.get(id(expr))
+    if got is not None:
+        return got
     if isinstance(expr, Repeat):
-        return Repeat(_substitute(expr.item, bodies), expr.min, expr.max)
-    return expr
+        item = _substitute(expr.item, bodies, memo)
+        out = expr if item is expr.item else Repeat(item, expr.min, expr.max)
+    else:
+        items = tuple(_substitute(e, bodies, memo) for e in expr.items)
+        same = all(a is b for a, b in zip(items, expr.items))
+        out = expr if same else type(expr)(items)
+    memo[id(expr)] = out
+    return out
 
 
 def _recursive_rules(rules: Dict[str, object]) -> set:
@@ -345,15 +366,20 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> Grammar:
             elif nxt not in seen and nxt not in recursive and nxt != grammar.root:
                 seen.add(nxt)
                 stack.append((nxt, iter(refs[nxt])))
+    # memos are keyed by object id: every key object stays alive in ``rules``/``bodies``/memo
+    # values until this function returns
+    sub_memo: Dict[int, object] = {}
+    size_memo: Dict[int, int] = {}
     for name in order:
-        body = _substitute(rules[name], bodies)
-        size = _rule_size(body, sizes, cap)
+        body = _substitute(rules[name], bodies, sub_memo)
+        size = _rule_size(body, sizes, cap, size_memo)
         sizes[name] = size
         if size <= limits.inline_size:
             bodies[name] = body
     if not bodies:
         return grammar
-    new_rules = {n: _substitute(e, bodies) for n, e in rules.items()}
+    final_memo: Dict[int, object] = {}  # fresh: every body is decided now
+    new_rules = {n: _substitute(e, bodies, final_memo) for n, e in rules.items()}
     return Grammar(new_rules, root=grammar.root)
 
 

@@ -218,16 +218,28 @@ class Grammar:
 
 
 def iter_refs(expr: Expr) -> Iterator[str]:
-    """Yield every rule name referenced inside ``expr`` (with repetitions)."""
+    """Yield the rule names referenced inside ``expr`` (a name may repeat).
+
+    Sub-expression objects shared inside ``expr`` are visited once: converters share them
+    freely, and walking such a DAG as a tree can take exponential time.
+    """
     stack = [expr]
+    seen = {id(expr)}
     while stack:
         e = stack.pop()
         if isinstance(e, RuleRef):
             yield e.name
-        elif isinstance(e, (Seq, Choice)):
-            stack.extend(e.items)
+            continue
+        if isinstance(e, (Seq, Choice)):
+            items = e.items
         elif isinstance(e, Repeat):
-            stack.append(e.item)
+            items = (e.item,)
+        else:
+            continue
+        for item in items:
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.append(item)
 
 
 def merge_ranges(ranges) -> Tuple[Tuple[int, int], ...]:

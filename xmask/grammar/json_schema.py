@@ -695,12 +695,13 @@ class _Converter:
         self.report: List[str] = []
         self._reported = set()
         self.rules: Dict[str, Optional[Expr]] = {"root": None}
-        self.sink = RuleSink(self.rules)
+        self.sink = RuleSink(self.rules, max_rules=limits.max_schema_rules)
         self.memo: Dict[Tuple[FrozenSet, int], str] = {}
         self.queue: deque = deque()
         self.flat_memo: Dict[int, FrozenSet] = {}
         self.merge_memo: Dict[FrozenSet, _Merged] = {}
         self.inline_memo: Dict[Tuple[FrozenSet, int], Optional[Expr]] = {}
+        self.gen_memo: Dict[Tuple[FrozenSet, int], Optional[Expr]] = {}
         self.shared: Dict[Any, Optional[Expr]] = {}
         self.synth_memo: Dict[Any, int] = {}
         self.synth_alts: List[List[FrozenSet]] = []
@@ -873,8 +874,12 @@ class _Converter:
             return None
         disj = [a for a in atoms if a[0] != "own" and a[0] != "chose"]
         if not disj:
-            merged = self.merge(atoms)
-            return self.gen(merged, atoms, depth, hint)
+            # memo: negated additionalProperties (gen_extra_key) reaches the same atom sets by
+            # many orders of required names; the expression does not depend on the hint
+            key = (atoms, depth)
+            if key not in self.gen_memo:
+                self.gen_memo[key] = self.gen(self.merge(atoms), atoms, depth, hint)
+            return self.gen_memo[key]
         finite = self.finite_values(atoms)
         if finite is not None:
             return finite(depth)
@@ -1362,11 +1367,19 @@ class _Converter:
             return self.value_expr(frozenset(a for a in atoms if a != ("own", nid)), depth, hint, ())
         alts = []
         base = frozenset(a for a in atoms if a != ("own", nid)) | self._kinds_atoms({OBJ})
-        for d in probe.names:
+
+        def qualifies(d: str) -> bool:  # a key outside the names and patterns of the negation
             if d in names:
-                continue
-            if any(self.pattern_dfa_or_none(pat, self.ptr(nid)) is not None and self.pattern_dfa(pat).matches(d)
-                   for pat in patterns):
+                return False
+            return not any(self.pattern_dfa_or_none(pat, self.ptr(nid)) is not None
+                           and self.pattern_dfa(pat).matches(d) for pat in patterns)
+
+        if any(qualifies(d) for d in probe.required):
+            # a key the object must have anyway already satisfies the negation: no branching
+            # (several negations would otherwise branch on every order of the same names)
+            return self.value_expr(base, depth, hint, (atoms,))
+        for d in probe.names:
+            if not qualifies(d):
                 continue
             s = base | self.synth_atoms(("required", (d,)), {"required": [d]})
             e = self.value_expr(s, depth, hint, (atoms,))

@@ -105,13 +105,19 @@ _UNIVERSE = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
 class RuleSink:
     """Collects the extra rules an emitted expression needs (``fresh`` + ``define``)."""
 
-    def __init__(self, rules: Optional[Dict[str, Expr]] = None, prefix: str = "r"):
+    def __init__(self, rules: Optional[Dict[str, Expr]] = None, prefix: str = "r",
+                 max_rules: Optional[int] = None):
         self.rules: Dict[str, Expr] = {} if rules is None else rules
         self._used = set(self.rules)
         self._next: Dict[str, int] = {}
         self.prefix = prefix
+        self.max_rules = max_rules
 
     def fresh(self, hint: str) -> str:
+        if self.max_rules is not None and len(self._used) >= self.max_rules:
+            # checked per rule: one schema location can emit very many (e.g. DFA emission)
+            raise GrammarLimitError(f"JSON Schema grammar exceeds {self.max_rules} rules "
+                                    "(CompileLimits.max_schema_rules)")
         base = _clean_name(hint) or self.prefix
         name, i = base, self._next.get(base, 1)
         while name in self._used:  # resumes where the last probe for this base stopped
