@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,9 @@ class CompileLimits:
     * ``max_schema_rules``: rules a JSON Schema expands to;
     * ``max_enum_values``: values of one ``enum``;
     * ``max_alternatives``: alternatives from distributing ``anyOf``/``oneOf``/``type`` lists
-      through the keywords beside them, at one schema location.
+      through the keywords beside them, at one schema location;
+    * ``max_compile_seconds``: wall-clock time of one compile (None: unbounded).  Checked
+      between units of work, so the error comes shortly after the deadline, not exactly at it.
     """
 
     max_automaton_states: int = 200_000
@@ -38,9 +41,15 @@ class CompileLimits:
     max_schema_rules: int = 200_000
     max_enum_values: int = 100_000
     max_alternatives: int = 2048
+    max_compile_seconds: Optional[float] = None
 
     def __post_init__(self):
+        t = self.max_compile_seconds
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0):
+            raise ValueError(f"CompileLimits.max_compile_seconds must be a positive number or None, got {t!r}")
         for f in fields(self):
+            if f.name == "max_compile_seconds":
+                continue
             v = getattr(self, f.name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"CompileLimits.{f.name} must be a positive int, got {v!r}")

@@ -394,3 +394,23 @@ def test_compile_limits_validation(info):
         xmask.GrammarCompiler(info, limits={"max_repeat": 3})
     with pytest.raises(dataclasses.FrozenInstanceError):
         xmask.CompileLimits().max_repeat = 3
+
+
+def test_compile_deadline(info):
+    """max_compile_seconds stops a long compile with a GrammarLimitError naming the limit
+    (a deadline already passed at the first check); a generous one changes nothing."""
+    schema = {"type": "object", "properties": {
+        f"p{i}": {"type": "string", "maxLength": 200, "pattern": "^[a-z]+@[a-z]+$"} for i in range(4)}}
+    tight = xmask.GrammarCompiler(info, cache_enabled=False,
+                                  limits=xmask.CompileLimits(max_compile_seconds=1e-9))
+    with pytest.raises(xmask.GrammarLimitError, match=r"CompileLimits\.max_compile_seconds"):
+        tight.compile_json_schema(schema)
+    with pytest.raises(xmask.GrammarLimitError, match=r"CompileLimits\.max_compile_seconds"):
+        tight.compile_grammar('root ::= [a-z]{0,5000}')
+    roomy = xmask.GrammarCompiler(info, cache_enabled=False,
+                                  limits=xmask.CompileLimits(max_compile_seconds=600))
+    g = roomy.compile_json_schema({"type": "integer", "minimum": 3})
+    assert xmask.GrammarMatcher(g).accept_string("3")
+    assert not xmask.GrammarMatcher(g).accept_string("-")  # below the minimum: no prefix
+    with pytest.raises(ValueError, match="max_compile_seconds"):
+        xmask.CompileLimits(max_compile_seconds=0)

@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .. import _deadline as deadline
 from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
@@ -78,6 +79,8 @@ class _NFA:
         self.templates = {} if templates is None else templates
 
     def new(self) -> int:
+        if not len(self.eps) & 4095:
+            deadline.check()
         if len(self.eps) >= self.limits.max_nfa_states:
             raise GrammarLimitError(
                 f"grammar expands to more than {self.limits.max_nfa_states} NFA states "
@@ -429,6 +432,8 @@ def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits
     finals: List[bool] = []
     while len(trans) < len(todo):
         d = todo[len(trans)]  # states are numbered in discovery order
+        if not len(trans) & 255:
+            deadline.check()
         by_cls: Dict[int, set] = {}
         by_rule: Dict[int, set] = {}
         for s in d:

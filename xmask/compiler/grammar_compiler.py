@@ -6,6 +6,7 @@ import threading
 from collections import OrderedDict
 from typing import Optional
 
+from .._deadline import compile_deadline
 from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
 from ..limits import DEFAULT_LIMITS, CompileLimits
@@ -55,7 +56,7 @@ class GrammarCompiler:
         return self._info
 
     def _compile(self, key, make_grammar) -> CompiledGrammar:
-        with deep_recursion(), gc_paused():
+        with deep_recursion(), gc_paused(), compile_deadline(self._limits.max_compile_seconds):
             return self._compile_inner(key, make_grammar)
 
     def _compile_inner(self, key, make_grammar) -> CompiledGrammar:

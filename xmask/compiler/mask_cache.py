@@ -18,6 +18,7 @@ from typing import List
 
 import numpy as np
 
+from .. import _deadline as deadline
 from ..runtime._tables import MaskCacheTables
 from ._kernels import classify_states, split_verdicts
 from .automaton import FLAG_HAS_BYTES, refine_partition
@@ -120,7 +121,10 @@ def build_mask_cache(automaton, automaton_tables, vocab_tables, max_threads: int
 
     chunks = [chunk(i) for i in range(0, len(states), _CHUNK)]
 
+    limit = deadline.current()  # worker threads do not inherit the context variable
+
     def run(c):
+        deadline.check(limit)
         return classify_states(automaton_tables, vocab_tables, *c)
 
     if max_threads > 1 and len(chunks) > 1:

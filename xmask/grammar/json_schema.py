@@ -116,6 +116,7 @@ from fractions import Fraction
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urldefrag, urljoin
 
+from .. import _deadline as deadline
 from ..errors import GrammarError, GrammarLimitError, RegexSyntaxError, UnsupportedSchemaError
 from ..limits import DEFAULT_LIMITS, CompileLimits
 from .ebnf import make_choice, make_seq
@@ -870,6 +871,7 @@ class _Converter:
 
     # ------------------------------------------------------------------ distribution
     def value_expr(self, atoms: FrozenSet, depth: int, hint: str, stack: tuple) -> Optional[Expr]:
+        deadline.check()
         if _FALSE in atoms:
             return None
         disj = [a for a in atoms if a[0] != "own" and a[0] != "chose"]

@@ -48,6 +48,7 @@ from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple, Un
 
 import numpy as np
 
+from .. import _deadline as deadline
 from .._graph import strongly_connected_components
 from ..compiler._partition import refine_round
 from ..errors import GrammarLimitError
@@ -283,6 +284,8 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
     edges: List[Tuple[Tuple[int, int, int], ...]] = []
     i = 0
     while i < len(keys):
+        if not i & 255:
+            deadline.check()
         key = keys[i]
         out = []
         for lo, hi in alphabet:
