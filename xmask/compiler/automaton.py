@@ -154,9 +154,10 @@ class _NFA:
 
     def _finish(self, cur: int, end: Optional[int]) -> int:
         """``cur`` if no end was asked for, else ``end`` (joined by an epsilon edge if apart)."""
-        if end is None or cur == end:
-            return cur if end is None else end
-        self.eps[cur].append(end)
+        if end is None:
+            return cur
+        if cur != end:
+            self.eps[cur].append(end)
         return end
 
     def _repeat(self, expr: Repeat, start: int, rule_index) -> int:
@@ -643,7 +644,6 @@ def _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names) -
     """
     n = len(flags)
     table = trans.reshape(n, n_classes) if n else trans.reshape(0, n_classes)
-    productive = (flags & FLAG_FINAL).astype(bool)
     # Backward worklist over reversed edges: O(edges), where a round-based fixpoint costs
     # O(states x chain length) on long string chains.
     src_state, src_cls = np.nonzero(table >= 0)
@@ -658,7 +658,7 @@ def _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names) -
             call_waiters.setdefault(c, []).append((st, c, r))
             if r != c:
                 call_waiters.setdefault(r, []).append((st, c, r))
-    prod = productive.tolist()
+    prod = ((flags & FLAG_FINAL) != 0).tolist()
     work = [st for st in range(n) if prod[st]]
     while work:
         t = work.pop()

@@ -744,10 +744,7 @@ class _Converter:
                 expr = self.value_expr(atoms, depth, name, ())
             except RecursionError:
                 raise GrammarLimitError("JSON Schema is too deeply nested") from None
-            self.rules[name] = expr if expr is not None else _NEVER
-            if len(self.rules) > self.limits.max_schema_rules:
-                raise GrammarLimitError(f"JSON Schema grammar exceeds {self.limits.max_schema_rules} "
-                                        "rules (CompileLimits.max_schema_rules)")
+            self.rules[name] = expr if expr is not None else _NEVER  # (sink caps the rule count)
         rules = {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
         return Grammar(rules, root="root")
 
