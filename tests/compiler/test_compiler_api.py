@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tokenizers
 from conftest import tokenizer_json
+from maskutil import bit, diff_ids
 
 import xmask
 from xmask.grammar.ir import Grammar
@@ -414,3 +415,35 @@ def test_compile_deadline(info):
     assert not xmask.GrammarMatcher(g).accept_string("-")  # below the minimum: no prefix
     with pytest.raises(ValueError, match="max_compile_seconds"):
         xmask.CompileLimits(max_compile_seconds=0)
+
+
+def test_limited_compiler_masks_equal_reference_llama3(llama3):
+    """A compiler with explicit CompileLimits (time limit included) on the real Llama-3
+    vocabulary: a schema exercising this session's automaton constructions (bounded-repeat
+    copies of a JSON string character, nested optionals from a pattern DFA, a UTF-8 class)
+    gives masks equal to the slow reference at every step, and every valid token is allowed."""
+    info, hf = llama3
+    compiler = xmask.GrammarCompiler(info, max_threads=2, cache_enabled=False, limits=xmask.CompileLimits(
+        max_automaton_states=100_000, max_compile_seconds=600))
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 2, "maxLength": 40},
+        "code": {"type": "string", "pattern": "^([0-9a-z]+)?$", "maxLength": 30},
+        "greek": {"type": "string", "pattern": "^[α-ω]{1,6}$"},
+    }, "required": ["name", "code", "greek"]}
+    compiled = compiler.compile_json_schema(schema, strict_mode=True, any_whitespace=False)
+    doc = json.dumps({"name": "Zoë \"Z\" 🙂 Ng", "code": "ab12cd", "greek": "αβγ"})
+    ids = hf.encode(doc, add_special_tokens=False).ids
+    m = xmask.GrammarMatcher(compiled)
+    fast = xmask.allocate_token_bitmask(1, info.vocab_size)
+    ref = xmask.allocate_token_bitmask(1, info.vocab_size)
+    for k, tid in enumerate(ids + [info.stop_token_ids[0]]):
+        m.fill_next_token_bitmask(fast)
+        m._reference_fill_next_token_bitmask(ref)
+        assert np.array_equal(fast, ref), f"step {k}: ids {diff_ids(fast, ref)[:10]}"
+        assert bit(fast, tid), f"step {k}: token {tid} masked"
+        assert m.accept_token(tid)
+    assert m.is_terminated()
+    # over the limits: the same schema with a longer string needs more states than allowed
+    with pytest.raises(xmask.GrammarLimitError, match=r"CompileLimits\.max_automaton_states"):
+        xmask.GrammarCompiler(info, cache_enabled=False, limits=xmask.CompileLimits(
+            max_automaton_states=1_000)).compile_json_schema(schema)
