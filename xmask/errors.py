@@ -1,8 +1,24 @@
-"""Exception hierarchy for xmask.  Every error a user can trigger is an ``XmaskError``."""
+"""Exception hierarchy for xmask.  Every error a user can trigger is an ``XmaskError``.
+
+``XmaskError`` subclasses ``RuntimeError`` because XGrammar raises ``RuntimeError`` for grammar,
+schema, token and serialization errors and inference servers catch exactly that (vLLM turns it
+into a 400 response); most classes also subclass ``ValueError`` for plain-Python callers.
+``InvalidJSONError``, ``DeserializeFormatError`` and ``DeserializeVersionError`` carry XGrammar's
+names so ``except xgr.DeserializeVersionError`` keeps working after ``import xmask as xgr``.
+
+Example::
+
+    >>> import xmask
+    >>> try:
+    ...     xmask.Grammar.from_ebnf("root ::= (")
+    ... except RuntimeError as e:
+    ...     isinstance(e, xmask.GrammarSyntaxError)
+    True
+"""
 
 
-class XmaskError(Exception):
-    """Base class of every xmask error."""
+class XmaskError(RuntimeError):
+    """Base class of every xmask error (a ``RuntimeError``, as XGrammar's errors are)."""
 
 
 class GrammarSyntaxError(XmaskError, ValueError):
@@ -58,6 +74,24 @@ class UnsupportedSchemaError(XmaskError, ValueError):
 
 
 SchemaUnsupportedError = UnsupportedSchemaError
+
+
+class InvalidJSONError(XmaskError, ValueError):
+    """Text that should be JSON (a schema, a serialized object) does not parse.  ``position``
+    is the 0-based character offset of the error when known."""
+
+    def __init__(self, message, position=None):
+        self.position = position
+        super().__init__(message)
+
+
+class DeserializeFormatError(XmaskError, ValueError):
+    """Serialized data that is not a valid xmask object (corrupt, truncated, wrong kind, or
+    made for another tokenizer)."""
+
+
+class DeserializeVersionError(XmaskError, ValueError):
+    """Serialized data written by an incompatible serialization format version."""
 
 
 class RegexSyntaxError(GrammarSyntaxError):

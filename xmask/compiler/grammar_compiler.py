@@ -11,6 +11,7 @@ from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
 from ..limits import DEFAULT_LIMITS, CompileLimits
 from ..grammar.ir import Grammar
+from ..grammar.json_schema import load_schema
 from .compiled import CompiledGrammar
 from .token_table import build_vocab_tables
 
@@ -117,14 +118,7 @@ class GrammarCompiler:
         # Canonical text for the cache key.  Keys keep their order: the order of ``properties``
         # is the member order of the grammar, so sorting keys would change the language.
         with deep_recursion():  # deeply nested schemas (1,000 levels) are valid input
-            if isinstance(schema, str):
-                canonical = json.dumps(json.loads(schema))
-            elif isinstance(schema, (dict, bool)):
-                canonical = json.dumps(schema)
-            elif hasattr(schema, "model_json_schema"):
-                canonical = json.dumps(schema.model_json_schema())
-            else:
-                raise TypeError(f"schema must be str, dict or a pydantic model, got {type(schema).__name__}")
+            canonical = json.dumps(load_schema(schema))
         opts = (any_whitespace, indent, tuple(separators) if separators else None, strict_mode,
                 max_whitespace_cnt, lenient, any_order)
         return self._compile(

@@ -117,7 +117,9 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .. import _deadline as deadline
-from ..errors import GrammarError, GrammarLimitError, RegexSyntaxError, UnsupportedSchemaError
+from ..errors import (
+    GrammarError, GrammarLimitError, InvalidJSONError, RegexSyntaxError, UnsupportedSchemaError,
+)
 from ..limits import DEFAULT_LIMITS, CompileLimits
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
@@ -303,7 +305,7 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
         >>> report
         ['#/uniqueItems: uniqueItems is not enforced (dropped)']
     """
-    schema = _load(schema)
+    schema = load_schema(schema)
     if max_whitespace_cnt is not None and max_whitespace_cnt < 0:
         raise ValueError("max_whitespace_cnt must be >= 0")
     conv = _Converter(schema, _Layout(any_whitespace, indent, separators, max_whitespace_cnt),
@@ -312,14 +314,18 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
     return conv.run(), list(conv.report)
 
 
-def _load(schema):
+def load_schema(schema):
+    """A schema given as JSON text (str/bytes), dict, bool or pydantic model, as a Python value.
+
+    Raises ``InvalidJSONError`` for text that is not JSON, ``TypeError`` for other types.
+    """
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")
     if isinstance(schema, str):
         try:
             return json.loads(schema)
         except json.JSONDecodeError as e:
-            raise ValueError(f"invalid JSON Schema text: {e}") from None
+            raise InvalidJSONError(f"invalid JSON Schema text: {e}", position=e.pos) from None
     if isinstance(schema, (dict, bool)):
         return schema
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
