@@ -1,5 +1,9 @@
 """Bitmask helpers: allocate / shape / apply (NumPy and torch), checked against a plain loop."""
 
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -8,6 +12,7 @@ from xmask.bitmask import (
     allocate_token_bitmask,
     apply_token_bitmask_inplace,
     get_bitmask_shape,
+    reset_token_bitmask,
 )
 
 
@@ -42,12 +47,30 @@ def random_bitmask(rng, batch, vocab):
      (0, 100, (0, 4)), (1, 0, (1, 0)), (4, 151936, (4, 4748))],
 )
 def test_shape_and_allocate(batch, vocab, shape):
+    torch = pytest.importorskip("torch")
     assert get_bitmask_shape(batch, vocab) == shape
     bm = allocate_token_bitmask(batch, vocab)
-    assert bm.shape == shape
-    assert bm.dtype == np.int32
-    assert bm.flags.c_contiguous and bm.flags.writeable
+    assert isinstance(bm, torch.Tensor)  # as XGrammar: servers call .to(device) / .numpy()
+    assert tuple(bm.shape) == shape
+    assert bm.dtype == torch.int32 == xmask.bitmask_dtype
+    assert bm.device.type == "cpu" and bm.is_contiguous()
     assert (bm == -1).all()  # every bit set: all tokens allowed
+    arr = bm.numpy()  # shares memory
+    assert arr.dtype == np.int32 and arr.flags.c_contiguous and arr.flags.writeable
+
+
+def test_allocate_without_torch_is_numpy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    bm = allocate_token_bitmask(2, 100)
+    assert isinstance(bm, np.ndarray) and bm.dtype == np.int32 and bm.shape == (2, 4)
+    assert bm.flags.c_contiguous and (bm == -1).all()
+    assert xmask.bitmask_dtype is np.int32
+    from xmask import bitmask as module
+
+    assert module.bitmask_dtype is np.int32
+    bm[1, 2] = 5
+    reset_token_bitmask(bm)
+    assert (bm == -1).all()
 
 
 def test_allocate_returns_fresh_arrays():
@@ -55,6 +78,34 @@ def test_allocate_returns_fresh_arrays():
     b = allocate_token_bitmask(1, 64)
     a[0, 0] = 0
     assert b[0, 0] == -1
+
+
+def test_import_xmask_imports_neither_torch_nor_transformers():
+    code = (
+        "import sys, xmask\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+        "xmask.contrib\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+        "assert str(xmask.bitmask_dtype) == 'torch.int32'\n"
+        "assert 'transformers' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=pathlib.Path(xmask.__file__).parents[1])
+
+
+def test_reset_token_bitmask():
+    arr = np.zeros((2, 3), np.int32)
+    reset_token_bitmask(arr)
+    assert (arr == -1).all()
+    bm = allocate_token_bitmask(2, 96)
+    bm[0, 1] = 0
+    view = bm[1]
+    view[0] = 7
+    reset_token_bitmask(bm)  # in place: the same storage, every bit set again
+    assert (np.asarray(bm) == -1).all() and int(view[0]) == -1
+    with pytest.raises(xmask.BitmaskError, match="int32"):
+        reset_token_bitmask(np.zeros((1, 2), np.int64))
+    with pytest.raises(xmask.BitmaskError, match="list"):
+        reset_token_bitmask([[0, 0]])
 
 
 @pytest.mark.parametrize("batch, vocab", [(-1, 10), (1, -5)])
@@ -67,6 +118,8 @@ def test_exported_from_package():
     assert xmask.allocate_token_bitmask is allocate_token_bitmask
     assert xmask.apply_token_bitmask_inplace is apply_token_bitmask_inplace
     assert xmask.get_bitmask_shape is get_bitmask_shape
+    assert xmask.reset_token_bitmask is reset_token_bitmask
+    assert {"bitmask_dtype", "reset_token_bitmask", "contrib"} <= set(xmask.__all__)
 
 
 # ---------------------------------------------------------------------------- apply (numpy)
@@ -74,7 +127,7 @@ def test_exported_from_package():
 
 def test_apply_documented_example():
     logits = np.zeros((1, 40), dtype=np.float32)
-    mask = allocate_token_bitmask(1, 40)
+    mask = allocate_token_bitmask(1, 40)  # a torch tensor applied to numpy logits
     mask[0, 0] = 0b101
     apply_token_bitmask_inplace(logits, mask)
     assert np.isfinite(logits[0, :4]).tolist() == [True, False, True, False]
@@ -129,7 +182,8 @@ def test_apply_logits_wider_than_mask():
     orig = logits.copy()
     bm = random_bitmask(rng, 2, 128)
     expected = ref_apply(logits, bm)
-    apply_token_bitmask_inplace(logits, bm)
+    with pytest.warns(UserWarning, match="covers only 128 tokens"):  # as XGrammar 0.2.8
+        apply_token_bitmask_inplace(logits, bm)
     np.testing.assert_array_equal(logits, expected)
     np.testing.assert_array_equal(logits[:, 128:], orig[:, 128:])
     assert np.isneginf(logits[:, :128]).any()
@@ -248,19 +302,22 @@ def test_torch_apply_options(torch):
     np_logits = rng.standard_normal((2, 200)).astype(np.float32)
     np_bm = random_bitmask(rng, 2, 128)
     logits = torch.from_numpy(np_logits.copy())
-    apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm))  # wider logits
+    with pytest.warns(UserWarning, match="covers only 128 tokens"):
+        apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm))  # wider logits
     np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm))
     np.testing.assert_array_equal(logits.numpy()[:, 128:], np_logits[:, 128:])
     logits = torch.from_numpy(np_logits.copy())
     apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm), vocab_size=10)
     np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm, vocab_size=10))
     logits = torch.from_numpy(np_logits.copy())
-    apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm), indices=[0, 1])
+    apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm), indices=[0, 1], vocab_size=128)
     np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm))
     with pytest.raises(xmask.BitmaskError):
-        apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm.astype(np.int64)))
-    with pytest.raises(xmask.BitmaskError):
-        apply_token_bitmask_inplace(torch.zeros(1, 200), torch.from_numpy(np_bm))  # batch 1 vs 2
+        apply_token_bitmask_inplace(
+            logits, torch.from_numpy(np_bm.astype(np.int64)), vocab_size=128
+        )
+    with pytest.raises(xmask.BitmaskError):  # batch 1 vs 2
+        apply_token_bitmask_inplace(torch.zeros(1, 200), torch.from_numpy(np_bm), vocab_size=128)
 
 
 def test_torch_apply_half_and_non_contiguous(torch):
@@ -314,3 +371,151 @@ def test_fill_into_torch_int32_tensor(torch):
                 torch.zeros(t.shape[1], 2, dtype=torch.int32).T]:
         with pytest.raises(xmask.BitmaskError):
             m.fill_next_token_bitmask(bad)
+
+
+# ---------------------------------------------------------------------------- torch: both paths
+
+FLOATS = ["float32", "float16", "bfloat16", "float64"]
+
+
+def _cases(rng):
+    """(logits shape, bitmask rows, vocab_size, indices) covering XGrammar's options."""
+    return [
+        ((1, 1), 1, None, None),
+        ((3, 100), 3, None, None),
+        ((2, 1000), 2, 999, None),
+        ((4, 70), 4, None, [1, 3]),
+        ((4, 70), 6, None, [3, 0]),  # more bitmask rows than logits rows: indices select
+        ((6, 70), 2, 40, np.array([1, 0])),  # fewer bitmask rows
+        ((77,), 1, None, None),  # 1-D logits
+        ((5, 4000), 5, 3999, rng.permutation(5)[:3].tolist()),
+        ((2, 64), 2, 0, None),  # nothing masked
+    ]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_torch_cpu_and_torch_ops_paths_match_the_reference(torch, dtype):
+    rng = np.random.default_rng(12)
+    for shape, mask_rows, vocab_size, indices in _cases(rng):
+        width = shape[-1]
+        np_bm = random_bitmask(rng, mask_rows, width)
+        if len(shape) == 1:
+            np_bm = np_bm[0]
+        base = torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+        base = base.to(getattr(torch, dtype))
+        # the reference runs in float64 on the values the tensor really holds
+        expected = ref_apply(base.double().numpy(), np_bm, indices=indices, vocab_size=vocab_size)
+        results = []
+        for backend in ("auto", "cpu", "torch_native", "cuda"):  # cuda -> torch ops here
+            logits = base.clone()
+            apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm), vocab_size=vocab_size,
+                                        indices=indices, backend=backend)
+            assert logits.dtype == base.dtype
+            np.testing.assert_array_equal(logits.double().numpy(), expected)
+            results.append(logits)
+        assert all(torch.equal(results[0], r) for r in results[1:])
+
+
+def test_torch_ops_path_directly(torch):
+    # the device-generic function itself (what runs for CUDA logits), on CPU
+    from xmask._bitmask_torch import apply_cpu, apply_torch_ops
+
+    rng = np.random.default_rng(13)
+    np_bm = random_bitmask(rng, 8, 128256)
+    base = torch.randn(8, 128256)
+    for rows in (None, np.array([7, 2, 5])):
+        a, b = base.clone(), base.clone()
+        apply_cpu(a, torch.from_numpy(np_bm), 128256, rows)
+        apply_torch_ops(b, torch.from_numpy(np_bm), 128256, rows)
+        assert torch.equal(a, b)
+        assert torch.equal(torch.isinf(a), torch.from_numpy(ref_apply(base.numpy(), np_bm, rows)) == -np.inf)
+
+
+def test_torch_apply_matches_xgrammar(torch):
+    xgr = pytest.importorskip("xgrammar")
+    rng = np.random.default_rng(14)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for vocab_size, indices in [(None, None), (1000, None), (None, [0, 2])]:
+            np_bm = random_bitmask(rng, 3, 1024)
+            base = torch.randn(3, 1024).to(dtype)
+            ours, theirs = base.clone(), base.clone()
+            apply_token_bitmask_inplace(ours, torch.from_numpy(np_bm), vocab_size=vocab_size,
+                                        indices=indices)
+            xgr.apply_token_bitmask_inplace(theirs, torch.from_numpy(np_bm.copy()),
+                                            vocab_size=vocab_size, indices=indices)
+            assert torch.equal(ours, theirs)
+
+
+def test_torch_logits_with_numpy_bitmask_and_numpy_logits_with_torch_bitmask(torch):
+    rng = np.random.default_rng(15)
+    np_bm = random_bitmask(rng, 2, 100)
+    np_logits = rng.standard_normal((2, 100)).astype(np.float32)
+    t = torch.from_numpy(np_logits.copy())
+    apply_token_bitmask_inplace(t, np_bm)
+    np.testing.assert_array_equal(t.numpy(), ref_apply(np_logits, np_bm))
+    arr = np_logits.copy()
+    apply_token_bitmask_inplace(arr, torch.from_numpy(np_bm))
+    np.testing.assert_array_equal(arr, ref_apply(np_logits, np_bm))
+
+
+def test_torch_apply_writes_through_views(torch):
+    # a 2-D view of 3-D logits (speculative decoding rows) and a column slice of wider logits
+    rng = np.random.default_rng(16)
+    np_bm = random_bitmask(rng, 3, 96)
+    big = torch.randn(2, 3, 100)
+    expected = ref_apply(big[1, :, :96].numpy(), np_bm)
+    apply_token_bitmask_inplace(big[1, :, :96], torch.from_numpy(np_bm))
+    np.testing.assert_array_equal(big[1, :, :96].numpy(), expected)
+    assert torch.isfinite(big[0]).all() and torch.isfinite(big[1, :, 96:]).all()
+
+
+def test_torch_apply_errors(torch):
+    bm = torch.full((2, 4), -1, dtype=torch.int32)
+    cases = [
+        (torch.zeros(2, 128, dtype=torch.int64), bm, {}, "float32"),
+        (torch.zeros(2, 128), bm.to(torch.int64), {}, "int32"),
+        (torch.zeros(2, 128), bm.float(), {}, "int32"),
+        (torch.zeros(2, 128), [[-1] * 4] * 2, {}, "list"),
+        (torch.zeros(1, 2, 128), bm, {}, "1-D or 2-D"),
+        (torch.zeros(2, 128), bm.view(2, 1, 4), {}, "1-D or 2-D"),
+        (torch.zeros(3, 128), bm, {}, "pass indices"),
+        (torch.zeros(2, 128), bm, {"indices": [2]}, "out of range"),
+        (torch.zeros(2, 128), bm, {"indices": [-1]}, "out of range"),
+        (torch.zeros(2, 128), bm, {"indices": [[0]]}, "1-D"),
+        (torch.zeros(2, 128), bm, {"indices": [0.5]}, "ints"),
+        (torch.zeros(2, 128), bm, {"vocab_size": 129}, "exceeds"),
+        (torch.zeros(2, 100), bm, {"vocab_size": 101}, "exceeds"),
+        (torch.zeros(2, 128), bm, {"vocab_size": -1}, "non-negative"),
+        (torch.zeros(2, 128), bm, {"vocab_size": 1.5}, "int"),
+        (torch.zeros(2, 128), bm, {"backend": "mlx"}, "backend"),
+    ]
+    for logits, mask, kwargs, match in cases:
+        with pytest.raises(xmask.BitmaskError, match=match):
+            apply_token_bitmask_inplace(logits, mask, **kwargs)
+    meta = torch.zeros(2, 128, device="meta")
+    with pytest.raises(xmask.BitmaskError, match="CPU logits"):
+        apply_token_bitmask_inplace(meta, bm, backend="cpu")
+    # the errors are RuntimeErrors and ValueErrors too (what servers catch from XGrammar)
+    assert issubclass(xmask.BitmaskError, RuntimeError) and issubclass(xmask.BitmaskError, ValueError)
+
+
+def test_apply_on_a_real_llama3_mask_with_padded_logits(torch):
+    from conftest import tokenizer_json
+
+    info = xmask.TokenizerInfo.from_huggingface(str(tokenizer_json("llama3")), vocab_size=128256)
+    compiled = xmask.GrammarCompiler(info).compile_json_schema(
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        any_whitespace=False,
+    )
+    m = xmask.GrammarMatcher(compiled)
+    assert m.accept_string('{"n": ')
+    bm = allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(bm)
+    ref = np.zeros(get_bitmask_shape(1, info.vocab_size), np.int32)
+    m._reference_fill_next_token_bitmask(ref)
+    np.testing.assert_array_equal(bm.numpy(), ref)
+    logits = torch.zeros(1, 128256 + 256)  # a model with extra padded rows
+    apply_token_bitmask_inplace(logits, bm, vocab_size=128256)
+    allowed = torch.isfinite(logits[0, :128256]).nonzero().flatten().tolist()
+    assert allowed and all(info.decoded_vocab[t][:1] in b"-0123456789" for t in allowed)
+    assert torch.isfinite(logits[0, 128256:]).all()  # past vocab_size: untouched (XGrammar)

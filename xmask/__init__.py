@@ -14,7 +14,12 @@ Example::
 """
 
 from ._version import __version__
-from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, get_bitmask_shape
+from .bitmask import (
+    allocate_token_bitmask,
+    apply_token_bitmask_inplace,
+    get_bitmask_shape,
+    reset_token_bitmask,
+)
 from .compiler.compiled import CompiledGrammar
 from .compiler.grammar_compiler import GrammarCompiler
 from .errors import (
@@ -35,6 +40,7 @@ from . import testing
 from .grammar.ir import Grammar
 from .limits import CompileLimits
 from .runtime.matcher import GrammarMatcher
+from .serialization.format import get_serialization_version
 from .tokenizer.default import default_tokenizer, default_tokenizer_info
 from .tokenizer.info import TokenizerInfo, VocabType
 
@@ -61,8 +67,26 @@ __all__ = [
     "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
+    "bitmask_dtype",
+    "contrib",
     "default_tokenizer",
     "default_tokenizer_info",
     "get_bitmask_shape",
+    "get_serialization_version",
+    "reset_token_bitmask",
     "testing",
 ]
+
+
+def __getattr__(name):
+    # PEP 562: names that need torch / transformers resolve on first use, so `import xmask`
+    # imports neither (``xmask.bitmask_dtype`` is torch.int32, or numpy.int32 without torch).
+    if name == "bitmask_dtype":
+        from . import bitmask
+
+        return bitmask.bitmask_dtype
+    if name == "contrib":
+        import importlib
+
+        return importlib.import_module(".contrib", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

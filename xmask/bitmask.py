@@ -1,10 +1,36 @@
-"""Token bitmask helpers: int32 rows, token i allowed iff bit i % 32 of word i // 32 is set."""
+"""Token bitmask helpers: int32 rows, token i allowed iff bit i % 32 of word i // 32 is set.
+
+As in XGrammar, bitmasks are ``torch.int32`` tensors (what servers ``.to(device)``); torch is
+optional, so without it they are NumPy int32 arrays, and every helper accepts both.
+``bitmask_dtype`` is resolved on first access so that ``import xmask`` never imports torch.
+"""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from ._bitmask_rows import disallowed_bits, is_torch_bitmask, masked_rows, masked_width
 from .errors import BitmaskError
+
+_BACKENDS = ("auto", "cpu", "cuda", "triton", "torch_compile", "torch_native")
+
+
+def _torch_or_none():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def __getattr__(name: str):
+    # PEP 562: ``xmask.bitmask.bitmask_dtype`` imports torch only when someone asks for it.
+    if name == "bitmask_dtype":
+        torch = _torch_or_none()
+        return np.int32 if torch is None else torch.int32
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_bitmask_shape(batch_size: int, vocab_size: int):
@@ -20,88 +46,108 @@ def get_bitmask_shape(batch_size: int, vocab_size: int):
     return (int(batch_size), (int(vocab_size) + 31) // 32)
 
 
-def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
-    """A new int32 bitmask (all tokens allowed) of shape ``(batch, ceil(vocab/32))``.
+def allocate_token_bitmask(batch_size: int, vocab_size: int):
+    """A new bitmask with every token allowed, shape ``(batch, ceil(vocab/32))``.
+
+    A ``torch.int32`` CPU tensor when torch is importable (as XGrammar), else a NumPy int32
+    array.  Fill it with ``GrammarMatcher.fill_next_token_bitmask``.
 
     Example::
 
-        >>> allocate_token_bitmask(1, 64)
-        array([[-1, -1]], dtype=int32)
+        >>> bitmask = allocate_token_bitmask(1, 64)
+        >>> tuple(bitmask.shape), str(bitmask.dtype).replace("torch.", "")
+        ((1, 2), 'int32')
     """
-    return np.full(get_bitmask_shape(batch_size, vocab_size), -1, dtype=np.int32)
+    shape = get_bitmask_shape(batch_size, vocab_size)
+    torch = _torch_or_none()
+    if torch is None:
+        return np.full(shape, -1, dtype=np.int32)
+    return torch.full(shape, -1, dtype=torch.int32)
 
 
-def _bits(bitmask: np.ndarray, width: int) -> np.ndarray:
-    # (rows, words) int32 -> (rows, width) bool, little-endian bit order within each word
-    as_u8 = np.ascontiguousarray(bitmask.astype("<i4", copy=False)).view(np.uint8)
-    return np.unpackbits(as_u8, axis=-1, bitorder="little")[..., :width].astype(bool)
+def reset_token_bitmask(bitmask) -> None:
+    """Allow every token again (fill with -1), in place; NumPy array or torch tensor.
+
+    Example::
+
+        >>> bitmask = allocate_token_bitmask(1, 64); bitmask[0, 0] = 0
+        >>> reset_token_bitmask(bitmask); int(bitmask[0, 0])
+        -1
+    """
+    if is_torch_bitmask(bitmask):
+        bitmask.fill_(-1)
+    else:
+        bitmask.fill(-1)
 
 
-def apply_token_bitmask_inplace(logits, bitmask, indices=None, vocab_size=None):
-    """Set the logits of disallowed tokens to -inf, in place.
+def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=None,
+                                backend: str = "auto") -> None:
+    """Set the logits of disallowed tokens to -inf, in place (XGrammar's semantics).
 
-    ``logits``: float array (batch, V) or (V,) — NumPy, or a torch tensor if torch is installed.
-    ``bitmask``: int32 (batch, ceil(V/32)) (or one row).  ``indices``: which rows to mask (bitmask
-    row ``i`` applies to logits row ``i``, as in XGrammar; default: every row).
-    Positions at or beyond ``vocab_size`` (default ``min(V, 32 * words)``) are left untouched.
+    ``logits``: (batch, V) or (V,), a torch tensor (float32/16, bfloat16, float64; any device,
+    any strides) or a NumPy float array.  ``bitmask``: int32 (batch, ceil(V/32)) or one row,
+    tensor or array; moved to the logits' device if needed.  ``vocab_size``: mask only
+    ``logits[..., :vocab_size]`` (default ``min(V, 32 * words)``; columns past it are left
+    untouched, with a warning when the bitmask is the narrower one, as XGrammar).
+    ``indices``: mask only these rows (logits row r with bitmask row r; the batch sizes may
+    then differ).  ``backend``: ``"auto"`` picks the CPU path for CPU tensors and the
+    torch-ops path elsewhere; ``"cpu"`` forces the former, any other XGrammar backend name the
+    torch-ops path (xmask ships no custom GPU kernel).
 
     Example::
 
         >>> logits = np.zeros((1, 40), dtype=np.float32)
-        >>> mask = allocate_token_bitmask(1, 40); mask[0, 0] = 0b101
+        >>> mask = np.full((1, 2), -1, np.int32); mask[0, 0] = 0b101
         >>> apply_token_bitmask_inplace(logits, mask); np.isfinite(logits[0, :4]).tolist()
         [True, False, True, False]
     """
+    if backend not in _BACKENDS:
+        raise BitmaskError(f"unknown backend {backend!r}; expected one of {_BACKENDS}")
+    if vocab_size is None:
+        _warn_if_narrow(logits, bitmask)
     if type(logits).__module__.startswith("torch"):
-        return _apply_torch(logits, bitmask, indices, vocab_size)
+        from ._bitmask_torch import apply_torch
+
+        apply_torch(logits, bitmask, vocab_size, indices, backend)
+        return
+    _apply_numpy(logits, _as_numpy_bitmask(bitmask), vocab_size, indices)
+
+
+def _warn_if_narrow(logits, bitmask) -> None:
+    shape_l, shape_b = getattr(logits, "shape", None), getattr(bitmask, "shape", None)
+    if not shape_l or not shape_b:
+        return  # not arrays: the type checks below say so
+    covered = 32 * int(shape_b[-1])
+    if covered < int(shape_l[-1]):
+        warnings.warn(
+            f"the bitmask covers only {covered} tokens but logits have {shape_l[-1]}: "
+            f"logits[..., {covered}:] are left unmasked; allocate the bitmask with the model's "
+            "full vocab size or pass vocab_size",
+            stacklevel=3,
+        )
+
+
+def _as_numpy_bitmask(bitmask) -> np.ndarray:
+    return bitmask.detach().cpu().numpy() if is_torch_bitmask(bitmask) else bitmask
+
+
+def _apply_numpy(logits, bm: np.ndarray, vocab_size, indices) -> None:
     if not isinstance(logits, np.ndarray) or logits.dtype.kind != "f":
-        raise BitmaskError("logits must be a floating-point numpy array or torch tensor")
-    bm = np.asarray(bitmask)
-    if bm.dtype != np.int32:
-        raise BitmaskError(f"bitmask must have dtype int32, got {bm.dtype}")
-    rows_l = logits.reshape(1, -1) if logits.ndim == 1 else logits
-    bm2 = bm.reshape(1, -1) if bm.ndim == 1 else bm
+        raise BitmaskError(
+            "logits must be a floating-point numpy array or torch tensor, got "
+            + (str(logits.dtype) if isinstance(logits, np.ndarray) else type(logits).__name__)
+        )
+    rows_l = logits[None, :] if logits.ndim == 1 else logits
+    bm2 = bm[None, :] if bm.ndim == 1 else bm
     if rows_l.ndim != 2 or bm2.ndim != 2:
-        raise BitmaskError("logits and bitmask must be 1-D or 2-D")
-    width = min(rows_l.shape[1], bm2.shape[1] * 32) if vocab_size is None else int(vocab_size)
-    if width > rows_l.shape[1] or width > bm2.shape[1] * 32:
-        raise BitmaskError(f"vocab_size {width} exceeds the logits or bitmask width")
-    rows = _rows(indices, bm2.shape[0], rows_l.shape[0])
-    allowed = _bits(bm2[rows], width)
-    for k, r in enumerate(rows):
-        row = rows_l[r, :width]
-        row[~allowed[k]] = -np.inf
-
-
-def _rows(indices, n_mask_rows: int, n_logit_rows: int):
-    if indices is None:
-        if n_mask_rows != n_logit_rows:
-            raise BitmaskError(
-                f"bitmask has {n_mask_rows} rows but logits have {n_logit_rows}; pass indices"
-            )
-        return list(range(n_mask_rows))
-    rows = [int(i) for i in indices]
-    for r in rows:
-        if not (0 <= r < n_mask_rows and r < n_logit_rows):
-            raise BitmaskError(
-                f"index {r} out of range for {n_mask_rows} bitmask / {n_logit_rows} logits rows"
-            )
-    return rows
-
-
-def _apply_torch(logits, bitmask, indices, vocab_size):
-    import torch
-
-    if bitmask.dtype != torch.int32:
-        raise BitmaskError(f"bitmask must have dtype torch.int32, got {bitmask.dtype}")
-    rows_l = logits.view(1, -1) if logits.dim() == 1 else logits
-    bm2 = bitmask.view(1, -1) if bitmask.dim() == 1 else bitmask
-    width = min(rows_l.shape[1], bm2.shape[1] * 32) if vocab_size is None else int(vocab_size)
-    if width > rows_l.shape[1] or width > bm2.shape[1] * 32:
-        raise BitmaskError(f"vocab_size {width} exceeds the logits or bitmask width")
-    rows = _rows(indices, bm2.shape[0], rows_l.shape[0])
-    shifts = torch.arange(32, device=bm2.device, dtype=torch.int32)
-    bits = ((bm2[rows].unsqueeze(-1) >> shifts) & 1).view(len(rows), -1)[:, :width]
-    bits = bits.to(rows_l.device).bool()
-    for k, r in enumerate(rows):
-        rows_l[r, :width].masked_fill_(~bits[k], float("-inf"))
+        raise BitmaskError(
+            f"logits and bitmask must be 1-D or 2-D, got {logits.shape} and {bm.shape}"
+        )
+    width = masked_width(rows_l.shape[1], bm2.shape[1], vocab_size)
+    rows = masked_rows(indices, bm2.shape[0], rows_l.shape[0])
+    if rows is None:
+        np.copyto(rows_l[:, :width], -np.inf, where=disallowed_bits(bm2, width))
+        return
+    part = rows_l[rows, :width]  # a copy (fancy index): fill it, then scatter it back
+    np.copyto(part, -np.inf, where=disallowed_bits(bm2[rows], width))
+    rows_l[rows, :width] = part

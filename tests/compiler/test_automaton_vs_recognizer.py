@@ -293,8 +293,8 @@ class Checker:
         self.cg = compiler.compile_grammar(self.grammar)
         self.info = info
         self.stop = info.stop_token_ids[0]
-        self.bm = xmask.allocate_token_bitmask(1, info.vocab_size)
-        self.ref = xmask.allocate_token_bitmask(1, info.vocab_size)
+        self.bm = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
+        self.ref = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
 
     def matcher(self):
         return xmask.GrammarMatcher(self.cg)
@@ -620,8 +620,8 @@ class _GrammarChecker(Checker):
         self.cg = compiler.compile_grammar(grammar)
         self.info = info
         self.stop = info.stop_token_ids[0]
-        self.bm = xmask.allocate_token_bitmask(1, info.vocab_size)
-        self.ref = xmask.allocate_token_bitmask(1, info.vocab_size)
+        self.bm = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
+        self.ref = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
 
 
 class _Blowup(Exception):

@@ -36,7 +36,7 @@ def mask_walk(compiled, ids):
     m = xmask.GrammarMatcher(compiled)
     out = []
     for tid in list(ids) + [None]:
-        bm = xmask.allocate_token_bitmask(1, vocab)
+        bm = np.asarray(xmask.allocate_token_bitmask(1, vocab))
         m.fill_next_token_bitmask(bm)
         out.append(bm)
         if tid is not None:
@@ -434,8 +434,8 @@ def test_limited_compiler_masks_equal_reference_llama3(llama3):
     doc = json.dumps({"name": "Zoë \"Z\" 🙂 Ng", "code": "ab12cd", "greek": "αβγ"})
     ids = hf.encode(doc, add_special_tokens=False).ids
     m = xmask.GrammarMatcher(compiled)
-    fast = xmask.allocate_token_bitmask(1, info.vocab_size)
-    ref = xmask.allocate_token_bitmask(1, info.vocab_size)
+    fast = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
+    ref = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
     for k, tid in enumerate(ids + [info.stop_token_ids[0]]):
         m.fill_next_token_bitmask(fast)
         m._reference_fill_next_token_bitmask(ref)

@@ -37,7 +37,7 @@ def test_regex_grammar_matches_python_re(pattern, good, bad):
 def test_compiled_regex_masks_equal_reference(llama3, pattern, good, bad):
     info, tok = llama3
     compiled = xmask.GrammarCompiler(info).compile_regex(pattern)
-    bm = xmask.allocate_token_bitmask(1, info.vocab_size)
+    bm = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
     ref = bm.copy()
     for text in good:
         m = xmask.GrammarMatcher(compiled)

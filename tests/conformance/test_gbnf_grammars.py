@@ -171,8 +171,8 @@ class TokEnv:
             [bool(b) and b.isascii() and not any(chr(c).isalnum() for c in b) for b in self.vocab + pad]
         )
         self._compiled = {}
-        self.bm = xmask.allocate_token_bitmask(1, self.info.vocab_size)
-        self.ref = xmask.allocate_token_bitmask(1, self.info.vocab_size)
+        self.bm = np.asarray(xmask.allocate_token_bitmask(1, self.info.vocab_size))
+        self.ref = np.asarray(xmask.allocate_token_bitmask(1, self.info.vocab_size))
 
     def compiled(self, grammar: str):
         if grammar not in self._compiled:

@@ -81,8 +81,8 @@ class Env:
         self.stops = list(self.info.stop_token_ids)
         assert self.stops, "Llama-3 TokenizerInfo has no stop tokens"
         self.vocab = self.info.decoded_vocab
-        self.bm = xmask.allocate_token_bitmask(1, self.info.vocab_size)
-        self.ref = xmask.allocate_token_bitmask(1, self.info.vocab_size)
+        self.bm = np.asarray(xmask.allocate_token_bitmask(1, self.info.vocab_size))
+        self.ref = np.asarray(xmask.allocate_token_bitmask(1, self.info.vocab_size))
 
     def tokenize(self, texts):
         encs = self.hf.encode_batch(list(texts), add_special_tokens=False)

@@ -166,8 +166,8 @@ def test_cached_masks_equal_reference_on_sample(llama3):
     valid instance the fast mask equals the reference mask and allows the next token."""
     info, hf = llama3
     compiler = xmask.GrammarCompiler(info, max_threads=2, cache_enabled=False)
-    fast = xmask.allocate_token_bitmask(1, info.vocab_size)
-    ref = xmask.allocate_token_bitmask(1, info.vocab_size)
+    fast = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
+    ref = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
     files = sorted(require_data("maskbench").glob("*.json"))[::MASK_SAMPLE_STRIDE]
     checked = 0
     for path in files:

@@ -358,7 +358,7 @@ def test_deep_runtime_stack(compiler, json_grammar, info):
     assert m.accept_string("b") and m.accept_token(info.stop_token_ids[0])
     m = xmask.GrammarMatcher(json_grammar)
     assert m.accept_string("[" * 5000)
-    bm = xmask.allocate_token_bitmask(1, info.vocab_size)
+    bm = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
     ref = np.zeros_like(bm)
     m.fill_next_token_bitmask(bm)
     m._reference_fill_next_token_bitmask(ref)

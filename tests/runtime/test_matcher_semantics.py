@@ -30,7 +30,7 @@ def mask_ids(bm, vocab_size, row=0):
 
 
 def fill(matcher, vocab_size):
-    bm = xmask.allocate_token_bitmask(1, vocab_size)
+    bm = np.asarray(xmask.allocate_token_bitmask(1, vocab_size))
     assert matcher.fill_next_token_bitmask(bm) is True
     return bm
 
@@ -721,7 +721,7 @@ def test_fill_in_two_threads_matches_single_thread(llama3):
 
     def walk(seq, out):
         m = xmask.GrammarMatcher(llama3.json)
-        bm = xmask.allocate_token_bitmask(1, llama3.vocab_size)
+        bm = np.asarray(xmask.allocate_token_bitmask(1, llama3.vocab_size))
         for _ in range(4):
             m.reset()
             masks = []
