@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any, Dict
 
 from ..runtime._tables import AutomatonTables
 from .automaton import AutomatonLimits, build_automaton
@@ -43,7 +44,6 @@ class CompiledGrammar:
         # classify_tokens=False skips the token-mask cache (see build_unclassified_cache): same
         # acceptance and exact masks, slow fills; used to score many grammars quickly.
         t0 = time.perf_counter()
-        self = object.__new__(cls)
         automaton = build_automaton(
             grammar, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits))
         at = AutomatonTables(automaton)
@@ -51,15 +51,124 @@ class CompiledGrammar:
             ct, records = build_mask_cache(automaton, at, vocab_tables, max_threads=max_threads)
         else:
             ct, records = build_unclassified_cache(automaton, vocab_tables), []
+        return cls._assemble(grammar, tokenizer_info, automaton, at, vocab_tables, ct, records,
+                             time.perf_counter() - t0)
+
+    @classmethod
+    def _assemble(cls, grammar, tokenizer_info, automaton, automaton_tables, vocab_tables,
+                  mask_cache_tables, records, compile_seconds) -> "CompiledGrammar":
+        self = object.__new__(cls)
         object.__setattr__(self, "_grammar", grammar)
         object.__setattr__(self, "_tokenizer_info", tokenizer_info)
         object.__setattr__(self, "_automaton", automaton)
-        object.__setattr__(self, "_automaton_tables", at)
+        object.__setattr__(self, "_automaton_tables", automaton_tables)
         object.__setattr__(self, "_vocab_tables", vocab_tables)
-        object.__setattr__(self, "_mask_cache_tables", ct)
+        object.__setattr__(self, "_mask_cache_tables", mask_cache_tables)
         object.__setattr__(self, "_records", tuple(records))
-        object.__setattr__(self, "_compile_seconds", time.perf_counter() - t0)
+        object.__setattr__(self, "_compile_seconds", compile_seconds)
         return self
+
+    # ---- serialization -----------------------------------------------------------------
+
+    def serialize_json(self) -> str:
+        """This compiled grammar as a JSON string (XGrammar's name and role).
+
+        The text holds the grammar, the automaton, the token-mask cache and the cache records
+        in a versioned, checksummed envelope (:mod:`xmask.serialization.format`), plus the
+        ``vocab_hash`` of the tokenizer it was compiled for; the tokenizer itself is not
+        included (pass it to :meth:`deserialize_json`).
+
+        Example::
+
+            >>> import xmask
+            >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+            >>> cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "a"+')
+            >>> again = xmask.CompiledGrammar.deserialize_json(cg.serialize_json(), info)
+            >>> again.cache_stats() == cg.cache_stats()
+            True
+        """
+        from ..serialization.compiled_codec import (
+            automaton_to_body, mask_cache_to_body, records_to_body,
+        )
+        from ..serialization.format import dump_document
+        from ..serialization.grammar_codec import grammar_to_body
+
+        info = self._tokenizer_info
+        body: Dict[str, Any] = {
+            "tokenizer": {"vocab_hash": info.vocab_hash, "vocab_size": info.vocab_size},
+            "grammar": grammar_to_body(self._grammar),
+            "automaton": automaton_to_body(self._automaton),
+            "mask_cache": mask_cache_to_body(self._mask_cache_tables),
+            "records": records_to_body(self._records),
+            "compile_seconds": float(self._compile_seconds),
+        }
+        return dump_document("compiled_grammar", body)
+
+    @staticmethod
+    def deserialize_json(json_str, tokenizer_info) -> "CompiledGrammar":
+        """Rebuild a compiled grammar from :meth:`serialize_json` text, for ``tokenizer_info``.
+
+        Masks are bit-identical to the original's.  The tokenizer must be the one the grammar
+        was compiled for (same ``vocab_hash``); its vocabulary tables are shared with every
+        compiler and grammar of the same tokenizer, not rebuilt.
+
+        Raises
+        ------
+        DeserializeVersionError
+            Data written by another serialization format version (both versions named).
+        DeserializeFormatError
+            Corrupt, truncated or malformed data, or another kind of object (the field and
+            the problem named); ``TokenizerMismatchError`` (a subclass) when ``tokenizer_info``
+            is not the grammar's tokenizer (both ``vocab_hash`` values named).
+
+        Example::
+
+            >>> text = cg.serialize_json()                                  # doctest: +SKIP
+            >>> xmask.CompiledGrammar.deserialize_json(text, info)          # doctest: +SKIP
+            <CompiledGrammar rules=1 states=2 ...>
+        """
+        from ..serialization.compiled_codec import (
+            automaton_from_body, mask_cache_from_body, records_from_body,
+        )
+        from ..serialization.fields import get_field, get_int, get_str
+        from ..serialization.format import TokenizerMismatchError, format_error, load_document
+        from ..serialization.grammar_codec import grammar_from_body
+        from ..tokenizer.info import TokenizerInfo
+        from .vocab_memo import shared_vocab_tables
+
+        if not isinstance(tokenizer_info, TokenizerInfo):
+            raise TypeError("CompiledGrammar.deserialize_json needs a TokenizerInfo, got "
+                            f"{type(tokenizer_info).__name__}")
+        where = "CompiledGrammar"
+        body = load_document(json_str, "compiled_grammar")
+        tok = get_field(body, "tokenizer", where)
+        expected = get_str(tok, "vocab_hash", where + ".tokenizer")
+        size = get_int(tok, "vocab_size", where + ".tokenizer")
+        if expected != tokenizer_info.vocab_hash:
+            raise TokenizerMismatchError(
+                f"cannot deserialize CompiledGrammar: it was compiled for the tokenizer with "
+                f"vocab_hash {expected} (vocab_size {size}), but the given TokenizerInfo has "
+                f"vocab_hash {tokenizer_info.vocab_hash} (vocab_size "
+                f"{tokenizer_info.vocab_size}); deserialize it with its own tokenizer",
+                expected, tokenizer_info.vocab_hash,
+            )
+        grammar = grammar_from_body(get_field(body, "grammar", where), where + ".grammar")
+        automaton = automaton_from_body(get_field(body, "automaton", where), where + ".automaton")
+        vocab_tables = shared_vocab_tables(tokenizer_info)
+        mask_cache = mask_cache_from_body(get_field(body, "mask_cache", where),
+                                          where + ".mask_cache", automaton, vocab_tables)
+        records = records_from_body(get_field(body, "records", where), where + ".records",
+                                    automaton)
+        seconds = get_field(body, "compile_seconds", where)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise format_error(where + ".compile_seconds", "expected a number")
+        return CompiledGrammar._assemble(grammar, tokenizer_info, automaton,
+                                         AutomatonTables(automaton), vocab_tables, mask_cache,
+                                         records, float(seconds))
+
+    def __reduce__(self):
+        # pickles carry the tokenizer (pickle stores a shared TokenizerInfo once per dump)
+        return (_unpickle_compiled_grammar, (self.serialize_json(), self._tokenizer_info))
 
     def __setattr__(self, name, value):
         raise AttributeError("CompiledGrammar is immutable")
@@ -100,3 +209,7 @@ class CompiledGrammar:
             f"cached_states={len(self._records)} uncertain_total={unc} "
             f"bytes={self.memory_size_bytes}>"
         )
+
+
+def _unpickle_compiled_grammar(json_str, tokenizer_info) -> CompiledGrammar:
+    return CompiledGrammar.deserialize_json(json_str, tokenizer_info)

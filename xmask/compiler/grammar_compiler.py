@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import threading
 from collections import OrderedDict
-from typing import Optional
+from typing import Optional, Union
 
 from .._deadline import compile_deadline
 from .._gc_pause import gc_paused
@@ -12,12 +14,22 @@ from .._recursion import deep_recursion
 from ..limits import DEFAULT_LIMITS, CompileLimits
 from ..grammar.ir import Grammar
 from ..grammar.json_schema import load_schema
+from ..serialization.disk_cache import DiskCache
 from .compiled import CompiledGrammar
-from .token_table import build_vocab_tables
+from .vocab_memo import shared_vocab_tables
 
 
 class GrammarCompiler:
     """Compiles grammars for one tokenizer; compiled results are cached and shared.
+
+    ``cache_dir`` (keyword-only, default None = off) adds an on-disk cache of compiled grammars
+    for warm-up across restarts (:mod:`xmask.serialization.disk_cache`): a compile first looks
+    for ``<cache_dir>/<key>.json``, where the key is a SHA-256 of what is compiled, its options,
+    the compile limits, the tokenizer's ``vocab_hash`` and the format and xmask versions, and
+    writes the result there after compiling.  Writes are atomic (a temporary file in the same
+    directory, then ``os.replace``), so concurrent writers, threads or processes, are safe; a
+    corrupt, truncated or other-version file is never trusted: it is ignored, the grammar is
+    compiled again and the file rewritten.  ``cache_info()`` reports hits and misses.
 
     Example::
 
@@ -30,7 +42,8 @@ class GrammarCompiler:
     """
 
     def __init__(self, tokenizer_info, max_threads: int = 8, cache_enabled: bool = True,
-                 cache_limit_bytes: int = -1, *, limits: Optional[CompileLimits] = None):
+                 cache_limit_bytes: int = -1, *, limits: Optional[CompileLimits] = None,
+                 cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None):
         from ..tokenizer.info import TokenizerInfo
 
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -46,9 +59,11 @@ class GrammarCompiler:
         self._max_threads = int(max_threads)
         self._cache_enabled = bool(cache_enabled)
         self._cache_limit = int(cache_limit_bytes)
-        self._vocab_tables = build_vocab_tables(tokenizer_info)
+        self._vocab_tables = shared_vocab_tables(tokenizer_info)
         self._cache: "OrderedDict[object, CompiledGrammar]" = OrderedDict()
         self._lock = threading.Lock()
+        self._memory_hits = 0
+        self._disk = None if cache_dir is None else DiskCache(cache_dir, tokenizer_info)
         # False: skip the token-mask cache (exact masks, slow fills); set by scoring tools only
         self._classify_tokens = True
 
@@ -66,17 +81,50 @@ class GrammarCompiler:
                 hit = self._cache.get(key)
                 if hit is not None:
                     self._cache.move_to_end(key)
+                    self._memory_hits += 1
                     return hit
-        compiled = CompiledGrammar._build(
-            make_grammar(), self._info, self._vocab_tables, max_threads=self._max_threads,
-            classify_tokens=self._classify_tokens, limits=self._limits,
-        )
+        compiled = disk_key = None
+        if self._disk is not None:
+            disk_key = self._disk.key(self._disk_description(key))
+            compiled = self._disk.load(disk_key)
+        if compiled is None:
+            compiled = CompiledGrammar._build(
+                make_grammar(), self._info, self._vocab_tables, max_threads=self._max_threads,
+                classify_tokens=self._classify_tokens, limits=self._limits,
+            )
+            if disk_key is not None:
+                self._disk.store(disk_key, compiled)
         if self._cache_enabled:
             with self._lock:
                 compiled = self._cache.setdefault(key, compiled)
                 self._cache.move_to_end(key)
                 self._evict()
         return compiled
+
+    def _disk_description(self, key) -> list:
+        """``key`` as JSON-able data for the disk cache's content hash (a Grammar object is
+        described by its exact serialized form)."""
+        what = [x.serialize_json() if isinstance(x, Grammar) else x for x in key]
+        return [what, dataclasses.asdict(self._limits), self._classify_tokens]
+
+    def cache_info(self) -> dict:
+        """Cache counters: ``memory_entries``, ``memory_hits`` and, with a ``cache_dir``,
+        ``disk_hits`` (loaded from disk instead of compiling), ``disk_misses``,
+        ``disk_writes``, ``disk_rejected`` (bad files ignored and recompiled) and
+        ``disk_errors`` (I/O failures), plus ``cache_dir``.
+
+        Example::
+
+            >>> compiler.cache_info()["memory_entries"]   # doctest: +SKIP
+            1
+        """
+        with self._lock:
+            out = {"memory_entries": len(self._cache), "memory_hits": self._memory_hits,
+                   "cache_dir": None}
+        if self._disk is not None:
+            out["cache_dir"] = self._disk.directory
+            out.update({f"disk_{k}": v for k, v in self._disk.stats.items()})
+        return out
 
     def _evict(self) -> None:
         if self._cache_limit < 0:

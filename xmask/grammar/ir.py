@@ -149,6 +149,45 @@ class Grammar:
     def __repr__(self) -> str:
         return f"<Grammar root={self._root!r} rules={len(self._rules)}>"
 
+    def serialize_json(self) -> str:
+        """This grammar as a JSON string (XGrammar's name and role), exact for every node kind
+        (raw-byte classes and non-UTF-8 literals included), in the versioned, checksummed
+        format of :mod:`xmask.serialization.format`.
+
+        Example::
+
+            >>> g = Grammar.from_ebnf('root ::= "a" [0-9]+')
+            >>> Grammar.deserialize_json(g.serialize_json()) == g
+            True
+        """
+        from ..serialization.format import dump_document
+        from ..serialization.grammar_codec import grammar_to_body
+
+        return dump_document("grammar", grammar_to_body(self))
+
+    @staticmethod
+    def deserialize_json(json_string: str) -> "Grammar":
+        """Rebuild a grammar from :meth:`serialize_json` text.
+
+        Raises ``DeserializeVersionError`` for another format version (both named) and
+        ``DeserializeFormatError`` for corrupt, truncated or malformed data or another kind of
+        object (the field and the problem named).
+
+        Example::
+
+            >>> Grammar.deserialize_json('{"__VERSION__": "v16"}')
+            Traceback (most recent call last):
+                ...
+            xmask.errors.DeserializeVersionError: cannot deserialize Grammar: serialization version 'v16' in the data, but this xmask reads version 'xmask-v1'; serialize it again with this version
+        """
+        from ..serialization.format import load_document
+        from ..serialization.grammar_codec import grammar_from_body
+
+        return grammar_from_body(load_document(json_string, "grammar"), "Grammar")
+
+    def __reduce__(self):
+        return (Grammar.deserialize_json, (self.serialize_json(),))
+
     @staticmethod
     def from_ebnf(text: str, root_rule_name: str = "root") -> "Grammar":
         """Parse GBNF / XGrammar-dialect EBNF text.

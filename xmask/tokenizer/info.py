@@ -27,11 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from typing import Any, Iterable, List, Optional, Sequence, Set, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Union
 
-from ..errors import InvalidTokenError, TokenizerError
+from ..errors import InvalidJSONError, InvalidTokenError, TokenizerError
 from .bytes import VocabType, coerce_vocab_type, decode_vocab
-from .vocab import STOP_TOKEN_NAMES, load_huggingface
+from .vocab import STOP_TOKEN_NAMES, detect_add_prefix_space, detect_vocab_type, load_huggingface
 
 __all__ = ["TokenizerInfo", "VocabType"]
 
@@ -199,6 +199,7 @@ class TokenizerInfo:
     @staticmethod
     def from_huggingface(
         tokenizer: Any,
+        *,
         vocab_size: Optional[int] = None,
         stop_token_ids: Optional[Union[int, Sequence[int]]] = None,
     ) -> TokenizerInfo:
@@ -207,9 +208,11 @@ class TokenizerInfo:
         Parameters
         ----------
         tokenizer : tokenizers.Tokenizer, transformers fast tokenizer, str or os.PathLike
-            A tokenizer object, or the path of a ``tokenizer.json`` or of its directory.  With a
-            path, ``tokenizer_config.json`` (``eos_token``) and ``generation_config.json``
-            (``eos_token_id``) next to it add stop tokens.
+            A tokenizer object (``transformers.PreTrainedTokenizerFast`` included), or the path
+            of a ``tokenizer.json`` or of its directory.  With a path, ``tokenizer_config.json``
+            (``eos_token``) and ``generation_config.json`` (``eos_token_id``) next to it add
+            stop tokens.  ``vocab_size`` and ``stop_token_ids`` are keyword-only, as in
+            XGrammar.
         vocab_size : int, optional
             Mask width (the model's logits, e.g. 151936 for Qwen2.5); defaults to the
             tokenizer's id count.  Must not be smaller than that.
@@ -248,7 +251,8 @@ class TokenizerInfo:
     def from_vocab_and_metadata(
         encoded_vocab: Sequence[Union[str, bytes, None]], metadata: Union[str, dict]
     ) -> TokenizerInfo:
-        """Rebuild from an encoded vocabulary and :meth:`dump_metadata` output (dict or JSON).
+        """Rebuild from an encoded vocabulary and the :meth:`dump_metadata` JSON string (a dict
+        with the same keys is accepted too).
 
         Examples
         --------
@@ -392,26 +396,153 @@ class TokenizerInfo:
     # Serialization and introspection
     # ----------------------------------------------------------------------------------------
 
-    def dump_metadata(self) -> dict:
-        """Metadata needed (with the encoded vocabulary) to rebuild this object.
+    def dump_metadata(self) -> str:
+        """Metadata needed (with the encoded vocabulary) to rebuild this object, as the JSON
+        string XGrammar returns; :meth:`from_vocab_and_metadata` reads it back.
 
         Returns
         -------
-        dict
+        str
             ``{"vocab_type": int, "vocab_size": int, "add_prefix_space": bool,
-            "stop_token_ids": list[int]}`` (JSON-serialisable).
+            "stop_token_ids": list[int]}`` as compact JSON.
 
         Examples
         --------
         >>> TokenizerInfo(["a", "</s>"]).dump_metadata()
-        {'vocab_type': 0, 'vocab_size': 2, 'add_prefix_space': False, 'stop_token_ids': [1]}
+        '{"vocab_type":0,"vocab_size":2,"add_prefix_space":false,"stop_token_ids":[1]}'
         """
+        return json.dumps(
+            {
+                "vocab_type": int(self._vocab_type),
+                "vocab_size": self._vocab_size,
+                "add_prefix_space": self._add_prefix_space,
+                "stop_token_ids": list(self._stop_token_ids),
+            },
+            separators=(",", ":"),
+        )
+
+    @staticmethod
+    def _detect_metadata_from_hf(backend_str: str) -> Dict[str, Any]:
+        """Vocab type and prefix-space flag of a serialized Hugging Face tokenizer (XGrammar's
+        helper; ``backend_str`` is ``tokenizer.backend_tokenizer.to_str()``).
+
+        Returns
+        -------
+        dict
+            ``{"vocab_type": VocabType, "add_prefix_space": bool}``.
+
+        Raises
+        ------
+        InvalidJSONError
+            ``backend_str`` is not JSON.
+
+        Examples
+        --------
+        >>> TokenizerInfo._detect_metadata_from_hf('{"decoder": {"type": "ByteLevel"}}')
+        {'vocab_type': <VocabType.BYTE_LEVEL: 2>, 'add_prefix_space': False}
+        """
+        try:
+            spec = json.loads(backend_str)
+        except (TypeError, ValueError) as exc:
+            raise InvalidJSONError(
+                f"the tokenizer backend string is not JSON: {exc}", getattr(exc, "pos", None)
+            ) from None
+        if not isinstance(spec, dict):
+            raise InvalidJSONError(
+                f"the tokenizer backend string must be a JSON object, got {type(spec).__name__}"
+            )
         return {
+            "vocab_type": detect_vocab_type(spec),
+            "add_prefix_space": detect_add_prefix_space(spec),
+        }
+
+    def serialize_json(self) -> str:
+        """This tokenizer info as a JSON string (XGrammar's name and role): the bytes of every
+        token, the special and stop ids and the metadata, in the versioned, checksummed format
+        of :mod:`xmask.serialization.format`.
+
+        Examples
+        --------
+        >>> info = TokenizerInfo(["a", "\u0120b", "</s>"], VocabType.BYTE_LEVEL, vocab_size=4)
+        >>> again = TokenizerInfo.deserialize_json(info.serialize_json())
+        >>> again.decoded_vocab, again.vocab_hash == info.vocab_hash
+        ([b'a', b' b', b'</s>', b''], True)
+        """
+        import numpy as np
+
+        from ..serialization.fields import encode_array
+        from ..serialization.format import dump_document
+
+        vocab = self._decoded_vocab
+        lengths = np.fromiter(map(len, vocab), dtype=np.int32, count=len(vocab))
+        body = {
             "vocab_type": int(self._vocab_type),
             "vocab_size": self._vocab_size,
             "add_prefix_space": self._add_prefix_space,
             "stop_token_ids": list(self._stop_token_ids),
+            "special_token_ids": list(self._special_token_ids),
+            "token_lengths": encode_array(lengths),
+            "token_bytes": encode_array(np.frombuffer(b"".join(vocab), dtype=np.uint8)),
+            "vocab_hash": self.vocab_hash,
         }
+        return dump_document("tokenizer_info", body)
+
+    @staticmethod
+    def deserialize_json(json_string: str) -> TokenizerInfo:
+        """Rebuild from :meth:`serialize_json` text.
+
+        Raises
+        ------
+        DeserializeVersionError
+            Data written by another serialization format version (both versions named).
+        DeserializeFormatError
+            Corrupt, truncated or malformed data, or another kind of object (the field and the
+            problem named).
+
+        Examples
+        --------
+        >>> info = TokenizerInfo(["x", "</s>"])
+        >>> TokenizerInfo.deserialize_json(info.serialize_json()).stop_token_ids
+        [1]
+        """
+        import numpy as np
+
+        from ..serialization.fields import get_array, get_bool, get_int, get_int_list, get_str
+        from ..serialization.format import format_error, load_document
+
+        where = "TokenizerInfo"
+        body = load_document(json_string, "tokenizer_info")
+        vocab_size = get_int(body, "vocab_size", where, minimum=1, maximum=2**31 - 1)
+        try:
+            vocab_type = coerce_vocab_type(get_int(body, "vocab_type", where))
+        except TokenizerError as exc:
+            raise format_error(where + ".vocab_type", str(exc)) from None
+        lengths = get_array(body, "token_lengths", where, "<i4")
+        data = get_array(body, "token_bytes", where, "|u1").tobytes()
+        if lengths.shape[0] != vocab_size:
+            raise format_error(where + ".token_lengths",
+                               f"{lengths.shape[0]} tokens for vocab_size {vocab_size}")
+        if (lengths < 0).any() or int(lengths.sum(dtype=np.int64)) != len(data):
+            raise format_error(where + ".token_lengths",
+                               f"lengths do not add up to the {len(data)} stored bytes")
+        ends = np.cumsum(lengths, dtype=np.int64).tolist()
+        starts = [0] + ends[:-1]
+        decoded = [data[a:b] for a, b in zip(starts, ends)]
+        info = TokenizerInfo.__new__(TokenizerInfo)
+        try:
+            info._setup(decoded, vocab_type, vocab_size, get_int_list(body, "stop_token_ids", where),
+                        get_int_list(body, "special_token_ids", where), (),
+                        get_bool(body, "add_prefix_space", where))
+        except (TokenizerError, InvalidTokenError) as exc:
+            raise format_error(where, str(exc)) from None
+        stored = get_str(body, "vocab_hash", where)
+        if info.vocab_hash != stored:
+            raise format_error(where + ".vocab_hash", f"the rebuilt vocabulary hashes to "
+                               f"{info.vocab_hash}, the data says {stored}")
+        return info
+
+    def __reduce__(self):
+        return (TokenizerInfo.deserialize_json, (self.serialize_json(),))
 
     def __repr__(self) -> str:
         stops = self._stop_token_ids
