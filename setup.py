@@ -27,13 +27,21 @@ DIRECTIVES = {
 MODULES = [
     "xmask.runtime._tables",
     "xmask.runtime._stack",
+    "xmask.runtime._fill",
+    "xmask.runtime._draft_tree",
     "xmask.runtime.matcher",
+    "xmask.runtime.batch",
     "xmask.compiler._kernels",
     "xmask.compiler._partition",
 ]
 
 compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]
 link_args = []
+# OpenMP for BatchGrammarMatcher's prange (the other modules have no parallel regions, so the
+# flag changes nothing for them).  XMASK_NO_OPENMP=1 builds without it: prange then runs serially.
+if os.environ.get("XMASK_NO_OPENMP") != "1":
+    compile_args += ["-fopenmp"]
+    link_args += ["-fopenmp"]
 if SANITIZE:
     compile_args += ["-fsanitize=address", "-fno-omit-frame-pointer"]
     link_args += ["-fsanitize=address"]

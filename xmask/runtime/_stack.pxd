@@ -16,6 +16,7 @@ from xmask.runtime._tables cimport AutomatonC
 ctypedef struct StackC:
     int32_t* node_state      # [cap_nodes] automaton state of each node (-1 for BOTTOM)
     int32_t* node_parent     # [cap_nodes] parent node (the caller's frame at its return state)
+    int32_t* node_depth      # [cap_nodes] frames from this node down to BOTTOM (sentinels: 0)
     uint32_t* mark           # [cap_nodes] epoch stamps deduplicating one closure
     intp_t n_nodes
     intp_t cap_nodes
@@ -32,10 +33,13 @@ ctypedef struct StackC:
     intp_t cap_work
     const int32_t* bottom_cont   # top set that BOTTOM continues into, or NULL
     intp_t n_bottom_cont
+    intp_t max_depth         # > 0: a call that would make a stack deeper is dropped (see
+                             # xmask.set_max_recursion_depth); 0 = unbounded (the cache builder)
 
 
 cdef int stack_init(StackC* st) except -1 nogil
 cdef void stack_free(StackC* st) noexcept nogil
+cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil
 cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil
 cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil
 cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil

@@ -1,7 +1,7 @@
 """Persistent parse stack: hash-consed node arena + history of top sets (see _stack.pxd)."""
 
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memset
+from libc.string cimport memset, memcpy
 
 from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, intp_t
 from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES
@@ -56,8 +56,9 @@ cdef int stack_init(StackC* st) except -1 nogil:
     memset(st, 0, sizeof(StackC))
     _grow(<void**>&st.node_state, &st.cap_nodes, 256, sizeof(int32_t))
     st.node_parent = <int32_t*>malloc(<size_t>st.cap_nodes * sizeof(int32_t))
+    st.node_depth = <int32_t*>malloc(<size_t>st.cap_nodes * sizeof(int32_t))
     st.mark = <uint32_t*>malloc(<size_t>st.cap_nodes * sizeof(uint32_t))
-    if st.node_parent == NULL or st.mark == NULL:
+    if st.node_parent == NULL or st.node_depth == NULL or st.mark == NULL:
         with gil:
             raise MemoryError()
     _grow(<void**>&st.tops, &st.cap_tops, 1024, sizeof(int32_t))
@@ -71,6 +72,7 @@ cdef int stack_init(StackC* st) except -1 nogil:
 cdef void stack_free(StackC* st) noexcept nogil:
     free(st.node_state)
     free(st.node_parent)
+    free(st.node_depth)
     free(st.mark)
     free(st.table)
     free(st.tops)
@@ -79,14 +81,57 @@ cdef void stack_free(StackC* st) noexcept nogil:
     memset(st, 0, sizeof(StackC))
 
 
+cdef int _copy(void** dst, intp_t* cap, const void* src, intp_t n, intp_t cap_min,
+               size_t elem) except -1 nogil:
+    # dst = a fresh array of capacity max(n, cap_min) holding src[0:n].
+    cap[0] = 0
+    dst[0] = NULL
+    _grow(dst, cap, n if n > cap_min else cap_min, elem)
+    if n > 0:
+        memcpy(dst[0], src, <size_t>n * elem)
+    return 0
+
+
+cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil:
+    # dst (uninitialized) = an independent copy of src's used arena, hash table and history.
+    # Only the used prefixes are copied; epoch stamps start afresh.
+    cdef intp_t cap_nodes, cap2, cap3
+    memset(dst, 0, sizeof(StackC))
+    _copy(<void**>&dst.node_state, &dst.cap_nodes, src.node_state, src.n_nodes, 256,
+          sizeof(int32_t))
+    cap_nodes = dst.cap_nodes
+    _copy(<void**>&dst.node_parent, &cap2, src.node_parent, src.n_nodes, cap_nodes,
+          sizeof(int32_t))
+    _copy(<void**>&dst.node_depth, &cap3, src.node_depth, src.n_nodes, cap_nodes,
+          sizeof(int32_t))
+    cap2 = 0
+    _grow(<void**>&dst.mark, &cap2, cap_nodes, sizeof(uint32_t))
+    memset(dst.mark, 0, <size_t>cap_nodes * sizeof(uint32_t))
+    dst.n_nodes = src.n_nodes
+    _copy(<void**>&dst.table, &dst.table_cap, src.table, src.table_cap, src.table_cap,
+          sizeof(int32_t))
+    _copy(<void**>&dst.tops, &dst.cap_tops, src.tops, src.n_tops, 1024, sizeof(int32_t))
+    dst.n_tops = src.n_tops
+    _copy(<void**>&dst.set_start, &dst.cap_depth, src.set_start, src.depth + 1, 1024,
+          sizeof(intp_t))
+    dst.depth = src.depth
+    _copy(<void**>&dst.work, &dst.cap_work, src.work, 0, 256, sizeof(int32_t))
+    dst.bottom_cont = src.bottom_cont
+    dst.n_bottom_cont = src.n_bottom_cont
+    dst.max_depth = src.max_depth
+    return 0
+
+
 cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil:
     # Empty the history; with drop_nodes also empty the arena (keeping only BOTTOM).
     if drop_nodes:
         st.n_nodes = 2  # the sentinels BOTTOM (0) and CONTEXT (1)
         st.node_state[0] = -1
         st.node_parent[0] = -1
+        st.node_depth[0] = 0
         st.node_state[1] = -1
         st.node_parent[1] = -1
+        st.node_depth[1] = 0
         memset(st.mark, 0, <size_t>st.cap_nodes * sizeof(uint32_t))
         st.epoch = 0
         memset(st.table, 0xFF, <size_t>st.table_cap * sizeof(int32_t))
@@ -117,12 +162,15 @@ cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nog
         _grow(<void**>&st.node_state, &st.cap_nodes, old_cap + 1, sizeof(int32_t))
         _grow(<void**>&st.node_parent, &old_cap, st.cap_nodes, sizeof(int32_t))
         old_cap = st.n_nodes
+        _grow(<void**>&st.node_depth, &old_cap, st.cap_nodes, sizeof(int32_t))
+        old_cap = st.n_nodes
         _grow(<void**>&st.mark, &old_cap, st.cap_nodes, sizeof(uint32_t))
         memset(st.mark + st.n_nodes, 0, <size_t>(st.cap_nodes - st.n_nodes) * sizeof(uint32_t))
     n = <int32_t>st.n_nodes
     st.n_nodes += 1
     st.node_state[n] = state
     st.node_parent[n] = parent
+    st.node_depth[n] = st.node_depth[parent] + 1
     st.table[slot] = n
     if 2 * st.n_nodes > st.table_cap:
         _rehash(st, 2 * st.table_cap)
@@ -179,9 +227,13 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogi
         while k < k_end:
             ret = a.call_ret[k]
             if ret >= 0:
+                # The callee frame sits one deeper than x; over the bound the path is dropped.
+                if st.max_depth > 0 and st.node_depth[x] >= st.max_depth:
+                    k += 1
+                    continue
                 ret = stack_node(st, ret, parent)
             else:
-                ret = parent
+                ret = parent  # tail call: the callee replaces x, no deeper
             _push_work(st, &n_work, stack_node(st, a.call_target[k], ret))
             k += 1
         if f & XM_FLAG_FINAL:

@@ -4,9 +4,11 @@ Each class takes NumPy arrays, copies them into C-contiguous arrays of the exact
 copy, at construction) and keeps them in ``arrays`` so introspection can read them zero-copy.
 """
 
+from libc.stdlib cimport calloc, free
+
 import numpy as np
 
-from xmask.runtime._types cimport int32_t, int64_t, uint8_t, word_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, word_t, intp_t, XM_FLAG_FINAL
 
 
 cdef dict _own(dict arrays, dict dtypes):
@@ -69,10 +71,86 @@ cdef class AutomatonTables:
         self.c.call_target = _i32(own["call_target"])
         self.c.call_ret = _i32(own["call_ret"])
         self.arrays = {k: v[0] for k, v in own.items()}
+        self._push_bound = -1
+
+    cdef intp_t push_bound(self) except -1:
+        # How many frames one byte can push at most (the closure after a byte follows call
+        # edges without consuming input).  Used to know when a stack is close enough to the
+        # recursion bound that cached accepted sets may be wrong.  Computed once, lazily.
+        cdef intp_t b
+        if self._push_bound < 0:
+            with nogil:
+                b = _push_bound(&self.c)
+            if b < 0:
+                raise MemoryError()
+            self._push_bound = b
+        return self._push_bound
 
     @property
     def nbytes(self):
         return sum(a.nbytes for a in self.arrays.values())
+
+
+cdef intp_t _push_bound(const AutomatonC* a) noexcept nogil:
+    # Longest weighted path over "zero-byte" edges: state -> callee start (weight 1 for a real
+    # call, 0 for a tail call) and state -> return state when the callee can finish without
+    # input (weight 0).  Without left recursion there is no positive cycle; if one shows up
+    # anyway the bound is "unbounded" (1 << 30), which only makes the matcher check every
+    # token exactly near the recursion bound.  -1 on allocation failure.
+    cdef intp_t n = a.n_states, s, k, rounds, best, v
+    cdef int32_t t, r
+    cdef bint changed = True
+    cdef uint8_t* nul = <uint8_t*>calloc(max(n, 1), 1)
+    cdef intp_t* g = <intp_t*>calloc(max(n, 1), sizeof(intp_t))
+    if nul == NULL or g == NULL:
+        free(nul)
+        free(g)
+        return -1
+    # nullable states: least fixpoint
+    while changed:
+        changed = False
+        for s in range(n):
+            if nul[s]:
+                continue
+            if a.flags[s] & XM_FLAG_FINAL:
+                nul[s] = 1
+                changed = True
+                continue
+            for k in range(a.call_offsets[s], a.call_offsets[s + 1]):
+                t = a.call_target[k]
+                r = a.call_ret[k]
+                if nul[t] and (r < 0 or nul[r]):
+                    nul[s] = 1
+                    changed = True
+                    break
+    # longest path by relaxation (a positive cycle never settles)
+    changed = True
+    rounds = 0
+    while changed and rounds <= n + 1:
+        changed = False
+        rounds += 1
+        for s in range(n - 1, -1, -1):
+            best = g[s]
+            for k in range(a.call_offsets[s], a.call_offsets[s + 1]):
+                t = a.call_target[k]
+                r = a.call_ret[k]
+                v = g[t] + (1 if r >= 0 else 0)
+                if v > best:
+                    best = v
+                if r >= 0 and nul[t] and g[r] > best:
+                    best = g[r]
+            if best > g[s]:
+                g[s] = best
+                changed = True
+    best = 0
+    for s in range(n):
+        if g[s] > best:
+            best = g[s]
+    free(nul)
+    free(g)
+    if changed:
+        return <intp_t>1 << 30
+    return best
 
 
 cdef class VocabTables:

@@ -1,174 +1,117 @@
 """GrammarMatcher: per-sequence parser state over a shared, immutable CompiledGrammar.
 
 The state is a persistent stack (``_stack.pyx``): one top set per accepted byte, a list of history
-depths per accepted token, rollback = truncation.  ``fill_next_token_bitmask`` ORs the cached
-accepted sets of the current tops, then checks only the cached *uncertain* tokens against the real
-stack, in byte-sorted order so shared prefixes are parsed once, all inside one ``nogil`` block.
+depths per accepted token, rollback = truncation.  ``fill_next_token_bitmask`` runs the mask
+kernel (``_fill.pyx``) straight into the caller's bitmask row (NumPy or torch, no copy); it keeps
+the GIL for short fills and releases it for long ones (see ``_fill.pyx`` for why and where the
+threshold comes from).  Also here: ``fork``, draft-tree traversal for speculative decoding and the
+process-wide recursion bound (``set_max_recursion_depth``).
 """
+
+import contextlib
+import os
+import warnings
 
 cimport cython
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset, memcpy
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uintptr_t
 
-from xmask.runtime._types cimport word_t, intp_t, XM_KIND_ACCEPTED, XM_KIND_REJECTED, XM_KIND_BITSET
-from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
-from xmask.runtime._tables cimport (
-    AutomatonC, VocabC, MaskCacheC, AutomatonTables, VocabTables, MaskCacheTables,
-)
+from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t
+from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
-    StackC, stack_init, stack_free, stack_reset, stack_start, stack_step, stack_truncate,
+    stack_init, stack_free, stack_reset, stack_start, stack_step, stack_truncate, stack_clone,
     stack_has_bottom,
 )
+from xmask.runtime._fill cimport (
+    FillJob, fill_job, fill_cost, accept_bytes, max_top_depth, update_exact, current_max_depth,
+    set_max_depth, NOGIL_MIN_COST,
+)
+from xmask.runtime._draft_tree cimport check_tree, traverse_tree
 
 from xmask.errors import InvalidTokenError, BitmaskError, XmaskError
+from xmask.runtime.bitmask_rows import bitmask_rows, row_address
 
 cdef intp_t _MAX_JUMP_FORWARD_BYTES = 4096
+# accept_string keeps the GIL for strings up to this many bytes (a few microseconds of work).
+cdef intp_t _ACCEPT_NOGIL_BYTES = 4096
 
 
-cdef extern from *:
-    int __builtin_ctz(unsigned int x) nogil
+# ---- recursion bound -------------------------------------------------------------------------
+
+_DEPTH_LIMIT = 1 << 30
 
 
-cdef int _accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data, intp_t n) except -1 nogil:
-    # Feed bytes; on rejection restore the history and return 0, else return 1.
-    cdef intp_t base = st.depth
-    cdef intp_t i
-    for i in range(n):
-        if stack_step(st, a, data[i]) == 0:
-            stack_truncate(st, base)
-            return 0
-    return 1
+def set_max_recursion_depth(max_recursion_depth):
+    """Set the process-wide bound on how deep a matcher's parse stack may get (in rule frames).
+
+    XGrammar uses this setting to bound recursion; in xmask it bounds the nesting a matcher
+    follows: a token that would need a stack deeper than the bound is rejected by
+    ``accept_token`` / ``accept_string`` (they return False) and left out of every mask, so a
+    pathological input can never exhaust memory.  Tail calls do not count; one level of JSON
+    nesting costs one or two frames.  Default 10,000 (XGrammar's), or the
+    ``XMASK_MAX_RECURSION_DEPTH`` environment variable.  Thread-safe; read at every call.
+
+    Example::
+
+        >>> import xmask
+        >>> old = xmask.get_max_recursion_depth()
+        >>> xmask.set_max_recursion_depth(500)
+        >>> xmask.get_max_recursion_depth()
+        500
+        >>> xmask.set_max_recursion_depth(old)
+    """
+    n = as_token_id(max_recursion_depth, "max_recursion_depth")
+    if not 1 <= n <= _DEPTH_LIMIT:
+        raise ValueError(f"max_recursion_depth must be in [1, {_DEPTH_LIMIT}], got {n}")
+    set_max_depth(n)
 
 
-cdef int _fill_row(StackC* st, const AutomatonC* a, const VocabC* v, const MaskCacheC* c,
-                   word_t* row, word_t* scratch, word_t* pos_bits,
-                   const int32_t* stop_ids, intp_t n_stop) except -1 nogil:
-    # The mask for the newest top set, written to row[0:n_words].  Leaves the history unchanged.
-    cdef intp_t n_words = v.n_words
-    cdef intp_t base = st.depth
-    cdef intp_t top_begin = st.set_start[base - 1]
-    cdef intp_t top_end = st.set_start[base]
-    cdef intp_t i, k, w, e, n_real = 0, single = -1
-    cdef int32_t node, tid
-    cdef const int32_t* ids
-    cdef const int32_t* unc_list = NULL
-    cdef intp_t unc_n = 0
-    cdef bint can_end = False
-    memset(row, 0, <size_t>n_words * sizeof(word_t))
+def get_max_recursion_depth():
+    """The current bound set by ``set_max_recursion_depth`` (default 10,000).
 
-    # 1. cached accepted sets
-    for i in range(top_begin, top_end):
-        node = st.tops[i]
-        if node == 0:
-            can_end = True
-            continue
-        e = c.state_entry[st.node_state[node]]
-        n_real += 1
-        single = e
-        ids = c.data + c.entry_off[e]
-        if c.entry_kind[e] == XM_KIND_ACCEPTED:
-            for k in range(c.entry_len[e]):
-                bitset_set(row, ids[k])
-        elif c.entry_kind[e] == XM_KIND_BITSET:
-            bitset_or_into(row, <const word_t*>ids, n_words)
-        else:
-            memcpy(scratch, v.eligible, <size_t>n_words * sizeof(word_t))
-            for k in range(c.entry_len[e]):
-                bitset_clear(scratch, ids[k])
-            for k in range(c.unc_len[e]):
-                bitset_clear(scratch, v.sorted_ids[c.unc[c.unc_off[e] + k]])
-            bitset_or_into(row, scratch, n_words)
+    Example::
 
-    # 2. uncertain tokens, in sorted order (merged through a position bitset if several tops)
-    if n_real == 1:
-        unc_list = c.unc + c.unc_off[single]
-        unc_n = c.unc_len[single]
-        _check_uncertain(st, a, v, row, unc_list, unc_n, NULL, 0)
-    elif n_real > 1:
-        for i in range(top_begin, top_end):
-            node = st.tops[i]
-            if node == 0:
-                continue
-            e = c.state_entry[st.node_state[node]]
-            for k in range(c.unc_len[e]):
-                bitset_set(pos_bits, c.unc[c.unc_off[e] + k])
-        _check_uncertain(st, a, v, row, NULL, 0, pos_bits, (v.n_sorted + 31) >> 5)
-    stack_truncate(st, base)
-
-    # 3. stop tokens only when the grammar can end here (even if one is also a normal token)
-    for k in range(n_stop):
-        if can_end:
-            bitset_set(row, stop_ids[k])
-        else:
-            bitset_clear(row, stop_ids[k])
-    return 0
+        >>> import xmask
+        >>> xmask.get_max_recursion_depth() > 0
+        True
+    """
+    return current_max_depth()
 
 
-cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word_t* row,
-                          const int32_t* unc_list, intp_t unc_n,
-                          word_t* pos_bits, intp_t pos_words) except -1 nogil:
-    # Try each uncertain position (from unc_list, or from the set bits of pos_bits, which are
-    # cleared on the way) on the real stack, sharing work between consecutive tokens.
-    cdef intp_t base = st.depth
-    cdef intp_t idx = 0, w = 0, pos, d, k, length, lcp, reached = 0, dead_at = -1
-    cdef intp_t prev_off = 0, prev_len = 0
-    cdef int64_t off
-    cdef word_t bits
-    cdef int32_t tid
-    cdef bint ok
-    bits = 0
-    while True:
-        # next position in ascending order
-        if unc_list != NULL or pos_bits == NULL:
-            if idx >= unc_n:
-                break
-            pos = unc_list[idx]
-            idx += 1
-        else:
-            while bits == 0 and w < pos_words:
-                bits = pos_bits[w]
-                pos_bits[w] = 0
-                w += 1
-            if bits == 0:
-                break
-            pos = ((w - 1) << 5) + __builtin_ctz(bits)
-            bits &= bits - 1
-        tid = v.sorted_ids[pos]
-        if bitset_test(row, tid):
-            continue
-        off = v.tok_offsets[pos]
-        length = v.tok_offsets[pos + 1] - off
-        # real common-prefix length with the previous token checked
-        lcp = 0
-        k = prev_len if prev_len < length else length
-        while lcp < k and v.tok_bytes[prev_off + lcp] == v.tok_bytes[off + lcp]:
-            lcp += 1
-        if dead_at >= 0 and lcp > dead_at:
-            continue  # shares the prefix that already killed every path
-        prev_off = off
-        prev_len = length
-        k = lcp if lcp < reached else reached
-        stack_truncate(st, base + k)
-        ok = True
-        d = k
-        while d < length:
-            if stack_step(st, a, v.tok_bytes[off + d]) == 0:
-                ok = False
-                break
-            d += 1
-        if ok:
-            reached = length
-            dead_at = -1
-            bitset_set(row, tid)
-        else:
-            reached = d
-            dead_at = d
-    stack_truncate(st, base)
-    return 0
+@contextlib.contextmanager
+def max_recursion_depth(temp_depth):
+    """Set the recursion bound for a ``with`` block, restoring the previous value after.
+
+    Example::
+
+        >>> import xmask
+        >>> with xmask.max_recursion_depth(100):
+        ...     xmask.get_max_recursion_depth()
+        100
+    """
+    prev = get_max_recursion_depth()
+    set_max_recursion_depth(temp_depth)
+    try:
+        yield
+    finally:
+        set_max_recursion_depth(prev)
 
 
-def _as_token_id(value, what="token id"):
+def _depth_from_env():
+    value = os.environ.get("XMASK_MAX_RECURSION_DEPTH")
+    if value is None:
+        return
+    try:
+        set_max_recursion_depth(int(value))
+    except ValueError:
+        warnings.warn(f"ignoring XMASK_MAX_RECURSION_DEPTH={value!r}: not an int in [1, 2**30]")
+
+
+_depth_from_env()
+
+
+def as_token_id(value, what="token id"):
     """An integer id from an int or NumPy integer (not bool); InvalidTokenError otherwise."""
     import operator
 
@@ -182,35 +125,18 @@ def _as_token_id(value, what="token id"):
         ) from None
 
 
-def _bitmask_view(bitmask):
-    """The bitmask as a writable 2-D int32 C-contiguous NumPy view (torch CPU tensors too)."""
+def _index_array(x, name):
+    """A 1-D int64 NumPy copy of a draft-tree tensor / array / list (small: one per node)."""
     import numpy as np
 
-    arr = bitmask
-    if not isinstance(bitmask, np.ndarray):
-        mod = type(bitmask).__module__
-        if mod.startswith("torch"):
-            if str(bitmask.dtype) != "torch.int32":
-                raise BitmaskError(f"bitmask must have dtype torch.int32, got {bitmask.dtype}")
-            if bitmask.device.type != "cpu":
-                raise BitmaskError(
-                    f"bitmask must be on the CPU (fill it there, then copy), got {bitmask.device}"
-                )
-            if not bitmask.is_contiguous():
-                raise BitmaskError("bitmask tensor must be contiguous")
-            arr = bitmask.numpy()
-        else:
-            raise BitmaskError(f"bitmask must be a numpy.ndarray or torch.Tensor, got {type(bitmask).__name__}")
-    if arr.dtype != np.int32:
-        raise BitmaskError(f"bitmask must have dtype int32, got {arr.dtype}")
-    if arr.ndim == 1:
-        arr = arr.reshape(1, -1)
-    if arr.ndim != 2:
-        raise BitmaskError(f"bitmask must be 1-D or 2-D, got shape {tuple(arr.shape)}")
-    if not arr.flags.c_contiguous:
-        raise BitmaskError("bitmask must be C-contiguous")
-    if not arr.flags.writeable:
-        raise BitmaskError("bitmask is read-only")
+    if type(x).__module__.startswith("torch") and x.device.type != "cpu":
+        raise ValueError(f"{name} must be on the CPU, got {x.device}")
+    try:
+        arr = np.ascontiguousarray(np.asarray(x), dtype=np.int64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be a 1-D integer tensor or array: {e}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     return arr
 
 
@@ -219,7 +145,7 @@ cdef class GrammarMatcher:
     """Matches one token sequence against a compiled grammar and produces next-token masks.
 
     Cheap to create (the compiled grammar is shared and immutable); one matcher per sequence,
-    used from one thread at a time.
+    used from one thread at a time.  ``fork()`` copies one.
 
     Example::
 
@@ -232,28 +158,9 @@ cdef class GrammarMatcher:
         True
         >>> matcher.accept_string('{"a": 1}')
         True
-        >>> matcher.is_terminated()
-        False
+        >>> matcher.is_completed(), matcher.is_terminated()
+        (True, False)
     """
-
-    cdef StackC st
-    cdef bint st_ready
-    cdef readonly object compiled_grammar
-    cdef AutomatonTables at
-    cdef VocabTables vt
-    cdef MaskCacheTables ct
-    cdef intp_t* token_depth       # [n_tokens + 1] history depth after each accepted token
-    cdef intp_t n_tokens
-    cdef intp_t cap_tokens
-    cdef bint terminated
-    cdef bint terminate_without_stop_token
-    cdef intp_t max_rollback
-    cdef int32_t* stop_ids
-    cdef intp_t n_stop
-    cdef uint8_t* is_stop          # [vocab_size]
-    cdef word_t* scratch           # [n_words]
-    cdef word_t* pos_bits          # [ceil(n_sorted / 32)], kept all-zero between calls
-    cdef object _stop_list
 
     def __cinit__(self):
         self.st_ready = False
@@ -264,32 +171,45 @@ cdef class GrammarMatcher:
         self.pos_bits = NULL
 
     def __init__(self, compiled_grammar, override_stop_tokens=None,
-                 bint terminate_without_stop_token=False, max_rollback_tokens=-1):
+                 bint terminate_without_stop_token=False, max_rollback_tokens=-1,
+                 default_temperature=None):
         from xmask.compiler.compiled import CompiledGrammar
 
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(
                 f"GrammarMatcher needs a CompiledGrammar, got {type(compiled_grammar).__name__}"
             )
-        self.compiled_grammar = compiled_grammar
-        self.at = compiled_grammar._automaton_tables
-        self.vt = compiled_grammar._vocab_tables
-        self.ct = compiled_grammar._mask_cache_tables
-        vocab_size = self.vt.c.vocab_size
+        vocab_size = compiled_grammar._vocab_tables.vocab_size
         if override_stop_tokens is None:
             stops = list(compiled_grammar.tokenizer_info.stop_token_ids)
         elif not hasattr(override_stop_tokens, "__iter__"):
             stops = [override_stop_tokens]
         else:
             stops = list(override_stop_tokens)
-        stops = [_as_token_id(t, "stop token id") for t in stops]
+        stops = [as_token_id(t, "stop token id") for t in stops]
         for t in stops:
             if not 0 <= t < vocab_size:
                 raise InvalidTokenError(f"stop token id {t} is outside [0, {vocab_size})")
-        stops = sorted(set(stops))
+        self._default_temperature = (
+            None if default_temperature is None else float(default_temperature)
+        )
+        self._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token,
+                    -1 if max_rollback_tokens is None else int(max_rollback_tokens))
+        stack_init(&self.st)
+        self.st_ready = True
+        self.reset()
+
+    cdef int _setup(self, compiled_grammar, list stops, bint twst,
+                    intp_t max_rollback) except -1:
+        # Everything but the stack: tables, stop tokens, per-matcher scratch buffers.
+        self.compiled_grammar = compiled_grammar
+        self.at = compiled_grammar._automaton_tables
+        self.vt = compiled_grammar._vocab_tables
+        self.ct = compiled_grammar._mask_cache_tables
         self._stop_list = stops
-        self.terminate_without_stop_token = terminate_without_stop_token
-        self.max_rollback = -1 if max_rollback_tokens is None else int(max_rollback_tokens)
+        self.terminate_without_stop_token = twst
+        self.max_rollback = max_rollback
+        vocab_size = self.vt.c.vocab_size
         n_words = self.vt.c.n_words
         pos_words = (self.vt.c.n_sorted + 31) >> 5
         self.n_stop = len(stops)
@@ -307,9 +227,7 @@ cdef class GrammarMatcher:
         for i, t in enumerate(stops):
             self.stop_ids[i] = t
             self.is_stop[t] = 1
-        stack_init(&self.st)
-        self.st_ready = True
-        self.reset()
+        return 0
 
     def __dealloc__(self):
         if self.st_ready:
@@ -326,10 +244,46 @@ cdef class GrammarMatcher:
         """Return to the start of the grammar (forgetting every accepted token)."""
         # Dropping the arena too keeps long-lived matchers from accumulating nodes.
         stack_reset(&self.st, True)
+        self.st.max_depth = current_max_depth()
         stack_start(&self.st, &self.at.c, self.at.c.root_start)
         self.n_tokens = 0
         self.token_depth[0] = self.st.depth
         self.terminated = False
+
+    def fork(self):
+        """An independent copy of this matcher: same grammar and settings, same accepted tokens
+        (rollback works across the fork point), then each evolves on its own.
+
+        Cheap: the compiled grammar is shared; of the state only the used part of the parse
+        stack's arena and history is copied (one memcpy each), no token is re-parsed.
+
+        Example::
+
+            >>> import xmask
+            >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+            >>> m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_builtin_json_grammar())
+            >>> m.accept_string('[1')
+            True
+            >>> child = m.fork()
+            >>> child.accept_string(']'), m.is_completed(), child.is_completed()
+            (True, False, True)
+        """
+        cdef GrammarMatcher child = GrammarMatcher.__new__(GrammarMatcher)
+        child._default_temperature = self._default_temperature
+        child._setup(self.compiled_grammar, list(self._stop_list),
+                     self.terminate_without_stop_token, self.max_rollback)
+        stack_clone(&child.st, &self.st)
+        child.st_ready = True
+        if self.n_tokens + 2 > child.cap_tokens:
+            free(child.token_depth)
+            child.cap_tokens = self.cap_tokens
+            child.token_depth = <intp_t*>malloc(child.cap_tokens * sizeof(intp_t))
+            if child.token_depth == NULL:
+                raise MemoryError()
+        memcpy(child.token_depth, self.token_depth, (self.n_tokens + 1) * sizeof(intp_t))
+        child.n_tokens = self.n_tokens
+        child.terminated = self.terminated
+        return child
 
     def is_terminated(self):
         """True once a stop token was accepted.  With ``terminate_without_stop_token=True``:
@@ -339,13 +293,42 @@ cdef class GrammarMatcher:
             return True
         return self.terminate_without_stop_token and self._can_end()
 
+    def is_completed(self):
+        """Whether the input accepted so far is a complete sentence of the grammar (the root
+        rule is fully matched).  Unlike ``is_terminated`` no stop token is needed; after a
+        stop token it stays True.
+
+        Example::
+
+            >>> import xmask
+            >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+            >>> m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_builtin_json_grammar())
+            >>> m.accept_string('[1'), m.is_completed()
+            (True, False)
+            >>> m.accept_string(']'), m.is_completed()
+            (True, True)
+        """
+        return self.terminated or self._can_end()
+
     cdef bint _can_end(self):
         return stack_has_bottom(&self.st, self.st.depth - 1)
 
     @property
     def stop_token_ids(self):
-        """The stop token ids this matcher accepts when the grammar can end."""
+        """The stop token ids this matcher accepts when the grammar can end (the tokenizer's,
+        or ``override_stop_tokens``)."""
         return list(self._stop_list)
+
+    @property
+    def max_rollback_tokens(self):
+        """The ``max_rollback_tokens`` given at construction; -1 (the default) = unlimited."""
+        return self.max_rollback
+
+    @property
+    def temperature(self):
+        """The sampling temperature for the next token: xmask grammars never set one, so this
+        is ``default_temperature`` (None if not given), as in XGrammar for such grammars."""
+        return self._default_temperature
 
     @property
     def num_accepted_tokens(self):
@@ -365,43 +348,53 @@ cdef class GrammarMatcher:
 
     # ---- accepting ---------------------------------------------------------------------
 
-    def accept_token(self, token_id):
+    def accept_token(self, token_id, *, debug_print=False):
         """Advance by one token.  Returns False (state unchanged) if the grammar rejects it.
 
         Stop tokens are accepted only where the grammar can end; they terminate the matcher.
-        Raises ``InvalidTokenError`` for an id outside ``[0, vocab_size)``.
+        A token that would need a parse stack deeper than ``get_max_recursion_depth()`` is
+        rejected.  Raises ``InvalidTokenError`` for an id outside ``[0, vocab_size)``.
         """
         cdef intp_t tid
         cdef intp_t pos
         cdef int64_t off, length
         cdef int ok
-        token_id = _as_token_id(token_id)
+        token_id = as_token_id(token_id)
         if not 0 <= token_id < self.vt.c.vocab_size:
             raise InvalidTokenError(
                 f"token id {token_id} is outside the vocabulary [0, {self.vt.c.vocab_size})"
             )
         tid = token_id
+        ok = self._accept_id(tid)
+        if debug_print:
+            print(f"GrammarMatcher.accept_token({tid}) -> {bool(ok)}: {self!r}")
+        return bool(ok)
+
+    cdef int _accept_id(self, intp_t tid) except -1:
+        # accept_token for a valid id, with the GIL held (a token is a few bytes: far cheaper
+        # than the GIL hand-off a release could cost).
+        cdef intp_t pos
+        cdef int64_t off
         if self.terminated:
-            return False
+            return 0
         if self.is_stop[tid]:
             if self.terminate_without_stop_token or not self._can_end():
-                return False
+                return 0
             self._push_token()
             self.terminated = True
-            return True
+            return 1
         pos = self.vt.c.id_pos[tid]
         if pos < 0:
-            return False  # special / padding token: never part of a grammar
+            return 0  # special / padding token: never part of a grammar
         off = self.vt.c.tok_offsets[pos]
-        length = self.vt.c.tok_offsets[pos + 1] - off
-        with nogil:
-            ok = _accept_bytes(&self.st, &self.at.c, self.vt.c.tok_bytes + off, length)
-        if not ok:
-            return False
+        self.st.max_depth = current_max_depth()
+        if not accept_bytes(&self.st, &self.at.c, self.vt.c.tok_bytes + off,
+                            self.vt.c.tok_offsets[pos + 1] - off):
+            return 0
         self._push_token()
-        return True
+        return 1
 
-    def accept_string(self, input_str):
+    def accept_string(self, input_str, *, debug_print=False):
         """Advance by the bytes of ``input_str`` (str is UTF-8 encoded), which need not align with
         tokens.  Returns False (state unchanged) if rejected.  Counts as one step for rollback."""
         cdef const uint8_t[::1] view
@@ -412,18 +405,24 @@ cdef class GrammarMatcher:
             data = bytes(input_str)
         else:
             raise TypeError(f"accept_string needs str or bytes, got {type(input_str).__name__}")
-        if self.terminated:
-            return False
-        if len(data) == 0:
-            self._push_token()
-            return True
-        view = data
-        with nogil:
-            ok = _accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
-        if not ok:
-            return False
-        self._push_token()
-        return True
+        ok = 0
+        if not self.terminated:
+            if len(data) == 0:
+                self._push_token()
+                ok = 1
+            else:
+                view = data
+                self.st.max_depth = current_max_depth()
+                if view.shape[0] <= _ACCEPT_NOGIL_BYTES:
+                    ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
+                else:
+                    with nogil:
+                        ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
+                if ok:
+                    self._push_token()
+        if debug_print:
+            print(f"GrammarMatcher.accept_string({input_str!r}) -> {bool(ok)}: {self!r}")
+        return bool(ok)
 
     def rollback(self, num_tokens=1):
         """Undo the last ``num_tokens`` accepted tokens (a stop token counts as one).  O(1)."""
@@ -445,45 +444,77 @@ cdef class GrammarMatcher:
 
     # ---- masks -------------------------------------------------------------------------
 
-    def fill_next_token_bitmask(self, bitmask, int index=0):
-        """Write the allowed-next-token mask into row ``index`` of ``bitmask``.
-
-        ``bitmask`` is an int32 array of shape (batch, ceil(vocab_size / 32)) (see
-        ``allocate_token_bitmask``); bit ``i % 32`` of word ``i // 32`` is set iff token i is
-        allowed.  Special and padding ids are never set; stop tokens only where the grammar can
-        end.  Returns True (the row needs applying).  The matcher state is unchanged.  Raises
-        ``XmaskError`` after a stop token was accepted (as XGrammar does).
-        """
-        arr = _bitmask_view(bitmask)
-        cdef int32_t[:, ::1] view = arr
-        cdef intp_t n_words = self.vt.c.n_words
-        if view.shape[1] != n_words:
-            raise BitmaskError(
-                f"bitmask has {view.shape[1]} words per row, expected {n_words} "
-                f"for vocab_size {self.vt.c.vocab_size}"
-            )
-        if not 0 <= index < view.shape[0]:
-            raise BitmaskError(f"index {index} out of range for a batch of {view.shape[0]}")
-        cdef word_t* row = <word_t*>&view[index, 0]
+    cdef int _check_can_fill(self) except -1:
         if self.terminated:
             raise XmaskError(
                 "the matcher has terminated (a stop token was accepted): nothing can follow; "
                 "call rollback() or reset() before asking for another mask"
             )
-        with nogil:
-            _fill_row(&self.st, &self.at.c, &self.vt.c, &self.ct.c, row, self.scratch,
-                      self.pos_bits, self.stop_ids, self.n_stop)
+        return 0
+
+    cdef int _make_job(self, FillJob* j, word_t* row) except -1:
+        # A fill job on this matcher's state and buffers (the GIL is held).
+        self.st.max_depth = current_max_depth()
+        j.st = &self.st
+        j.a = &self.at.c
+        j.v = &self.vt.c
+        j.c = &self.ct.c
+        j.row = row
+        j.scratch = self.scratch
+        j.pos_bits = self.pos_bits
+        j.stop_ids = self.stop_ids
+        j.n_stop = self.n_stop
+        j.margin = self.vt.c.max_token_len * self.at.push_bound()
+        update_exact(j)
+        return 0
+
+    def fill_next_token_bitmask(self, bitmask, index=0, *, debug_print=False):
+        """Write the allowed-next-token mask into row ``index`` of ``bitmask``, in place.
+
+        ``bitmask`` is an int32 NumPy array or torch CPU tensor of shape
+        (batch, ceil(vocab_size / 32)) (see ``allocate_token_bitmask``), or a 2-D view whose
+        rows are contiguous (``bitmask3d[i]``, ``bitmask3d[:, j, :]`` for speculative
+        decoding); bit ``i % 32`` of word ``i // 32`` is set iff token i is allowed.  Special
+        and padding ids are never set; stop tokens only where the grammar can end.  Returns
+        True (the row needs applying).  The matcher state is unchanged.  Raises
+        ``BitmaskError`` for a bad bitmask (CUDA tensors included: fill on the CPU, then
+        copy) and ``XmaskError`` after a stop token was accepted (as XGrammar does).
+
+        Example::
+
+            >>> import numpy as np, xmask
+            >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+            >>> m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_builtin_json_grammar())
+            >>> spec = np.zeros((2, 3, (info.vocab_size + 31) // 32), dtype=np.int32)
+            >>> m.fill_next_token_bitmask(spec[:, 1, :], 1)  # writes spec[1, 1]
+            True
+        """
+        cdef FillJob job
+        rows = bitmask_rows(bitmask, self.vt.c.n_words)
+        cdef uintptr_t addr = row_address(rows, index)
+        self._check_can_fill()
+        self._make_job(&job, <word_t*>addr)
+        if fill_cost(&job) < NOGIL_MIN_COST:
+            fill_job(&job)
+        else:
+            with nogil:
+                fill_job(&job)
+        if debug_print:
+            n_allowed = sum(bin(int(w) & 0xFFFFFFFF).count("1")
+                            for w in (<word_t*>addr)[:self.vt.c.n_words])
+            print(f"GrammarMatcher.fill_next_token_bitmask(index={index}): "
+                  f"{n_allowed} tokens allowed; {self!r}")
         return True
 
-    def _reference_fill_next_token_bitmask(self, bitmask, int index=0):
+    def _reference_fill_next_token_bitmask(self, bitmask, index=0):
         """Slow reference mask: try every token on the byte-level parser, no cache, no prefix
         sharing.  For tests only."""
-        arr = _bitmask_view(bitmask)
-        cdef int32_t[:, ::1] view = arr
-        cdef word_t* row = <word_t*>&view[index, 0]
+        rows = bitmask_rows(bitmask, self.vt.c.n_words)
+        cdef word_t* row = <word_t*><uintptr_t>row_address(rows, index)
         cdef intp_t tid, pos, base = self.st.depth
         cdef int64_t off
         cdef bint can_end = self._can_end()
+        self.st.max_depth = current_max_depth()
         memset(row, 0, self.vt.c.n_words * sizeof(word_t))
         with nogil:
             for tid in range(self.vt.c.vocab_size):
@@ -495,11 +526,93 @@ cdef class GrammarMatcher:
                 if pos < 0:
                     continue
                 off = self.vt.c.tok_offsets[pos]
-                if _accept_bytes(&self.st, &self.at.c, self.vt.c.tok_bytes + off,
-                                 self.vt.c.tok_offsets[pos + 1] - off):
+                if accept_bytes(&self.st, &self.at.c, self.vt.c.tok_bytes + off,
+                                self.vt.c.tok_offsets[pos + 1] - off):
                     bitset_set(row, tid)
                     stack_truncate(&self.st, base)
 
+    def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens,
+                            token_bitmask, time_threshold=-1.0, temperatures=None):
+        """Fill one mask row per node of a speculative draft tree, in one call (XGrammar's
+        tree-structured speculative decoding).
+
+        ``retrieve_next_token[i]`` is node i's first child, ``retrieve_next_sibling[i]`` its
+        next sibling (-1: none), ``draft_tokens[i]`` its token; node 0 is the root (its token
+        is not accepted again).  Rows 0..n-1 of ``token_bitmask`` are zeroed; then, depth
+        first, a node whose token its parent's row allows gets the mask after its path (the
+        root: the current mask).  A node after a stop token, or whose path is terminated,
+        keeps a zero row, as do its children.  The matcher's state is unchanged.  Returns
+        True, or False if ``time_threshold`` (> 0, seconds) ran out.  ``temperatures``
+        (optional float32, one per node) is filled with ``temperature`` or -1.
+
+        Example::
+
+            >>> import numpy as np, xmask
+            >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+            >>> m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_builtin_json_grammar())
+            >>> bm = np.zeros((2, (info.vocab_size + 31) // 32), dtype=np.int32)
+            >>> tok = info.encoded_vocab.index("[")
+            >>> m.traverse_draft_tree([1, -1], [-1, -1], [0, tok], bm)
+            True
+        """
+        cdef FillJob job
+        cdef intp_t n, bad, base, i
+        cdef int done = 1
+        cdef double limit = float(time_threshold)
+        nxt = _index_array(retrieve_next_token, "retrieve_next_token")
+        sib = _index_array(retrieve_next_sibling, "retrieve_next_sibling")
+        tok = _index_array(draft_tokens, "draft_tokens")
+        n = nxt.shape[0]
+        if sib.shape[0] != n or tok.shape[0] != n:
+            raise ValueError(
+                f"draft tree arrays differ in length: retrieve_next_token {n}, "
+                f"retrieve_next_sibling {sib.shape[0]}, draft_tokens {tok.shape[0]}"
+            )
+        rows = bitmask_rows(token_bitmask, self.vt.c.n_words)
+        if rows.n_rows < n:
+            raise BitmaskError(f"token_bitmask has {rows.n_rows} rows for {n} draft-tree nodes")
+        cdef const int64_t[::1] nxt_v = nxt
+        cdef const int64_t[::1] sib_v = sib
+        cdef const int64_t[::1] tok_v = tok
+        if n > 1 and not ((tok[1:] >= 0) & (tok[1:] < self.vt.c.vocab_size)).all():
+            raise InvalidTokenError(
+                f"draft_tokens must be in [0, {self.vt.c.vocab_size}), got {tok[1:].tolist()}"
+            )
+        import numpy as np
+
+        work = np.empty(3 * n + 1, dtype=np.intp)
+        cdef intp_t[::1] work_v = work
+        if n > 0:
+            bad = check_tree(&nxt_v[0], &sib_v[0], n, &work_v[0])
+            if bad >= 0:
+                raise ValueError(
+                    f"draft tree node {bad} has a link outside [-1, {n}) or is reached twice "
+                    "(retrieve_next_token / retrieve_next_sibling must form a tree from node 0)"
+                )
+        if temperatures is not None:
+            temperatures[:n] = -1.0 if self._default_temperature is None else self._default_temperature
+        if n == 0:
+            return True
+        cdef char* row0 = <char*><uintptr_t>rows.address
+        cdef intp_t stride = rows.stride_words
+        if self.terminated:
+            for i in range(n):
+                memset(row0 + i * stride * 4, 0, self.vt.c.n_words * sizeof(word_t))
+            return True
+        self._make_job(&job, <word_t*>row0)
+        base = self.st.depth
+        try:
+            if fill_cost(&job) * n < NOGIL_MIN_COST:
+                done = traverse_tree(&job, self.is_stop, self.terminate_without_stop_token,
+                                     &nxt_v[0], &sib_v[0], &tok_v[0], n, row0, stride, &work_v[0], limit)
+            else:
+                with nogil:
+                    done = traverse_tree(&job, self.is_stop, self.terminate_without_stop_token,
+                                         &nxt_v[0], &sib_v[0], &tok_v[0], n, row0, stride,
+                                         &work_v[0], limit)
+        finally:
+            stack_truncate(&self.st, base)
+        return bool(done)
     def find_jump_forward_string(self):
         """The longest string that must come next whatever the model picks ('' if none).
 

@@ -1,0 +1,35 @@
+# The mask kernel (implemented in _fill.pyx): one next-token mask from a parse stack, no GIL.
+from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t
+from xmask.runtime._tables cimport AutomatonC, VocabC, MaskCacheC
+from xmask.runtime._stack cimport StackC
+
+
+ctypedef struct FillJob:
+    # Everything one mask computation touches: pointers into one matcher and its grammar.
+    # Distinct jobs (distinct matchers) share only read-only tables, so they may run in parallel.
+    StackC* st
+    const AutomatonC* a
+    const VocabC* v
+    const MaskCacheC* c
+    word_t* row
+    word_t* scratch          # [n_words] per matcher
+    word_t* pos_bits         # [ceil(n_sorted / 32)] per matcher, all-zero between calls
+    const int32_t* stop_ids
+    intp_t n_stop
+    intp_t margin            # frames one token can push at most (max token bytes x push bound)
+    bint exact               # near the recursion bound: check every token on the real stack
+
+
+cdef int fill_job(FillJob* j) except -1 nogil
+cdef intp_t fill_cost(const FillJob* j) noexcept nogil
+cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
+                      intp_t n) except -1 nogil
+cdef intp_t max_top_depth(const StackC* st) noexcept nogil
+cdef void update_exact(FillJob* j) noexcept nogil
+cdef intp_t current_max_depth() noexcept nogil
+cdef void set_max_depth(intp_t n) noexcept nogil
+
+# Estimated work (fill_cost units, about one uncertain token each) below which a call keeps the
+# GIL: see _fill.pyx for the measurement.
+cdef enum:
+    NOGIL_MIN_COST = 2000

@@ -1,0 +1,219 @@
+"""The mask kernel: one next-token bitmask row from a persistent parse stack (see _fill.pxd).
+
+``fill_job`` ORs the cached accepted sets of the current tops, then checks only the cached
+*uncertain* tokens against the real stack, in byte-sorted order so shared prefixes are parsed
+once.  Near the recursion bound (``xmask.set_max_recursion_depth``) the cache may allow a token
+that would need a stack deeper than the bound, so there every token is checked on the real stack
+(``FillJob.exact``).  Everything here runs without the GIL; the only GIL use is raising
+MemoryError when the stack arena cannot grow.
+
+GIL policy (NOGIL_MIN_COST in _fill.pxd): releasing and re-taking the GIL costs ~5 us when no
+other Python thread runs, but a whole switch interval (5 ms by default) when one does, because
+the re-take waits for that thread to drop the GIL.  ``fill_cost`` estimates a fill's work in
+uncertain tokens to check; bench/bench_batch.py measured about 20-60 ns per uncertain token on
+Llama-3 (JSON and MaskBench schemas), so 2,000 tokens is ~0.1 ms: below that a fill keeps the
+GIL (the stall would cost 25-50x the fill), above it the fill releases the GIL so other threads
+run meanwhile.
+"""
+
+from libc.string cimport memset, memcpy
+from libc.stdint cimport int64_t
+
+from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
+from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
+from xmask.runtime._stack cimport stack_step, stack_truncate
+
+cdef extern from *:
+    int __builtin_ctz(unsigned int x) nogil
+
+# Process-wide bound on the parse-stack depth (frames), see xmask.set_max_recursion_depth.
+cdef intp_t _max_depth = 10000
+
+
+cdef intp_t current_max_depth() noexcept nogil:
+    return _max_depth
+
+
+cdef void set_max_depth(intp_t n) noexcept nogil:
+    global _max_depth
+    _max_depth = n
+
+
+cdef intp_t max_top_depth(const StackC* st) noexcept nogil:
+    # Deepest stack among the newest top set.
+    cdef intp_t i, best = 0
+    cdef int32_t node
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        node = st.tops[i]
+        if st.node_depth[node] > best:
+            best = st.node_depth[node]
+    return best
+
+
+cdef void update_exact(FillJob* j) noexcept nogil:
+    # The cached sets are exact unless one token could push the stack past the bound.
+    j.exact = j.st.max_depth > 0 and max_top_depth(j.st) + j.margin >= j.st.max_depth
+
+
+cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
+                      intp_t n) except -1 nogil:
+    # Feed bytes; on rejection restore the history and return 0, else return 1.
+    cdef intp_t base = st.depth
+    cdef intp_t i
+    for i in range(n):
+        if stack_step(st, a, data[i]) == 0:
+            stack_truncate(st, base)
+            return 0
+    return 1
+
+
+cdef intp_t fill_cost(const FillJob* j) noexcept nogil:
+    # Estimated work of fill_job, in uncertain tokens to check (see the module docstring).
+    cdef const StackC* st = j.st
+    cdef intp_t i, e, cost = 0
+    cdef int32_t node
+    if j.exact:
+        return j.v.n_sorted
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        node = st.tops[i]
+        if node != 0:
+            e = j.c.state_entry[st.node_state[node]]
+            cost += j.c.unc_len[e] + 16
+    return cost
+
+
+cdef int fill_job(FillJob* j) except -1 nogil:
+    # The mask for the newest top set, written to j.row[0:n_words].  Leaves the history unchanged.
+    cdef StackC* st = j.st
+    cdef const VocabC* v = j.v
+    cdef const MaskCacheC* c = j.c
+    cdef word_t* row = j.row
+    cdef word_t* scratch = j.scratch
+    cdef intp_t n_words = v.n_words
+    cdef intp_t base = st.depth
+    cdef intp_t top_begin = st.set_start[base - 1]
+    cdef intp_t top_end = st.set_start[base]
+    cdef intp_t i, k, e, n_real = 0, single = -1
+    cdef int32_t node
+    cdef const int32_t* ids
+    cdef bint can_end = False
+    memset(row, 0, <size_t>n_words * sizeof(word_t))
+
+    if j.exact:
+        for i in range(top_begin, top_end):
+            if st.tops[i] == 0:
+                can_end = True
+        for k in range(v.n_sorted >> 5):
+            j.pos_bits[k] = <word_t>0xFFFFFFFF
+        for k in range(v.n_sorted & ~(<intp_t>31), v.n_sorted):
+            bitset_set(j.pos_bits, k)
+        _check_uncertain(st, j.a, v, row, NULL, 0, j.pos_bits, (v.n_sorted + 31) >> 5)
+    else:
+        # 1. cached accepted sets
+        for i in range(top_begin, top_end):
+            node = st.tops[i]
+            if node == 0:
+                can_end = True
+                continue
+            e = c.state_entry[st.node_state[node]]
+            n_real += 1
+            single = e
+            ids = c.data + c.entry_off[e]
+            if c.entry_kind[e] == XM_KIND_ACCEPTED:
+                for k in range(c.entry_len[e]):
+                    bitset_set(row, ids[k])
+            elif c.entry_kind[e] == XM_KIND_BITSET:
+                bitset_or_into(row, <const word_t*>ids, n_words)
+            else:
+                memcpy(scratch, v.eligible, <size_t>n_words * sizeof(word_t))
+                for k in range(c.entry_len[e]):
+                    bitset_clear(scratch, ids[k])
+                for k in range(c.unc_len[e]):
+                    bitset_clear(scratch, v.sorted_ids[c.unc[c.unc_off[e] + k]])
+                bitset_or_into(row, scratch, n_words)
+
+        # 2. uncertain tokens, in sorted order (merged through a position bitset if several tops)
+        if n_real == 1:
+            _check_uncertain(st, j.a, v, row, c.unc + c.unc_off[single], c.unc_len[single],
+                             NULL, 0)
+        elif n_real > 1:
+            for i in range(top_begin, top_end):
+                node = st.tops[i]
+                if node == 0:
+                    continue
+                e = c.state_entry[st.node_state[node]]
+                for k in range(c.unc_len[e]):
+                    bitset_set(j.pos_bits, c.unc[c.unc_off[e] + k])
+            _check_uncertain(st, j.a, v, row, NULL, 0, j.pos_bits, (v.n_sorted + 31) >> 5)
+    stack_truncate(st, base)
+
+    # 3. stop tokens only when the grammar can end here (even if one is also a normal token)
+    for k in range(j.n_stop):
+        if can_end:
+            bitset_set(row, j.stop_ids[k])
+        else:
+            bitset_clear(row, j.stop_ids[k])
+    return 0
+
+
+cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word_t* row,
+                          const int32_t* unc_list, intp_t unc_n,
+                          word_t* pos_bits, intp_t pos_words) except -1 nogil:
+    # Try each uncertain position (from unc_list, or from the set bits of pos_bits, which are
+    # cleared on the way) on the real stack, sharing work between consecutive tokens.
+    cdef intp_t base = st.depth
+    cdef intp_t idx = 0, w = 0, pos, d, k, length, lcp, reached = 0, dead_at = -1
+    cdef intp_t prev_off = 0, prev_len = 0
+    cdef int64_t off
+    cdef word_t bits
+    cdef int32_t tid
+    cdef bint ok
+    bits = 0
+    while True:
+        # next position in ascending order
+        if unc_list != NULL or pos_bits == NULL:
+            if idx >= unc_n:
+                break
+            pos = unc_list[idx]
+            idx += 1
+        else:
+            while bits == 0 and w < pos_words:
+                bits = pos_bits[w]
+                pos_bits[w] = 0
+                w += 1
+            if bits == 0:
+                break
+            pos = ((w - 1) << 5) + __builtin_ctz(bits)
+            bits &= bits - 1
+        tid = v.sorted_ids[pos]
+        if bitset_test(row, tid):
+            continue
+        off = v.tok_offsets[pos]
+        length = v.tok_offsets[pos + 1] - off
+        # real common-prefix length with the previous token checked
+        lcp = 0
+        k = prev_len if prev_len < length else length
+        while lcp < k and v.tok_bytes[prev_off + lcp] == v.tok_bytes[off + lcp]:
+            lcp += 1
+        if dead_at >= 0 and lcp > dead_at:
+            continue  # shares the prefix that already killed every path
+        prev_off = off
+        prev_len = length
+        k = lcp if lcp < reached else reached
+        stack_truncate(st, base + k)
+        ok = True
+        d = k
+        while d < length:
+            if stack_step(st, a, v.tok_bytes[off + d]) == 0:
+                ok = False
+                break
+            d += 1
+        if ok:
+            reached = length
+            dead_at = -1
+            bitset_set(row, tid)
+        else:
+            reached = d
+            dead_at = d
+    stack_truncate(st, base)
+    return 0

@@ -1,0 +1,211 @@
+"""BatchGrammarMatcher: masks for a whole batch of matchers in one call, on C threads.
+
+One call validates everything with the GIL held (bitmask, row indices, that no matcher appears
+twice, that none has terminated) and raises before any row is written; then it releases the GIL
+once and spreads the rows over OpenMP threads (``prange``), each row running the same nogil
+kernel as ``GrammarMatcher.fill_next_token_bitmask`` on its own matcher's stack and scratch
+buffers.  Distinct matchers share only the read-only compiled tables, so rows never race.  As
+for single fills, a batch whose estimated work is below the GIL hand-off cost (NOGIL_MIN_COST,
+see _fill.pyx) runs on the calling thread with the GIL held.
+
+Accepting and rolling back are a few microseconds per row, far less than a GIL hand-off, so the
+batch versions run row by row with the GIL held, after validating every row first.
+"""
+
+import os
+
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
+from libc.stdint cimport uintptr_t
+
+from xmask.runtime._types cimport word_t, intp_t
+from xmask.runtime._fill cimport FillJob, fill_job, fill_cost, NOGIL_MIN_COST
+from xmask.runtime.matcher cimport GrammarMatcher
+
+from xmask.errors import BitmaskError, InvalidTokenError, XmaskError
+from xmask.runtime.bitmask_rows import bitmask_rows, row_address
+from xmask.runtime.matcher import as_token_id
+
+
+def _auto_threads():
+    # XGrammar's "auto": half the hardware threads, at least one.
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def _check_matchers(matchers):
+    """The matchers as a list of distinct GrammarMatcher objects (XmaskError otherwise)."""
+    ms = list(matchers)
+    seen = {}
+    for i, m in enumerate(ms):
+        if not isinstance(m, GrammarMatcher):
+            raise XmaskError(f"matchers[{i}] is a {type(m).__name__}, not a GrammarMatcher")
+        j = seen.setdefault(id(m), i)
+        if j != i:
+            raise XmaskError(
+                f"matchers[{j}] and matchers[{i}] are the same GrammarMatcher: a batch needs "
+                "distinct matchers (one per sequence; use fork() to copy one)"
+            )
+    return ms
+
+
+def _check_len(what, values, n):
+    values = list(values)
+    if len(values) != n:
+        raise XmaskError(f"{what} has {len(values)} entries for {n} matchers")
+    return values
+
+
+cdef class BatchGrammarMatcher:
+    """Fills, accepts and rolls back for a batch of matchers in one call each.
+
+    ``max_threads``: how many C threads ``batch_fill_next_token_bitmask`` may use ("auto": half
+    the CPU count, at least 1, as XGrammar).
+
+    Example::
+
+        >>> import xmask
+        >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+        >>> compiled = xmask.GrammarCompiler(info).compile_builtin_json_grammar()
+        >>> matchers = [xmask.GrammarMatcher(compiled) for _ in range(3)]
+        >>> bitmask = xmask.allocate_token_bitmask(4, info.vocab_size)
+        >>> batch = xmask.BatchGrammarMatcher(max_threads=2)
+        >>> batch.batch_fill_next_token_bitmask(matchers, bitmask, indices=[0, 2, 3])
+        >>> xmask.BatchGrammarMatcher.batch_accept_string(matchers, ["[", "{", "x"])
+        [True, True, False]
+        >>> xmask.BatchGrammarMatcher.batch_rollback(matchers, [1, 1, 0])
+    """
+
+    cdef readonly int max_threads
+
+    def __init__(self, max_threads="auto"):
+        if isinstance(max_threads, str) and max_threads == "auto":
+            self.max_threads = _auto_threads()
+            return
+        if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
+            raise ValueError(f'max_threads must be a positive int or "auto", got {max_threads!r}')
+        self.max_threads = max_threads
+
+    def batch_fill_next_token_bitmask(self, matchers, bitmask, indices=None, debug_print=False):
+        """Fill row ``indices[i]`` (default: row i) of ``bitmask`` with ``matchers[i]``'s mask.
+
+        ``bitmask`` as for ``GrammarMatcher.fill_next_token_bitmask`` (int32 NumPy array or
+        torch CPU tensor, rows of ceil(vocab_size / 32) words, rows may be strided); it may
+        have more rows than the batch.  Every argument is checked before any row is written:
+        ``BitmaskError`` for the bitmask or indices (out of range, repeated), ``XmaskError``
+        for a matcher given twice, a terminated matcher or a length mismatch.
+        """
+        cdef intp_t n, i, nt, total = 0
+        cdef FillJob* jobs
+        cdef GrammarMatcher m
+        ms = _check_matchers(matchers)
+        n = len(ms)
+        if n == 0:
+            return
+        n_words = (<GrammarMatcher>ms[0]).vt.c.n_words
+        for i in range(n):
+            m = ms[i]
+            if m.vt.c.n_words != n_words:
+                raise BitmaskError(
+                    f"matchers[{i}] has a vocabulary of {m.vt.c.n_words} words per row, "
+                    f"matchers[0] of {n_words}: one bitmask cannot hold both"
+                )
+        rows = bitmask_rows(bitmask, n_words)
+        if indices is None:
+            idx = list(range(n))
+            if n > rows.n_rows:
+                raise BitmaskError(f"bitmask has {rows.n_rows} rows for {n} matchers")
+        else:
+            idx = _check_len("indices", indices, n)
+            if len(set(int(k) for k in idx)) != n:
+                raise BitmaskError(f"indices repeat a row (rows would race): {idx}")
+        addrs = [row_address(rows, k) for k in idx]
+        for i in range(n):
+            m = ms[i]
+            if m.terminated:
+                raise XmaskError(
+                    f"matchers[{i}] has terminated (a stop token was accepted): nothing can "
+                    "follow; roll it back or reset it, or leave it out of the batch"
+                )
+        jobs = <FillJob*>malloc(n * sizeof(FillJob))
+        if jobs == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                m = ms[i]
+                m._make_job(&jobs[i], <word_t*><uintptr_t>addrs[i])
+                total += fill_cost(&jobs[i])
+            nt = min(<intp_t>self.max_threads, n)
+            if total < NOGIL_MIN_COST:
+                for i in range(n):
+                    fill_job(&jobs[i])
+            elif nt <= 1:
+                with nogil:
+                    for i in range(n):
+                        fill_job(&jobs[i])
+            else:
+                for i in prange(n, nogil=True, num_threads=nt, schedule="dynamic"):
+                    fill_job(&jobs[i])
+        finally:
+            free(jobs)
+        if debug_print:
+            print(f"BatchGrammarMatcher.batch_fill_next_token_bitmask: {n} rows, "
+                  f"{min(self.max_threads, n)} threads, estimated work {total}")
+
+    @staticmethod
+    def batch_accept_token(matchers, tokens, debug_print=False):
+        """``matchers[i].accept_token(tokens[i])`` for every i; the list of results.
+
+        Every token id is checked first (``InvalidTokenError`` naming the row, nothing accepted).
+        """
+        cdef GrammarMatcher m
+        ms = _check_matchers(matchers)
+        toks = _check_len("tokens", tokens, len(ms))
+        ids = []
+        for i, (m, t) in enumerate(zip(ms, toks)):
+            t = as_token_id(t, f"tokens[{i}]")
+            if not 0 <= t < m.vt.c.vocab_size:
+                raise InvalidTokenError(
+                    f"tokens[{i}] = {t} is outside the vocabulary [0, {m.vt.c.vocab_size})"
+                )
+            ids.append(t)
+        out = [bool(m._accept_id(t)) for m, t in zip(ms, ids)]
+        if debug_print:
+            print(f"BatchGrammarMatcher.batch_accept_token({ids}) -> {out}")
+        return out
+
+    @staticmethod
+    def batch_accept_string(matchers, strings, debug_print=False):
+        """``matchers[i].accept_string(strings[i])`` for every i (str or bytes); the results.
+
+        Every argument is checked first (TypeError naming the row, nothing accepted).
+        """
+        ms = _check_matchers(matchers)
+        strs = _check_len("strings", strings, len(ms))
+        for i, s in enumerate(strs):
+            if not isinstance(s, (str, bytes, bytearray, memoryview)):
+                raise TypeError(f"strings[{i}] must be str or bytes, got {type(s).__name__}")
+        out = [m.accept_string(s) for m, s in zip(ms, strs)]
+        if debug_print:
+            print(f"BatchGrammarMatcher.batch_accept_string -> {out}")
+        return out
+
+    @staticmethod
+    def batch_rollback(matchers, num_tokens=1):
+        """``matchers[i].rollback(num_tokens[i])`` (or the same int for all).  Every count is
+        checked first: a bad one raises ValueError naming the row and nothing is rolled back."""
+        cdef GrammarMatcher m
+        ms = _check_matchers(matchers)
+        if isinstance(num_tokens, int) and not isinstance(num_tokens, bool):
+            counts = [num_tokens] * len(ms)
+        else:
+            counts = _check_len("num_tokens", num_tokens, len(ms))
+        for i, (m, k) in enumerate(zip(ms, counts)):
+            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+                raise ValueError(f"num_tokens[{i}] must be a non-negative int, got {k!r}")
+            if k > m.n_tokens or 0 <= m.max_rollback < k:
+                raise ValueError(
+                    f"cannot roll back matchers[{i}] by {k} tokens: {m.n_tokens} accepted, "
+                    f"max_rollback_tokens={m.max_rollback}"
+                )
+        for m, k in zip(ms, counts):
+            m.rollback(k)
