@@ -39,12 +39,19 @@ from .errors import (
 from . import testing
 from .grammar.ir import Grammar
 from .limits import CompileLimits
-from .runtime.matcher import GrammarMatcher
+from .runtime.batch import BatchGrammarMatcher
+from .runtime.matcher import (
+    GrammarMatcher,
+    get_max_recursion_depth,
+    max_recursion_depth,
+    set_max_recursion_depth,
+)
 from .serialization.format import get_serialization_version
 from .tokenizer.default import default_tokenizer, default_tokenizer_info
 from .tokenizer.info import TokenizerInfo, VocabType
 
 __all__ = [
+    "BatchGrammarMatcher",
     "BitmaskError",
     "CompileLimits",
     "CompiledGrammar",
@@ -72,8 +79,11 @@ __all__ = [
     "default_tokenizer",
     "default_tokenizer_info",
     "get_bitmask_shape",
+    "get_max_recursion_depth",
     "get_serialization_version",
+    "max_recursion_depth",
     "reset_token_bitmask",
+    "set_max_recursion_depth",
     "testing",
 ]
 
