@@ -2,9 +2,9 @@
 
 Two paths, same result:
 
-* ``apply_cpu``: CPU logits.  The bits are unpacked once with NumPy (``np.unpackbits`` of the
-  complemented bytes), shared with torch without a copy, and written with one ``masked_fill_``
-  over the selected rows.
+* ``apply_cpu``: CPU logits.  The tensor's memory is shared with NumPy (bfloat16 / float16
+  through an int16 view), the bits are unpacked once (``np.unpackbits`` of the complemented
+  bytes) and -inf is written with one single-threaded ``np.putmask`` over the selected rows.
 * ``apply_torch_ops``: any device (CUDA, MPS, ... and CPU, which is how the tests check it
   against ``apply_cpu``).  Only torch ops on the logits' device: shift each word by 0..31, test
   the low bit, ``masked_fill_``.  No custom kernel, no host round trip of the logits.
@@ -12,10 +12,11 @@ Two paths, same result:
 
 from __future__ import annotations
 
-from ._bitmask_rows import disallowed_bits, is_torch_bitmask, masked_rows, masked_width
+from ._bitmask_rows import fill_disallowed, is_torch_bitmask, masked_rows, masked_width
 from .errors import BitmaskError
 
 _FLOAT_DTYPES = ("torch.float32", "torch.float16", "torch.bfloat16", "torch.float64")
+_NEG_INF_BITS = {"torch.bfloat16": -0x80, "torch.float16": -0x400}  # 0xFF80, 0xFC00 as int16
 
 
 def as_2d(tensor, what: str):
@@ -57,10 +58,14 @@ def apply_cpu(logits2d, bitmask2d, width: int, rows) -> None:
     """Mask 2-D CPU ``logits2d[rows, :width]`` with ``bitmask2d[rows]`` (rows None = all)."""
     import torch
 
+    host = logits2d.detach()
+    neg_inf_bits = _NEG_INF_BITS.get(str(host.dtype))
+    if neg_inf_bits is None:
+        host, value = host.numpy(), float("-inf")
+    else:  # NumPy has no bfloat16: write -inf's bit pattern through a same-size int16 view
+        host, value = host.view(torch.int16).numpy(), neg_inf_bits
     bm = bitmask2d if bitmask2d.device.type == "cpu" else bitmask2d.cpu()
-    source = bm.numpy() if rows is None else bm.numpy()[rows]
-    mask = torch.from_numpy(disallowed_bits(source, width))
-    _fill(logits2d, mask, width, rows)
+    fill_disallowed(host, bm.numpy(), width, rows, value)
 
 
 def apply_torch_ops(logits2d, bitmask2d, width: int, rows) -> None:

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ._bitmask_rows import disallowed_bits, is_torch_bitmask, masked_rows, masked_width
+from ._bitmask_rows import fill_disallowed, is_torch_bitmask, masked_rows, masked_width
 from .errors import BitmaskError
 
 _BACKENDS = ("auto", "cpu", "cuda", "triton", "torch_compile", "torch_native")
@@ -145,9 +145,4 @@ def _apply_numpy(logits, bm: np.ndarray, vocab_size, indices) -> None:
         )
     width = masked_width(rows_l.shape[1], bm2.shape[1], vocab_size)
     rows = masked_rows(indices, bm2.shape[0], rows_l.shape[0])
-    if rows is None:
-        np.copyto(rows_l[:, :width], -np.inf, where=disallowed_bits(bm2, width))
-        return
-    part = rows_l[rows, :width]  # a copy (fancy index): fill it, then scatter it back
-    np.copyto(part, -np.inf, where=disallowed_bits(bm2[rows], width))
-    rows_l[rows, :width] = part
+    fill_disallowed(rows_l, bm2, width, rows, -np.inf)
