@@ -233,14 +233,50 @@ def spec_backend(model):
     return Backend(model, num_speculative_tokens=3)
 
 
+def _worker_main(jobs, results) -> None:
+    """A long-lived compile worker: run jobs, send back ("ok", value) or ("err", exception)."""
+    results.put(("ready", None))
+    while True:
+        item = jobs.get()
+        if item is None:
+            return
+        fn, args = item
+        try:
+            results.put(("ok", fn(*args)))
+        except Exception as exc:  # shipped to the parent, which re-raises it
+            results.put(("err", exc))
+
+
+class RegexWorker:
+    """vLLM's regex compile pool, one worker: jobs and results travel pickled over queues."""
+
+    def __init__(self):
+        ctx = multiprocessing.get_context("spawn")  # vLLM's choice once CUDA is initialised
+        self.jobs, self.results = ctx.Queue(), ctx.Queue()
+        self.process = ctx.Process(target=_worker_main, args=(self.jobs, self.results),
+                                   daemon=True)
+        self.process.start()
+        assert self.results.get(timeout=120)[0] == "ready"
+
+    def apply(self, fn, args):
+        self.jobs.put((fn, args))
+        status, payload = self.results.get(timeout=120)
+        if status == "err":
+            raise payload
+        return payload
+
+    def close(self):
+        self.jobs.put(None)
+        self.process.join(timeout=30)
+        if self.process.is_alive():
+            self.process.kill()
+
+
 @pytest.fixture(scope="module")
 def regex_pool():
-    # spawn, as vLLM does once CUDA is initialised: the worker imports xmask afresh
-    ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(1)
-    yield pool
-    pool.terminate()
-    pool.join()
+    worker = RegexWorker()
+    yield worker
+    worker.close()
 
 
 # ---- tests -----------------------------------------------------------------------------------
@@ -298,6 +334,43 @@ def test_json_request_decode_loop(backend, model, doc_index):
     # finished requests keep a full row (the manager resets it instead of filling)
     np_mask = grammar_bitmask(bitmask, [person], [[]])
     assert (np_mask[0] == -1).all()
+
+
+def test_gpu_runner_index_tensor(backend, model):
+    """On a device vLLM passes ``indices`` as an int32 tensor (it copies the list itself to
+    avoid a sync); the CPU kernel path must take the same tensor."""
+    grammar = backend.compile_grammar("json", json.dumps(PERSON_SCHEMA))
+    bitmask = backend.allocate_token_bitmask(2)
+    np_mask = grammar_bitmask(bitmask, [grammar], [[]])
+    sorted_tensor = torch.full((3, np_mask.shape[1]), -1, dtype=torch.int32)
+    sorted_tensor.numpy()[2] = np_mask[0]
+    logits = oracle_logits(torch, 3, model.vocab_size)
+    before = logits.clone()
+    index_tensor = torch.tensor([2], dtype=torch.int32, device=logits.device)
+    xgr.apply_token_bitmask_inplace(logits, sorted_tensor.to(logits.device), indices=index_tensor)
+    assert torch.equal(logits[:2], before[:2])
+    assert_logits_masked(before[2], logits[2], np_mask[0], model.vocab_size)
+
+
+def test_override_stop_tokens(backend, model):
+    """A request with its own stop ids: the matcher ends on those, not the tokenizer's."""
+    other = {"llama3": "<|end_of_text|>", "qwen2.5": "<|endoftext|>"}[model.name]
+    other_id = model.tokenizer.convert_tokens_to_ids(other)
+    grammar = backend.compile_grammar("grammar", choice_as_grammar(["yes", "no"]),
+                                      stop_token_ids={other_id})
+    assert grammar.accept_tokens(model.encode("yes"))
+    bitmask = backend.allocate_token_bitmask(1)
+    grammar.fill_bitmask(bitmask, 0)
+    assert allowed(bitmask[0], other_id) and not allowed(bitmask[0], model.eos_id)
+    assert grammar.accept_tokens([other_id]) and grammar.terminated
+
+
+def test_default_stop_tokens_match_xgrammar(backend, model):
+    """vLLM relies on ``from_huggingface``'s stop tokens (it passes no override): with a
+    tokenizer that has an ``eos_token``, XGrammar uses exactly ``[eos_token_id]``."""
+    xgrammar = pytest.importorskip("xgrammar")
+    theirs = xgrammar.TokenizerInfo.from_huggingface(model.tokenizer, vocab_size=model.vocab_size)
+    assert backend.tokenizer_info.stop_token_ids == list(theirs.stop_token_ids)
 
 
 def test_json_request_forbidden_tokens_are_masked(backend, model):
@@ -374,6 +447,16 @@ def test_regex_compiled_in_worker_process(backend, model, regex_pool):
         assert allowed(a[0], token)
         assert shipped.accept_tokens([token]) and local.accept_token(token)
     assert shipped.terminated
+
+
+def test_bad_regex_error_comes_back_from_the_worker(regex_pool):
+    """An invalid regex fails in the worker; the exception is pickled back and re-raised in
+    the engine, which turns it into a validation error.  It must survive the trip."""
+    with pytest.raises(RuntimeError) as info:
+        regex_pool.apply(validate_regex_worker, ("(unclosed",))
+    assert "unclosed" in str(info.value) or "(" in str(info.value)
+    # the worker is still usable afterwards
+    assert isinstance(regex_pool.apply(validate_regex_worker, ("[a-z]+",)), str)
 
 
 def test_bad_requests_raise_at_validation(backend):
