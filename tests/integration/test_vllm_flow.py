@@ -373,6 +373,29 @@ def test_default_stop_tokens_match_xgrammar(backend, model):
     assert backend.tokenizer_info.stop_token_ids == list(theirs.stop_token_ids)
 
 
+def test_grammars_compiled_concurrently(model):
+    """vLLM compiles each request's grammar on a thread pool, so one compiler serves several
+    threads at once, the same schema included."""
+    backend = Backend(model)
+    specs = []
+    for i in range(6):
+        schema = json.loads(json.dumps(PERSON_SCHEMA))
+        schema["properties"][f"extra{i}"] = {"type": "array", "items": {"type": "integer"},
+                                             "maxItems": i + 1}
+        specs.append(json.dumps(schema))
+    specs += specs[:2]  # the same schema twice, in flight together
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        grammars = list(pool.map(lambda spec: backend.compile_grammar("json", spec), specs))
+    for i, grammar in enumerate(grammars):
+        n = i % 6
+        doc = json.dumps({"name": "a", "age": 1, "tags": [], f"extra{n}": list(range(n + 1))})
+        assert grammar.accept_tokens(model.encode(doc) + [model.eos_id]), doc
+        assert grammar.terminated
+        grammar.reset()
+        too_long = json.dumps({"name": "a", "age": 1, "tags": [], f"extra{n}": list(range(n + 2))})
+        assert not grammar.accept_tokens(model.encode(too_long) + [model.eos_id])
+
+
 def test_json_request_forbidden_tokens_are_masked(backend, model):
     grammar = backend.compile_grammar("json", json.dumps(PERSON_SCHEMA))
     bitmask = backend.allocate_token_bitmask(1)
