@@ -248,10 +248,7 @@ def test_decode_loop(backend, model, doc_index):
                 ref = Grammar.allocate_vocab_mask(backend.vocab_size, 1, "cpu")
                 g.matcher.fill_next_token_bitmask(ref, 0)
                 assert allowed(ref[0], want), (model.name, step, model.decode([want]))
-        _, chosen = decode_step(backend, grammars, wanted)
-        for g, want, got in zip(grammars, wanted, chosen):
-            if want is not None and g.accepted_tokens and g.accepted_tokens[-1] == got:
-                assert got == want
+        decode_step(backend, grammars, wanted)
         step += 1
     for g, s in zip(grammars, streams):
         assert g.accepted_tokens == s
