@@ -1,0 +1,241 @@
+"""Round trips of every public object through serialize_json / deserialize_json and pickle:
+equal objects, and bit-identical masks (compared with the original and with the slow
+reference) on Llama-3 and Qwen2.5's padded vocabulary."""
+
+import json
+import multiprocessing
+import pickle
+
+import numpy as np
+import pytest
+from sertools import DOC, SCHEMA, doc_ids, llama3, qwen, walk_masks  # noqa: F401 (fixtures)
+
+import xmask
+from xmask.grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq
+from xmask.serialization import TokenizerMismatchError
+
+
+def same_info(a, b):
+    assert a.vocab_hash == b.vocab_hash
+    assert a.decoded_vocab == b.decoded_vocab
+    assert a.special_token_ids == b.special_token_ids
+    assert a.stop_token_ids == b.stop_token_ids
+    assert (a.vocab_type, a.vocab_size, a.add_prefix_space) == (
+        b.vocab_type, b.vocab_size, b.add_prefix_space)
+
+
+def same_compiled(a, b):
+    assert a.grammar == b.grammar
+    assert a.cache_stats() == b.cache_stats()
+    assert a.memory_size_bytes == b.memory_size_bytes and repr(a) == repr(b)
+    for x, y in ((a._automaton_tables, b._automaton_tables),
+                 (a._mask_cache_tables, b._mask_cache_tables)):
+        assert x.arrays.keys() == y.arrays.keys()
+        for k in x.arrays:
+            np.testing.assert_array_equal(x.arrays[k], y.arrays[k], err_msg=k)
+
+
+# ------------------------------------------------------------------------------ version
+
+
+def test_version_is_exported_and_written():
+    v = xmask.get_serialization_version()
+    assert isinstance(v, str) and v
+    g = Grammar.from_ebnf('root ::= "a"')
+    assert json.loads(g.serialize_json())["__VERSION__"] == v
+
+
+# ------------------------------------------------------------------------ TokenizerInfo
+
+
+def test_tokenizer_info_round_trip_real_tokenizers(llama3, qwen):
+    for tok in (llama3, qwen):
+        text = tok.info.serialize_json()
+        assert isinstance(text, str)
+        same_info(xmask.TokenizerInfo.deserialize_json(text), tok.info)
+        same_info(pickle.loads(pickle.dumps(tok.info)), tok.info)
+    assert qwen.info.vocab_size == 151936 and 151935 in qwen.info.special_token_ids
+
+
+def test_tokenizer_info_round_trip_small_vocabularies():
+    infos = [
+        xmask.default_tokenizer_info(),
+        xmask.TokenizerInfo(["\u2581hi", "<0x0A>", "<0xFF>", "</s>", None], "byte_fallback",
+                            vocab_size=9, add_prefix_space=True, special_token_ids=[0]),
+        xmask.TokenizerInfo([b"\xff\xfe", b"a", "<|im_end|>"], vocab_size=3),
+    ]
+    for info in infos:
+        same_info(xmask.TokenizerInfo.deserialize_json(info.serialize_json()), info)
+        same_info(pickle.loads(pickle.dumps(info, protocol=2)), info)
+
+
+def test_from_huggingface_with_pretrained_tokenizer_fast(llama3, qwen):
+    # the fixtures build them from transformers.PreTrainedTokenizerFast objects
+    by_path = xmask.TokenizerInfo.from_huggingface(llama3.path)
+    assert llama3.info.vocab_hash == by_path.vocab_hash
+    assert llama3.info.vocab_type == xmask.VocabType.BYTE_LEVEL
+    assert 128009 in llama3.info.stop_token_ids
+    assert qwen.info.vocab_size == 151936
+    with pytest.raises(TypeError):  # options are keyword-only, as in XGrammar
+        xmask.TokenizerInfo.from_huggingface(llama3.path, 128256)
+
+
+def test_dump_metadata_is_xgrammar_json_string(llama3):
+    import xgrammar
+
+    meta = llama3.info.dump_metadata()
+    assert isinstance(meta, str)
+    assert json.loads(meta) == {"vocab_type": 2, "vocab_size": 128256, "add_prefix_space": False,
+                                "stop_token_ids": llama3.info.stop_token_ids}
+    small = xmask.TokenizerInfo(["a", "\u0120b", "<|endoftext|>"], "byte_level", vocab_size=5)
+    again = xmask.TokenizerInfo.from_vocab_and_metadata(["a", "\u0120b", "<|endoftext|>"],
+                                                        small.dump_metadata())
+    same_info(again, small)
+    # XGrammar reads our metadata string and we read its own
+    xg = xgrammar.TokenizerInfo.from_vocab_and_metadata(["a", "\u0120b", "<|endoftext|>"],
+                                                        small.dump_metadata())
+    assert xg.vocab_size == 5 and xg.stop_token_ids == [2]
+    back = xmask.TokenizerInfo.from_vocab_and_metadata(["a", "\u0120b", "<|endoftext|>"],
+                                                       xg.dump_metadata())
+    assert back.vocab_size == 5 and back.stop_token_ids == [2]
+
+
+def test_detect_metadata_from_hf_matches_xgrammar(llama3):
+    import xgrammar
+    from transformers import PreTrainedTokenizerFast
+
+    from conftest import tokenizer_json
+
+    for name in ("llama3", "llama2", "qwen2.5"):
+        hf = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json(name)))
+        backend = hf.backend_tokenizer.to_str()
+        ours = xmask.TokenizerInfo._detect_metadata_from_hf(backend)
+        theirs = xgrammar.TokenizerInfo._detect_metadata_from_hf(backend)
+        assert set(ours) == {"vocab_type", "add_prefix_space"}
+        assert int(ours["vocab_type"]) == theirs["vocab_type"].value, name
+        assert ours["add_prefix_space"] == theirs["add_prefix_space"], name
+        assert isinstance(ours["vocab_type"], xmask.VocabType)
+    with pytest.raises(xmask.InvalidJSONError):
+        xmask.TokenizerInfo._detect_metadata_from_hf("{not json")
+
+
+# ------------------------------------------------------------------------------ Grammar
+
+
+def grammars():
+    yield Grammar.from_ebnf('root ::= "a" [0-9]* ("x" | item){2,5} [^"\\\\]\nitem ::= "b" item | "c"')
+    yield Grammar.builtin_json_grammar()
+    yield Grammar.from_regex(r"[0-9]{2}-[a-z\u00e9]+(\.\d+)?")
+    yield Grammar.from_json_schema(SCHEMA)
+    # constructs the EBNF printer cannot spell exactly: raw-byte classes, non-UTF-8 literals
+    yield Grammar({"root": Seq((Bytes(b"\xff\x00"), CharClass(((0x80, 0xBF),), byte_level=True),
+                                Choice((RuleRef("r"), Seq(()))), Repeat(Bytes(b"z"), 0, None))),
+                   "r": CharClass(((0x4E00, 0x9FFF),), negated=True)})
+    # 1,000-deep nesting: no recursion limit on the way in or out
+    deep = {"type": "integer"}
+    for _ in range(1000):
+        deep = {"type": "array", "items": deep}
+    yield deep
+
+
+def test_grammar_round_trip():
+    for g in grammars():
+        if isinstance(g, dict):
+            from xmask._recursion import deep_recursion
+
+            with deep_recursion():
+                g = Grammar.from_json_schema(g)
+        text = g.serialize_json()
+        again = Grammar.deserialize_json(text)
+        assert again == g and again.root == g.root and list(again.rules) == list(g.rules)
+        assert pickle.loads(pickle.dumps(g)) == g
+
+
+def test_grammar_sharing_keeps_the_text_small():
+    # a DAG whose tree expansion is 2**40 nodes
+    e = Bytes(b"x")
+    for _ in range(40):
+        e = Seq((e, e))
+    g = Grammar({"root": e})
+    text = g.serialize_json()
+    assert len(text) < 2000
+    again = Grammar.deserialize_json(text)
+    root = again.rules["root"]
+    assert root.items[0] is root.items[1]  # shared again (== would walk the 2**40-node tree)
+    assert again.serialize_json() == text
+
+
+def test_compile_limits_pickle():
+    limits = xmask.CompileLimits(max_repeat=7, max_compile_seconds=2.5)
+    assert pickle.loads(pickle.dumps(limits)) == limits
+
+
+# ----------------------------------------------------------------------- CompiledGrammar
+
+
+@pytest.mark.parametrize("which", ["llama3", "qwen"])
+def test_compiled_grammar_round_trip_masks_identical(which, request):
+    tok = request.getfixturevalue(which)
+    ids = doc_ids(tok)
+    for compiled in (tok.compiler.compile_json_schema(SCHEMA),
+                     tok.compiler.compile_builtin_json_grammar()):
+        text = compiled.serialize_json()
+        again = xmask.CompiledGrammar.deserialize_json(text, tok.info)
+        same_compiled(again, compiled)
+        assert again.tokenizer_info is tok.info
+        assert again._vocab_tables is compiled._vocab_tables  # shared, not rebuilt
+        original = walk_masks(compiled, ids)
+        restored = walk_masks(again, ids, reference_every=9)
+        for step, (a, b) in enumerate(zip(original, restored)):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step}")
+        # serializing the deserialized grammar gives the same text
+        assert again.serialize_json() == text
+
+
+def test_compiled_grammar_without_token_classification_round_trips(llama3):
+    compiler = xmask.GrammarCompiler(llama3.info, cache_enabled=False)
+    compiler._classify_tokens = False  # the scoring tools' mode: every token checked at runtime
+    compiled = compiler.compile_grammar('root ::= "[" [0-9]+ ("," [0-9]+)* "]"')
+    again = xmask.CompiledGrammar.deserialize_json(compiled.serialize_json(), llama3.info)
+    same_compiled(again, compiled)
+    ids = llama3.encode("[12,345,6]")
+    for a, b in zip(walk_masks(compiled, ids), walk_masks(again, ids, reference_every=4)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_compiled_grammar_pickle_carries_its_tokenizer(llama3):
+    compiled = llama3.compiler.compile_json_schema(SCHEMA)
+    clone = pickle.loads(pickle.dumps(compiled))
+    same_info(clone.tokenizer_info, llama3.info)
+    same_compiled(clone, compiled)
+    # one pickle of many grammars stores the shared tokenizer once
+    two = pickle.dumps([compiled, llama3.compiler.compile_builtin_json_grammar()])
+    assert len(two) < len(pickle.dumps(compiled)) + len(compiled.serialize_json()) * 2
+    a, b = pickle.loads(two)
+    assert a.tokenizer_info is b.tokenizer_info
+
+
+def test_pickled_compiled_grammar_in_spawned_worker(llama3):
+    import _workers
+
+    compiled = llama3.compiler.compile_json_schema(SCHEMA)
+    ids = doc_ids(llama3)
+    parent = [m.tobytes() for m in walk_masks(compiled, ids)]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        child = pool.apply(_workers.masks_in_worker, (pickle.dumps(compiled), ids))
+    assert len(child) == len(parent)
+    for step, (a, b) in enumerate(zip(parent, child)):
+        assert a == b, f"worker mask differs at step {step}"
+
+
+def test_wrong_tokenizer_names_both_hashes(llama3, qwen):
+    text = llama3.compiler.compile_builtin_json_grammar().serialize_json()
+    with pytest.raises(TokenizerMismatchError) as err:
+        xmask.CompiledGrammar.deserialize_json(text, qwen.info)
+    assert isinstance(err.value, xmask.DeserializeFormatError)
+    msg = str(err.value)
+    assert llama3.info.vocab_hash in msg and qwen.info.vocab_hash in msg
+    assert err.value.expected_hash == llama3.info.vocab_hash
+    with pytest.raises(TypeError):
+        xmask.CompiledGrammar.deserialize_json(text, "llama3")
