@@ -100,7 +100,7 @@ def _check_no_left_recursion(arr: Dict[str, np.ndarray], n_states: int, names: L
     ret = arr["call_ret"].tolist()
     rule_start = arr["rule_start"].tolist()
     rule_of_start = {s: r for r, s in enumerate(rule_start)}
-    callers = [s for s in range(n_states) if offsets[s + 1] > offsets[s]]
+    callers = np.nonzero(np.diff(arr["call_offsets"]) > 0)[0].tolist()
     nullable = ((flags & FLAG_FINAL) != 0).tolist()
     changed = True
     while changed:
