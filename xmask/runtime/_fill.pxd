@@ -31,5 +31,4 @@ cdef void set_max_depth(intp_t n) noexcept nogil
 
 # Estimated work (fill_cost units, about one uncertain token each) below which a call keeps the
 # GIL: see _fill.pyx for the measurement.
-cdef enum:
-    NOGIL_MIN_COST = 2000
+cdef intp_t nogil_min_cost() noexcept nogil

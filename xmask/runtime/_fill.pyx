@@ -7,13 +7,18 @@ that would need a stack deeper than the bound, so there every token is checked o
 (``FillJob.exact``).  Everything here runs without the GIL; the only GIL use is raising
 MemoryError when the stack arena cannot grow.
 
-GIL policy (NOGIL_MIN_COST in _fill.pxd): releasing and re-taking the GIL costs ~5 us when no
-other Python thread runs, but a whole switch interval (5 ms by default) when one does, because
+GIL policy (``nogil_min_cost``): releasing and re-taking the GIL costs ~5 us when no other
+Python thread runs, but up to a whole switch interval (5 ms by default) when one does, because
 the re-take waits for that thread to drop the GIL.  ``fill_cost`` estimates a fill's work in
-uncertain tokens to check; bench/bench_batch.py measured about 20-60 ns per uncertain token on
-Llama-3 (JSON and MaskBench schemas), so 2,000 tokens is ~0.1 ms: below that a fill keeps the
-GIL (the stall would cost 25-50x the fill), above it the fill releases the GIL so other threads
-run meanwhile.
+uncertain tokens to check (plus row-wide passes, see ``fill_cost``).  bench/bench_batch.py
+measured on Llama-3 (JSON and MaskBench schemas, 2 cores): 3-10 ns of kernel time per unit, and
+single fills along real documents estimate at most ~2,000 units (~4 us).  With a spinning Python
+thread, a fill that releases the GIL took 5.1-5.2 ms at p90 instead of 7-13 us.  So below 20,000
+units (~60-200 us of work, <= 4% of the hand-off it could cost) a call keeps the GIL: nearly every
+single fill; larger batches (and exact fills near the recursion bound) release it once, where the
+other threads gain more from running than the caller risks waiting.
+The environment variable XMASK_NOGIL_MIN_COST overrides the threshold (0: always release), for
+benchmarks.
 """
 
 from libc.string cimport memset, memcpy
@@ -25,6 +30,25 @@ from xmask.runtime._stack cimport stack_step, stack_truncate
 
 cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
+
+cdef intp_t _nogil_min_cost = 20000
+
+
+def _cost_from_env():
+    global _nogil_min_cost
+    import os
+
+    value = os.environ.get("XMASK_NOGIL_MIN_COST")
+    if value is not None and value.strip().isdigit():
+        _nogil_min_cost = int(value)
+
+
+_cost_from_env()
+
+
+cdef intp_t nogil_min_cost() noexcept nogil:
+    return _nogil_min_cost
+
 
 # Process-wide bound on the parse-stack depth (frames), see xmask.set_max_recursion_depth.
 cdef intp_t _max_depth = 10000
@@ -69,16 +93,21 @@ cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
 
 cdef intp_t fill_cost(const FillJob* j) noexcept nogil:
     # Estimated work of fill_job, in uncertain tokens to check (see the module docstring).
+    # Units: one uncertain token to check; a row-wide pass (memset, bitset OR) counts as
+    # n_words / 16 (word operations are that much cheaper than a token check).
     cdef const StackC* st = j.st
-    cdef intp_t i, e, cost = 0
+    cdef intp_t i, e, row_pass = j.v.n_words >> 4
+    cdef intp_t cost = row_pass
     cdef int32_t node
     if j.exact:
-        return j.v.n_sorted
+        return j.v.n_sorted + row_pass
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
         if node != 0:
             e = j.c.state_entry[st.node_state[node]]
             cost += j.c.unc_len[e] + 16
+            if j.c.entry_kind[e] != XM_KIND_ACCEPTED:
+                cost += row_pass
     return cost
 
 

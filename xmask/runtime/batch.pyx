@@ -5,7 +5,7 @@ twice, that none has terminated) and raises before any row is written; then it r
 once and spreads the rows over OpenMP threads (``prange``), each row running the same nogil
 kernel as ``GrammarMatcher.fill_next_token_bitmask`` on its own matcher's stack and scratch
 buffers.  Distinct matchers share only the read-only compiled tables, so rows never race.  As
-for single fills, a batch whose estimated work is below the GIL hand-off cost (NOGIL_MIN_COST,
+for single fills, a batch whose estimated work is below the GIL hand-off cost (nogil_min_cost(),
 see _fill.pyx) runs on the calling thread with the GIL held.
 
 Accepting and rolling back are a few microseconds per row, far less than a GIL hand-off, so the
@@ -15,16 +15,25 @@ batch versions run row by row with the GIL held, after validating every row firs
 import os
 
 from cython.parallel cimport prange
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 from libc.stdint cimport uintptr_t
 
 from xmask.runtime._types cimport word_t, intp_t
-from xmask.runtime._fill cimport FillJob, fill_job, fill_cost, NOGIL_MIN_COST
+from xmask.runtime._fill cimport FillJob, fill_job, fill_cost, nogil_min_cost
 from xmask.runtime.matcher cimport GrammarMatcher
 
 from xmask.errors import BitmaskError, InvalidTokenError, XmaskError
 from xmask.runtime.bitmask_rows import bitmask_rows, row_address
 from xmask.runtime.matcher import as_token_id
+
+
+cdef void _fill_noexcept(FillJob* job, char* failed) noexcept nogil:
+    # fill_job for a worker thread, never raising inside the parallel loop: the only possible
+    # error (MemoryError growing the stack) is printed as unraisable, leaves failed[0] set and
+    # is raised by the caller after the loop.
+    failed[0] = 1
+    fill_job(job)
+    failed[0] = 0
 
 
 def _auto_threads():
@@ -96,6 +105,7 @@ cdef class BatchGrammarMatcher:
         """
         cdef intp_t n, i, nt, total = 0
         cdef FillJob* jobs
+        cdef char* failed
         cdef GrammarMatcher m
         ms = _check_matchers(matchers)
         n = len(ms)
@@ -127,7 +137,10 @@ cdef class BatchGrammarMatcher:
                     "follow; roll it back or reset it, or leave it out of the batch"
                 )
         jobs = <FillJob*>malloc(n * sizeof(FillJob))
-        if jobs == NULL:
+        failed = <char*>calloc(n, 1)
+        if jobs == NULL or failed == NULL:
+            free(jobs)
+            free(failed)
             raise MemoryError()
         try:
             for i in range(n):
@@ -135,7 +148,7 @@ cdef class BatchGrammarMatcher:
                 m._make_job(&jobs[i], <word_t*><uintptr_t>addrs[i])
                 total += fill_cost(&jobs[i])
             nt = min(<intp_t>self.max_threads, n)
-            if total < NOGIL_MIN_COST:
+            if total < nogil_min_cost():
                 for i in range(n):
                     fill_job(&jobs[i])
             elif nt <= 1:
@@ -143,10 +156,17 @@ cdef class BatchGrammarMatcher:
                     for i in range(n):
                         fill_job(&jobs[i])
             else:
+                # The loop body must not be able to raise: otherwise Cython makes every OpenMP
+                # thread take the GIL on entry and exit, which is the very hand-off (up to a
+                # switch interval per thread) this call exists to avoid.
                 for i in prange(n, nogil=True, num_threads=nt, schedule="dynamic"):
-                    fill_job(&jobs[i])
+                    _fill_noexcept(&jobs[i], &failed[i])
+                for i in range(n):
+                    if failed[i]:
+                        raise MemoryError(f"filling the mask of matchers[{i}] ran out of memory")
         finally:
             free(jobs)
+            free(failed)
         if debug_print:
             print(f"BatchGrammarMatcher.batch_fill_next_token_bitmask: {n} rows, "
                   f"{min(self.max_threads, n)} threads, estimated work {total}")

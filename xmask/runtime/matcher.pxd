@@ -30,7 +30,7 @@ cdef class GrammarMatcher:
     cdef object _default_temperature
 
     cdef int _setup(self, compiled_grammar, list stops, bint twst, intp_t max_rollback) except -1
-    cdef bint _can_end(self)
+    cdef bint _can_end(self) noexcept
     cdef int _push_token(self) except -1
     cdef int _make_job(self, FillJob* j, word_t* row) except -1
     cdef int _check_can_fill(self) except -1

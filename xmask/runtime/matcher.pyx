@@ -25,7 +25,7 @@ from xmask.runtime._stack cimport (
 )
 from xmask.runtime._fill cimport (
     FillJob, fill_job, fill_cost, accept_bytes, max_top_depth, update_exact, current_max_depth,
-    set_max_depth, NOGIL_MIN_COST,
+    set_max_depth, nogil_min_cost,
 )
 from xmask.runtime._draft_tree cimport check_tree, traverse_tree
 
@@ -310,7 +310,7 @@ cdef class GrammarMatcher:
         """
         return self.terminated or self._can_end()
 
-    cdef bint _can_end(self):
+    cdef bint _can_end(self) noexcept:
         return stack_has_bottom(&self.st, self.st.depth - 1)
 
     @property
@@ -494,7 +494,7 @@ cdef class GrammarMatcher:
         cdef uintptr_t addr = row_address(rows, index)
         self._check_can_fill()
         self._make_job(&job, <word_t*>addr)
-        if fill_cost(&job) < NOGIL_MIN_COST:
+        if fill_cost(&job) < nogil_min_cost():
             fill_job(&job)
         else:
             with nogil:
@@ -602,7 +602,7 @@ cdef class GrammarMatcher:
         self._make_job(&job, <word_t*>row0)
         base = self.st.depth
         try:
-            if fill_cost(&job) * n < NOGIL_MIN_COST:
+            if fill_cost(&job) * n < nogil_min_cost():
                 done = traverse_tree(&job, self.is_stop, self.terminate_without_stop_token,
                                      &nxt_v[0], &sib_v[0], &tok_v[0], n, row0, stride, &work_v[0], limit)
             else:
@@ -671,6 +671,12 @@ cdef class GrammarMatcher:
             node = self.st.tops[i]
             out.append(-1 if node == 0 else self.st.node_state[node])
         return out
+
+    def _debug_fill_cost(self):
+        """The estimated work of the next fill (the unit of the GIL policy, see _fill.pyx)."""
+        cdef FillJob job
+        self._make_job(&job, NULL)
+        return fill_cost(&job)
 
     def _debug_arena_nodes(self):
         return self.st.n_nodes
