@@ -272,6 +272,20 @@ def test_forbidden_tokens_and_old_apply_signature(backend, model):
             g.accept_token(bad)
 
 
+def test_cpu_apply_on_half_precision_logits(backend, model):
+    """The CPU path gets the model's own logits dtype (bfloat16 / float16)."""
+    grammar = backend.dispatch_json(json.dumps(PERSON_SCHEMA))
+    mask = grammar.allocate_vocab_mask(model.vocab_size, 2, "cpu")
+    grammar.fill_vocab_mask(mask, 1)
+    for dtype in (torch.bfloat16, torch.float16):
+        logits = oracle_logits(torch, 2, model.vocab_size).to(dtype)
+        before = logits.clone()
+        grammar.apply_vocab_mask(logits, grammar.move_vocab_mask(mask, "cpu"))
+        assert logits.dtype == dtype
+        assert torch.equal(logits[0], before[0])  # row 0 kept its full mask
+        assert_logits_masked(before[1], logits[1], mask[1], model.vocab_size)
+
+
 def test_batched_fill_from_sixteen_rows(backend, model):
     """20 live requests, rows scattered over a 32-row mask: ``batch_fill_next_token_bitmask``
     with indices fills exactly those rows, as a per-row fill would."""
