@@ -17,8 +17,24 @@ Example::
 """
 
 
+def _rebuild_error(cls, args, fields):
+    # Unpickling must not call a subclass __init__ again: its signature differs (pattern,
+    # position, ...) and it would append the location suffix to the message a second time.
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(fields)
+    return err
+
+
 class XmaskError(RuntimeError):
-    """Base class of every xmask error (a ``RuntimeError``, as XGrammar's errors are)."""
+    """Base class of every xmask error (a ``RuntimeError``, as XGrammar's errors are).
+
+    Errors pickle with their message and fields intact, so a worker process can send one back
+    to the engine (vLLM compiles regexes in a worker and re-raises its error).
+    """
+
+    def __reduce__(self):
+        return _rebuild_error, (type(self), self.args, dict(self.__dict__))
 
 
 class GrammarSyntaxError(XmaskError, ValueError):
