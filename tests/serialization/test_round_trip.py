@@ -80,6 +80,20 @@ def test_from_huggingface_with_pretrained_tokenizer_fast(llama3, qwen):
         xmask.TokenizerInfo.from_huggingface(llama3.path, 128256)
 
 
+def test_from_huggingface_stop_tokens_follow_xgrammar(llama3):
+    import xgrammar
+    from transformers import PreTrainedTokenizerFast
+
+    # a tokenizer that knows its eos token: exactly [eos_token_id], as XGrammar
+    hf = PreTrainedTokenizerFast(tokenizer_file=llama3.path, eos_token="<|eot_id|>")
+    ours = xmask.TokenizerInfo.from_huggingface(hf)
+    theirs = xgrammar.TokenizerInfo.from_huggingface(hf)
+    assert ours.stop_token_ids == list(theirs.stop_token_ids) == [128009]
+    assert xmask.TokenizerInfo.from_huggingface(hf, stop_token_ids=7).stop_token_ids == [7]
+    # without one, both detect end-of-text / end-of-turn tokens
+    assert {128001, 128009} <= set(llama3.info.stop_token_ids)
+
+
 def test_dump_metadata_is_xgrammar_json_string(llama3):
     import xgrammar
 

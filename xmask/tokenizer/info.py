@@ -217,7 +217,9 @@ class TokenizerInfo:
             Mask width (the model's logits, e.g. 151936 for Qwen2.5); defaults to the
             tokenizer's id count.  Must not be smaller than that.
         stop_token_ids : int or sequence of int, optional
-            Overrides detection (config eos plus known end-of-turn names in the vocabulary).
+            Overrides detection.  Default, as XGrammar: ``[tokenizer.eos_token_id]`` for a
+            transformers tokenizer that has one; otherwise detected (config eos plus known
+            end-of-turn names among the added tokens).
 
         Returns
         -------
@@ -240,7 +242,14 @@ class TokenizerInfo:
         hf = load_huggingface(tokenizer)
         decoded, special = hf.decode()
         if stop_token_ids is None:
-            stop_token_ids = hf.default_stop_token_ids()
+            eos_id = getattr(tokenizer, "eos_token_id", None)
+            if hasattr(tokenizer, "backend_tokenizer") and isinstance(eos_id, int) and not (
+                isinstance(eos_id, bool)
+            ):
+                # a transformers tokenizer that knows its eos: exactly that, as XGrammar does
+                stop_token_ids = [eos_id]
+            else:
+                stop_token_ids = hf.default_stop_token_ids()
         info = TokenizerInfo.__new__(TokenizerInfo)
         info._setup(
             decoded, hf.vocab_type, vocab_size, stop_token_ids, None, special, hf.add_prefix_space
