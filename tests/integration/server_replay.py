@@ -41,7 +41,8 @@ PERSON_SCHEMA = {
 PERSON_DOCS = [
     json.dumps({"name": "Ada Lovelace", "age": 36, "tags": ["math", "poetry"]}),
     # multi-byte characters: tokens that end inside a UTF-8 sequence on both tokenizers
-    json.dumps({"name": "Zo\u00eb \u6771\u4eac \U0001f680", "age": 7, "tags": []}, ensure_ascii=False),
+    json.dumps({"name": "Zo\u00eb \u6771\u4eac \U0001f680", "age": 7, "tags": []},
+               ensure_ascii=False),
     json.dumps({"name": "x", "age": -12, "tags": ["a"]}, separators=(",", ":")),
 ]
 #: (prefix of a valid document, a continuation the schema forbids right there)

@@ -19,7 +19,6 @@ written for these tests and follows SGLang's sequence of calls, not its source.
 
 import json
 
-import numpy as np
 import pytest
 
 import xmask as xgr

@@ -247,7 +247,8 @@ def test_generation_loop_without_drafts(factory, model):
     pos = {slot: 0 for slot in docs}
     step = 0
     while True:
-        live = [s for s in docs if not (decoder.matchers[s] and decoder.matchers[s].is_terminated())]
+        live = [s for s in docs
+                if not (decoder.matchers[s] and decoder.matchers[s].is_terminated())]
         if not live:
             break
         requests = []

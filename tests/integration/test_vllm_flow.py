@@ -81,7 +81,8 @@ class Backend:
             if regex_pool is None:
                 serialized = compile_regex_worker(self.tokenizer_info_json, spec)
             else:
-                serialized = regex_pool.apply(compile_regex_worker, (self.tokenizer_info_json, spec))
+                serialized = regex_pool.apply(compile_regex_worker,
+                                              (self.tokenizer_info_json, spec))
             ctx = xgr.CompiledGrammar.deserialize_json(serialized, self.tokenizer_info)
         else:
             raise ValueError(request_type)
