@@ -47,6 +47,11 @@ def test_batch_fill_indices_torch_and_untouched_rows(tok):
     for i, row in enumerate(indices):
         np.testing.assert_array_equal(bm[row].numpy(), ref[i])
     assert (bm[[1, 4, 5]] == 7).all()
+    for as_array in (np.array, torch.tensor):  # indices as servers hold them
+        bm.fill_(7)
+        xmask.BatchGrammarMatcher(2).batch_fill_next_token_bitmask(matchers, bm, as_array(indices))
+        for i, row in enumerate(indices):
+            np.testing.assert_array_equal(bm[row].numpy(), ref[i])
     # a strided 2-D view of a 3-D speculative buffer
     buf = torch.zeros((5, 3, tok.n_words), dtype=torch.int32)
     xmask.BatchGrammarMatcher(2).batch_fill_next_token_bitmask(matchers, buf[:, 2, :])

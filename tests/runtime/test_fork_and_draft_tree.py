@@ -228,6 +228,7 @@ def test_traverse_temperatures_timeout_and_terminated(tok):
         ([1, 0], [-1, -1], [0, 1], 2, ValueError),  # cycle back to the root
         ([1, -1, -1], [-1, 1, -1], [0, 1, 1], 3, ValueError),  # node 1 reached twice
         ([5, -1], [-1, -1], [0, 1], 2, ValueError),  # link out of range
+        ([-1, -1], [1, -1], [0, 1], 2, ValueError),  # the root has a sibling
         ([1, -1], [-1, -1], [0, 10**9], 2, xmask.InvalidTokenError),
         ([1, -1], [-1, -1], [0, 1], 1, xmask.BitmaskError),  # too few rows
     ],

@@ -37,6 +37,8 @@ cdef intp_t check_tree(const int64_t* nxt, const int64_t* sib, intp_t n,
             return i
     if n == 0:
         return -1
+    if sib[0] >= 0:
+        return 0  # the root has no siblings: it is the one current state
     work[top] = 0
     top += 1
     seen[0] = 1

@@ -44,7 +44,7 @@ ctypedef struct MaskCacheC:
 cdef class AutomatonTables:
     cdef AutomatonC c              # views into the arrays below
     cdef readonly object arrays    # dict name -> ndarray (keeps the memory alive)
-    cdef intp_t _push_bound        # cached push_bound(), -1 = not computed yet
+    cdef intp_t _push_bound_plus1  # cached push_bound() + 1, 0 = not computed yet
     cdef intp_t push_bound(self) except -1
 
 

@@ -71,20 +71,19 @@ cdef class AutomatonTables:
         self.c.call_target = _i32(own["call_target"])
         self.c.call_ret = _i32(own["call_ret"])
         self.arrays = {k: v[0] for k, v in own.items()}
-        self._push_bound = -1
 
     cdef intp_t push_bound(self) except -1:
         # How many frames one byte can push at most (the closure after a byte follows call
         # edges without consuming input).  Used to know when a stack is close enough to the
         # recursion bound that cached accepted sets may be wrong.  Computed once, lazily.
         cdef intp_t b
-        if self._push_bound < 0:
+        if self._push_bound_plus1 == 0:  # zero-initialized: not computed yet
             with nogil:
                 b = _push_bound(&self.c)
             if b < 0:
                 raise MemoryError()
-            self._push_bound = b
-        return self._push_bound
+            self._push_bound_plus1 = b + 1
+        return self._push_bound_plus1 - 1
 
     @property
     def nbytes(self):

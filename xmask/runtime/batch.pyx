@@ -12,6 +12,7 @@ Accepting and rolling back are a few microseconds per row, far less than a GIL h
 batch versions run row by row with the GIL held, after validating every row first.
 """
 
+import operator
 import os
 
 from cython.parallel cimport prange
@@ -55,6 +56,16 @@ def _check_matchers(matchers):
                 "distinct matchers (one per sequence; use fork() to copy one)"
             )
     return ms
+
+
+def _row_index(k):
+    # ints, NumPy integers and 0-d integer tensors (operator.index), not bools or floats
+    if isinstance(k, bool):
+        raise BitmaskError(f"bitmask row index must be an int, got {k!r}")
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise BitmaskError(f"bitmask row index must be an int, got {k!r}") from None
 
 
 def _check_len(what, values, n):
@@ -125,8 +136,8 @@ cdef class BatchGrammarMatcher:
             if n > rows.n_rows:
                 raise BitmaskError(f"bitmask has {rows.n_rows} rows for {n} matchers")
         else:
-            idx = _check_len("indices", indices, n)
-            if len(set(int(k) for k in idx)) != n:
+            idx = [_row_index(k) for k in _check_len("indices", indices, n)]
+            if len(set(idx)) != n:
                 raise BitmaskError(f"indices repeat a row (rows would race): {idx}")
         addrs = [row_address(rows, k) for k in idx]
         for i in range(n):
