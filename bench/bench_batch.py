@@ -210,11 +210,19 @@ def bench_gil(eng, cases, rows=16, calls=60, only_xmask=False):
             matchers[i].fill_next_token_bitmask(bitmask, i)
         return go
 
+    big_ms, big_xs = make_matchers(eng, compiled, xcompiled, positions(docs, 256))
+    big_bm = xmask.allocate_token_bitmask(256, eng.vocab_size)
+    big_xbm = eng.xgr.allocate_token_bitmask(256, eng.vocab_size)
+    b2, xb2 = xmask.BatchGrammarMatcher(2), eng.xgr.BatchGrammarMatcher(2)
     tests = [
         ("xmask single fill (one row)", one(ms, bm)),
         ("xgrammar single fill (one row)", one(xs, xbm)),
         (f"xmask batch fill ({rows} rows)", lambda: b.batch_fill_next_token_bitmask(ms, bm)),
         (f"xgrammar batch fill ({rows} rows)", lambda: xb.batch_fill_next_token_bitmask(xs, xbm)),
+        ("xmask batch fill (256 rows, 2 thr)",
+         lambda: b2.batch_fill_next_token_bitmask(big_ms, big_bm)),
+        ("xgrammar batch fill (256 rows, 2 thr)",
+         lambda: xb2.batch_fill_next_token_bitmask(big_xs, big_xbm)),
     ]
     if only_xmask:
         tests = [t for t in tests if t[0].startswith("xmask")]

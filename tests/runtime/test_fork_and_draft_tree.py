@@ -60,14 +60,13 @@ def test_fork_rollback_across_fork_point_is_independent(tok):
 
 def test_fork_keeps_settings_and_termination(tok):
     stop = tok.encode("x")[0]
-    m = xmask.GrammarMatcher(tok.json, override_stop_tokens=[stop], max_rollback_tokens=3,
-                             default_temperature=0.5)
+    m = xmask.GrammarMatcher(tok.json, override_stop_tokens=[stop], default_temperature=0.5)
     assert m.accept_string("[1]") and m.accept_token(stop) and m.is_terminated()
     f = m.fork()
     assert f.is_terminated() and f.is_completed()
-    assert f.stop_token_ids == [stop] and f.max_rollback_tokens == 3 and f.temperature == 0.5
+    assert f.stop_token_ids == [stop] and f.temperature == 0.5
     with pytest.raises(ValueError):
-        f.rollback(4)  # only 2 steps accepted: '[1]' and the stop token
+        f.rollback(3)  # only 2 steps accepted: '[1]' and the stop token
     f.rollback(1)
     assert not f.is_terminated() and m.is_terminated()
 
@@ -107,6 +106,12 @@ def test_is_completed_follows_xgrammar(tok):
 def test_properties(tok):
     m = xmask.GrammarMatcher(tok.json)
     assert m.max_rollback_tokens == -1
+    with pytest.warns(DeprecationWarning, match="max_rollback_tokens"):
+        limited = xmask.GrammarMatcher(tok.json, max_rollback_tokens=2)
+    assert limited.max_rollback_tokens == -1  # XGrammar: deprecated, always unlimited
+    assert limited.accept_string("[") and limited.accept_string("1") and limited.accept_string(",")
+    limited.rollback(3)
+    assert limited.num_accepted_tokens == 0
     assert m.stop_token_ids == sorted(tok.info.stop_token_ids)
     assert m.temperature is None
     assert xmask.GrammarMatcher(tok.json, override_stop_tokens=7).stop_token_ids == [7]

@@ -299,20 +299,16 @@ def test_rollback_bad_counts(dflt):
         np.testing.assert_array_equal(fill(m, dflt.vocab_size), before)
 
 
-def test_max_rollback_tokens_is_a_limit(dflt):
-    m = xmask.GrammarMatcher(dflt.json, max_rollback_tokens=2)
+def test_max_rollback_tokens_is_ignored_as_in_xgrammar(dflt):
+    # XGrammar deprecated the limit (always unlimited) and vLLM passes num_speculative_tokens
+    # while rolling back more: the kwarg warns and is ignored.
+    with pytest.warns(DeprecationWarning):
+        m = xmask.GrammarMatcher(dflt.json, max_rollback_tokens=2)
+    assert m.max_rollback_tokens == -1
     for s in ["[", "1", ",", "2"]:
         assert m.accept_string(s)
-    with pytest.raises(ValueError):
-        m.rollback(3)
-    assert m.num_accepted_tokens == 4
-    m.rollback(2)
-    assert m.num_accepted_tokens == 2
-    m0 = xmask.GrammarMatcher(dflt.json, max_rollback_tokens=0)
-    assert m0.accept_string("[")
-    with pytest.raises(ValueError):
-        m0.rollback(1)
-    m0.rollback(0)
+    m.rollback(3)
+    assert m.num_accepted_tokens == 1
     unlimited = xmask.GrammarMatcher(dflt.json)
     for s in ["["] * 300:
         assert unlimited.accept_string(s)

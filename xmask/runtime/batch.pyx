@@ -233,10 +233,9 @@ cdef class BatchGrammarMatcher:
         for i, (m, k) in enumerate(zip(ms, counts)):
             if isinstance(k, bool) or not isinstance(k, int) or k < 0:
                 raise ValueError(f"num_tokens[{i}] must be a non-negative int, got {k!r}")
-            if k > m.n_tokens or 0 <= m.max_rollback < k:
+            if k > m.n_tokens:
                 raise ValueError(
-                    f"cannot roll back matchers[{i}] by {k} tokens: {m.n_tokens} accepted, "
-                    f"max_rollback_tokens={m.max_rollback}"
+                    f"cannot roll back matchers[{i}] by {k} tokens: only {m.n_tokens} accepted"
                 )
         for m, k in zip(ms, counts):
             m.rollback(k)

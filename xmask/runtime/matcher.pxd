@@ -20,7 +20,6 @@ cdef class GrammarMatcher:
     cdef intp_t cap_tokens
     cdef bint terminated
     cdef bint terminate_without_stop_token
-    cdef intp_t max_rollback
     cdef int32_t* stop_ids
     cdef intp_t n_stop
     cdef uint8_t* is_stop          # [vocab_size]
@@ -29,7 +28,7 @@ cdef class GrammarMatcher:
     cdef object _stop_list
     cdef object _default_temperature
 
-    cdef int _setup(self, compiled_grammar, list stops, bint twst, intp_t max_rollback) except -1
+    cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1
     cdef bint _can_end(self) noexcept
     cdef int _push_token(self) except -1
     cdef int _make_job(self, FillJob* j, word_t* row) except -1

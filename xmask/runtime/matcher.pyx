@@ -193,14 +193,19 @@ cdef class GrammarMatcher:
         self._default_temperature = (
             None if default_temperature is None else float(default_temperature)
         )
-        self._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token,
-                    -1 if max_rollback_tokens is None else int(max_rollback_tokens))
+        if max_rollback_tokens is not None and max_rollback_tokens != -1:
+            # XGrammar deprecated the limit (rollback is always unlimited) and servers still
+            # pass it (vLLM: num_speculative_tokens) while rolling back more: ignore it too.
+            warnings.warn(
+                "max_rollback_tokens is deprecated and ignored: rollback is always unlimited "
+                "(as in XGrammar)", DeprecationWarning, stacklevel=2,
+            )
+        self._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token)
         stack_init(&self.st)
         self.st_ready = True
         self.reset()
 
-    cdef int _setup(self, compiled_grammar, list stops, bint twst,
-                    intp_t max_rollback) except -1:
+    cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1:
         # Everything but the stack: tables, stop tokens, per-matcher scratch buffers.
         self.compiled_grammar = compiled_grammar
         self.at = compiled_grammar._automaton_tables
@@ -208,7 +213,6 @@ cdef class GrammarMatcher:
         self.ct = compiled_grammar._mask_cache_tables
         self._stop_list = stops
         self.terminate_without_stop_token = twst
-        self.max_rollback = max_rollback
         vocab_size = self.vt.c.vocab_size
         n_words = self.vt.c.n_words
         pos_words = (self.vt.c.n_sorted + 31) >> 5
@@ -271,7 +275,7 @@ cdef class GrammarMatcher:
         cdef GrammarMatcher child = GrammarMatcher.__new__(GrammarMatcher)
         child._default_temperature = self._default_temperature
         child._setup(self.compiled_grammar, list(self._stop_list),
-                     self.terminate_without_stop_token, self.max_rollback)
+                     self.terminate_without_stop_token)
         stack_clone(&child.st, &self.st)
         child.st_ready = True
         if self.n_tokens + 2 > child.cap_tokens:
@@ -321,8 +325,8 @@ cdef class GrammarMatcher:
 
     @property
     def max_rollback_tokens(self):
-        """The ``max_rollback_tokens`` given at construction; -1 (the default) = unlimited."""
-        return self.max_rollback
+        """Always -1 (unlimited), as in XGrammar, which deprecated the limit."""
+        return -1
 
     @property
     def temperature(self):
@@ -431,10 +435,6 @@ cdef class GrammarMatcher:
         if num_tokens > self.n_tokens:
             raise ValueError(
                 f"cannot roll back {num_tokens} tokens: only {self.n_tokens} accepted"
-            )
-        if 0 <= self.max_rollback < num_tokens:
-            raise ValueError(
-                f"cannot roll back {num_tokens} tokens: max_rollback_tokens={self.max_rollback}"
             )
         if num_tokens == 0:
             return
@@ -551,7 +551,7 @@ cdef class GrammarMatcher:
             >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
             >>> m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_builtin_json_grammar())
             >>> bm = np.zeros((2, (info.vocab_size + 31) // 32), dtype=np.int32)
-            >>> tok = info.encoded_vocab.index("[")
+            >>> tok = info.decoded_vocab.index(b"[")
             >>> m.traverse_draft_tree([1, -1], [-1, -1], [0, tok], bm)
             True
         """
