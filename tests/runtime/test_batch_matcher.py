@@ -161,9 +161,26 @@ def test_signatures_follow_xgrammar():
     b = xmask.BatchGrammarMatcher
     assert list(inspect.signature(b.batch_fill_next_token_bitmask).parameters) == [
         "self", "matchers", "bitmask", "indices", "debug_print"]
-    for name in ("batch_accept_token", "batch_accept_string", "batch_rollback"):
+    for name in ("batch_accept_token", "batch_accept_string", "batch_rollback",
+                 "batch_fill_temperature"):
         assert isinstance(inspect.getattr_static(b, name), staticmethod), name
     assert b().max_threads >= 1 and b(3).max_threads == 3
     for bad in (0, -1, "many", 1.5, True):
         with pytest.raises(ValueError):
             b(bad)
+
+
+def test_batch_fill_temperature(tok):
+    torch = pytest.importorskip("torch")
+    ms = [xmask.GrammarMatcher(tok.json), xmask.GrammarMatcher(tok.json, default_temperature=0.7)]
+    temps = torch.zeros(4, dtype=torch.float32)
+    xmask.BatchGrammarMatcher.batch_fill_temperature(ms, temps, [3, 1])
+    assert temps.tolist() == pytest.approx([0.0, 0.7, 0.0, -1.0])
+    arr = np.zeros(2, np.float32)
+    xmask.BatchGrammarMatcher.batch_fill_temperature(ms, arr)
+    assert arr.tolist() == pytest.approx([-1.0, 0.7])
+    for bad in (np.zeros(2, np.float64), np.zeros((2, 1), np.float32), [0.0, 0.0]):
+        with pytest.raises(xmask.XmaskError, match="float32"):
+            xmask.BatchGrammarMatcher.batch_fill_temperature(ms, bad)
+    with pytest.raises(xmask.XmaskError, match="out of range"):
+        xmask.BatchGrammarMatcher.batch_fill_temperature(ms, arr, [0, 2])

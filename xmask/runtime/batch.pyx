@@ -183,6 +183,31 @@ cdef class BatchGrammarMatcher:
                   f"{min(self.max_threads, n)} threads, estimated work {total}")
 
     @staticmethod
+    def batch_fill_temperature(matchers, temperatures, indices=None):
+        """Write each matcher's ``temperature`` (-1 for None) into ``temperatures[indices[i]]``
+        (default: element i); ``temperatures`` is a 1-D float32 NumPy array or CPU tensor.
+        xmask grammars never set temperatures, so this is each matcher's default_temperature."""
+        ms = _check_matchers(matchers)
+        dtype = str(getattr(temperatures, "dtype", ""))
+        if dtype not in ("float32", "torch.float32") or len(getattr(temperatures, "shape", ())) != 1:
+            raise XmaskError(
+                f"temperatures must be a 1-D float32 array or tensor, got "
+                f"{type(temperatures).__name__} {dtype} {tuple(getattr(temperatures, 'shape', ()))}"
+            )
+        if type(temperatures).__module__.startswith("torch") and temperatures.device.type != "cpu":
+            raise XmaskError(f"temperatures must be on the CPU, got {temperatures.device}")
+        if indices is None:
+            idx = list(range(len(ms)))
+        else:
+            idx = [_row_index(k) for k in _check_len("indices", indices, len(ms))]
+        for k in idx:
+            if not 0 <= k < temperatures.shape[0]:
+                raise XmaskError(f"index {k} out of range for {temperatures.shape[0]} temperatures")
+        for m, k in zip(ms, idx):
+            t = m.temperature
+            temperatures[k] = -1.0 if t is None else t
+
+    @staticmethod
     def batch_accept_token(matchers, tokens, debug_print=False):
         """``matchers[i].accept_token(tokens[i])`` for every i; the list of results.
 

@@ -371,7 +371,8 @@ cdef class GrammarMatcher:
         tid = token_id
         ok = self._accept_id(tid)
         if debug_print:
-            print(f"GrammarMatcher.accept_token({tid}) -> {bool(ok)}: {self!r}")
+            print(f"GrammarMatcher.accept_token({tid}) -> {bool(ok)}: "
+                  f"{self._debug_print_internal_state()}")
         return bool(ok)
 
     cdef int _accept_id(self, intp_t tid) except -1:
@@ -671,6 +672,12 @@ cdef class GrammarMatcher:
             node = self.st.tops[i]
             out.append(-1 if node == 0 else self.st.node_state[node])
         return out
+
+    def _debug_print_internal_state(self):
+        """A description of the parse state, for debugging (the format may change)."""
+        return (f"{self!r}: top states {self._debug_top_states()}, "
+                f"{self.st.depth} top sets in the history, {self.st.n_nodes} stack nodes, "
+                f"completed={self.is_completed()}")
 
     def _debug_fill_cost(self):
         """The estimated work of the next fill (the unit of the GIL policy, see _fill.pyx)."""
