@@ -184,3 +184,31 @@ def test_batch_fill_temperature(tok):
             xmask.BatchGrammarMatcher.batch_fill_temperature(ms, bad)
     with pytest.raises(xmask.XmaskError, match="out of range"):
         xmask.BatchGrammarMatcher.batch_fill_temperature(ms, arr, [0, 2])
+
+
+def test_concurrent_batches_from_python_threads(tok):
+    """Two Python threads filling disjoint batches of one compiled grammar at once (both release
+    the GIL into OpenMP loops): every row still equals the reference."""
+    import threading
+
+    docs = [tok.encode(d) for d in DOCS]
+    groups = [spread(tok.json, docs, 64) for _ in range(2)]
+    assert all(sum(m._debug_fill_cost() for m in g) > 20_000 for g in groups)  # leaves the GIL
+    refs = [per_matcher(g, tok.n_words) for g in groups]
+    errors = []
+
+    def work(g, ref):
+        bm = np.zeros((len(g), tok.n_words), np.int32)
+        batch = xmask.BatchGrammarMatcher(2)
+        for _ in range(20):
+            bm[:] = 0
+            batch.batch_fill_next_token_bitmask(g, bm)
+            if not np.array_equal(bm, ref):
+                errors.append("mismatch")
+
+    threads = [threading.Thread(target=work, args=(g, r)) for g, r in zip(groups, refs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
