@@ -5,6 +5,7 @@ AddressSanitizer.  Generated C is rebuilt on every build, never shipped stale.
 """
 
 import os
+import sys
 
 import numpy as np
 from Cython.Build import cythonize
@@ -38,10 +39,15 @@ MODULES = [
 compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]
 link_args = []
 # OpenMP for BatchGrammarMatcher's prange (the other modules have no parallel regions, so the
-# flag changes nothing for them).  XMASK_NO_OPENMP=1 builds without it: prange then runs serially.
+# flag changes nothing for them).  Without it prange runs serially (still correct).
+# XMASK_NO_OPENMP=1 turns it off; Apple's clang has no OpenMP, so macOS needs XMASK_OPENMP=1
+# (with libomp installed) to turn it on.
 if os.environ.get("XMASK_NO_OPENMP") != "1":
-    compile_args += ["-fopenmp"]
-    link_args += ["-fopenmp"]
+    if sys.platform == "win32":
+        compile_args += ["/openmp"]
+    elif sys.platform != "darwin" or os.environ.get("XMASK_OPENMP") == "1":
+        compile_args += ["-fopenmp"]
+        link_args += ["-fopenmp"]
 if SANITIZE:
     compile_args += ["-fsanitize=address", "-fno-omit-frame-pointer"]
     link_args += ["-fsanitize=address"]
