@@ -32,6 +32,7 @@ MODULES = [
     "xmask.runtime._draft_tree",
     "xmask.runtime.matcher",
     "xmask.runtime.batch",
+    "xmask.runtime._apply",
     "xmask.compiler._kernels",
     "xmask.compiler._partition",
 ]

@@ -519,3 +519,57 @@ def test_apply_on_a_real_llama3_mask_with_padded_logits(torch):
     allowed = torch.isfinite(logits[0, :128256]).nonzero().flatten().tolist()
     assert allowed and all(info.decoded_vocab[t][:1] in b"-0123456789" for t in allowed)
     assert torch.isfinite(logits[0, 128256:]).all()  # past vocab_size: untouched (XGrammar)
+
+
+# ---------------------------------------------------------------------- compiled apply kernel
+
+
+def _mixed_bitmask(rng, batch, vocab):
+    # Words of every kind the kernel treats differently: all allowed (-1, skipped), none
+    # allowed (0, one run of 32 stores) and mixed (only the clear bits visited).
+    bm = random_bitmask(rng, batch, vocab)
+    kind = rng.integers(0, 3, size=bm.shape)
+    bm[kind == 0] = -1
+    bm[kind == 1] = 0
+    return bm
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("vocab, vocab_size", [(97, None), (97, 70), (128, 128), (1000, 999)])
+def test_kernel_on_every_word_kind_matches_the_reference(dtype, vocab, vocab_size):
+    rng = np.random.default_rng(vocab * 7 + (vocab_size or 0))
+    wide = rng.standard_normal((5, vocab + 9)).astype(dtype)
+    logits = wide[::2, :vocab]  # strided rows, contiguous columns: the kernel's layout
+    bm = _mixed_bitmask(rng, 3, vocab)
+    for indices in (None, [2, 0]):
+        got = logits.copy()
+        view = wide.copy()[::2, :vocab]
+        apply_token_bitmask_inplace(view, bm, vocab_size=vocab_size, indices=indices)
+        expected = ref_apply(got, bm, indices=indices, vocab_size=vocab_size)
+        np.testing.assert_array_equal(view, expected)
+
+
+def test_kernel_writes_bfloat16_minus_inf_through_torch(torch):
+    rng = np.random.default_rng(5)
+    bm = _mixed_bitmask(rng, 4, 300)
+    base = torch.from_numpy(rng.standard_normal((4, 300)).astype(np.float32)).bfloat16()
+    logits = base.clone()
+    apply_token_bitmask_inplace(logits, torch.from_numpy(bm), indices=[3, 1])
+    expected = ref_apply(base.double().numpy(), bm, indices=[3, 1])
+    np.testing.assert_array_equal(logits.double().numpy(), expected)
+
+
+def test_kernel_refuses_layouts_it_cannot_take_and_the_fallback_handles_them():
+    from xmask.runtime._apply import can_fill, fill_rows
+
+    rng = np.random.default_rng(9)
+    bm = _mixed_bitmask(rng, 2, 64)
+    strided_columns = np.zeros((2, 128), np.float32)[:, ::2]
+    swapped = np.zeros((2, 64), ">f4")
+    assert not can_fill(strided_columns, bm) and not can_fill(swapped, bm)
+    with pytest.raises(ValueError):
+        fill_rows(strided_columns, bm, 64, None, np.float32(-np.inf))
+    for logits in (strided_columns, swapped):
+        expected = ref_apply(logits, bm)
+        apply_token_bitmask_inplace(logits, bm)
+        np.testing.assert_array_equal(logits, expected)

@@ -115,8 +115,10 @@ def fill_disallowed(rows_l: np.ndarray, bitmask_rows: np.ndarray, width: int, ro
     """``rows_l[r, :width] = value`` where bitmask row ``r`` disallows the token, for every row
     (``rows`` None) or the given rows; in place, whatever ``rows_l``'s strides.
 
-    ``np.putmask`` runs single-threaded in C: no thread-pool hand-off, which on a busy machine
-    costs torch's parallel ``masked_fill_`` milliseconds even for one row.
+    The compiled kernel (``xmask.runtime._apply``) skips all-allowed words and writes only the
+    disallowed positions, single-threaded (no thread-pool hand-off, which on a busy machine
+    costs torch's parallel ``masked_fill_`` milliseconds even for one row).  Layouts it does
+    not take (strided columns, byte-swapped arrays) go through ``np.putmask``.
 
     Example::
 
@@ -125,6 +127,11 @@ def fill_disallowed(rows_l: np.ndarray, bitmask_rows: np.ndarray, width: int, ro
         >>> logits.tolist()
         [[0.0, -inf, 0.0, -inf]]
     """
+    from .runtime._apply import can_fill, fill_rows
+
+    if can_fill(rows_l, bitmask_rows):
+        fill_rows(rows_l, bitmask_rows, width, rows, np.asarray(value, dtype=rows_l.dtype))
+        return
     if rows is None:
         np.putmask(rows_l[:, :width], disallowed_bits(bitmask_rows, width), value)
         return
