@@ -157,6 +157,7 @@ def test_cache_limit_keeps_only_the_newest(info, sizes):
     limit = max(sizes.values())  # any one grammar fits, no two do
     assert limit < min(sizes[x] + sizes[y] for x in sizes for y in sizes if x != y)
     c = xmask.GrammarCompiler(info, cache_limit_bytes=limit)
+    assert c.cache_limit_bytes == limit and xmask.GrammarCompiler(info).cache_limit_bytes == -1
     objs = {}
     for g in (G_A, G_B, G_C):
         objs[g] = c.compile_grammar(g)

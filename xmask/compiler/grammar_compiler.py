@@ -69,7 +69,19 @@ class GrammarCompiler:
 
     @property
     def tokenizer_info(self):
+        """The ``TokenizerInfo`` every grammar of this compiler is compiled for."""
         return self._info
+
+    @property
+    def cache_limit_bytes(self) -> int:
+        """The in-memory cache's byte limit (-1: unlimited), as passed to the constructor.
+
+        Example::
+
+            >>> xmask.GrammarCompiler(info, cache_limit_bytes=1 << 20).cache_limit_bytes  # doctest: +SKIP
+            1048576
+        """
+        return self._cache_limit
 
     def _compile(self, key, make_grammar) -> CompiledGrammar:
         with deep_recursion(), gc_paused(), compile_deadline(self._limits.max_compile_seconds):
