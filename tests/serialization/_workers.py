@@ -38,3 +38,13 @@ def compile_into_cache(tokenizer_path: str, cache_dir: str, schema: dict, rounds
             if isinstance(v, int):
                 totals[k] = totals.get(k, 0) + v
     return totals
+
+
+def compile_with_pickled_compiler(payload: bytes, schema: dict, token_ids):
+    """Unpickle a GrammarCompiler, compile ``schema`` with it, return the walk's masks and the
+    compiler's configuration as seen in the worker."""
+    compiler = pickle.loads(payload)
+    masks = masks_in_worker(pickle.dumps(compiler.compile_json_schema(schema)), token_ids)
+    config = (compiler.cache_limit_bytes, compiler.cache_info()["cache_dir"],
+              compiler.cache_info()["memory_entries"])
+    return masks, config

@@ -253,3 +253,28 @@ def test_wrong_tokenizer_names_both_hashes(llama3, qwen):
     assert err.value.expected_hash == llama3.info.vocab_hash
     with pytest.raises(TypeError):
         xmask.CompiledGrammar.deserialize_json(text, "llama3")
+
+
+def test_pickled_compiler_compiles_the_same_masks_in_a_spawned_worker(llama3, tmp_path):
+    import _workers
+
+    limits = xmask.CompileLimits(max_automaton_states=123_456)
+    compiler = xmask.GrammarCompiler(llama3.info, cache_limit_bytes=1 << 30, limits=limits,
+                                     cache_dir=tmp_path)
+    compiler.compile_builtin_json_grammar()  # the in-memory cache does not travel
+    back = pickle.loads(pickle.dumps(compiler))
+    assert back._limits == limits and back.tokenizer_info.vocab_hash == llama3.info.vocab_hash
+    ids = doc_ids(llama3)
+    parent = [m.tobytes() for m in walk_masks(compiler.compile_json_schema(SCHEMA), ids)]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        child, config = pool.apply(_workers.compile_with_pickled_compiler,
+                                   (pickle.dumps(compiler), SCHEMA, ids))
+    assert config == (1 << 30, str(tmp_path), 1)
+    assert child == parent
+
+
+def test_matcher_pickling_raises_a_clear_error(llama3):
+    matcher = xmask.GrammarMatcher(llama3.compiler.compile_builtin_json_grammar())
+    with pytest.raises(TypeError, match="pickle its CompiledGrammar"):
+        pickle.dumps(matcher)

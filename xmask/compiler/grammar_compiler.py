@@ -67,6 +67,13 @@ class GrammarCompiler:
         # False: skip the token-mask cache (exact masks, slow fills); set by scoring tools only
         self._classify_tokens = True
 
+    def __reduce__(self):
+        # The configuration travels, the compiled grammars in memory do not: a worker starts
+        # with an empty cache (a cache_dir is shared through the file system).
+        disk_dir = None if self._disk is None else self._disk.directory
+        return _rebuild_compiler, (self._info, self._max_threads, self._cache_enabled,
+                                   self._cache_limit, self._limits, disk_dir)
+
     @property
     def tokenizer_info(self):
         """The ``TokenizerInfo`` every grammar of this compiler is compiled for."""
@@ -204,3 +211,8 @@ class GrammarCompiler:
         """Drop every cached compiled grammar."""
         with self._lock:
             self._cache.clear()
+
+
+def _rebuild_compiler(info, max_threads, cache_enabled, cache_limit_bytes, limits, cache_dir):
+    return GrammarCompiler(info, max_threads, cache_enabled, cache_limit_bytes, limits=limits,
+                           cache_dir=cache_dir)

@@ -688,6 +688,12 @@ cdef class GrammarMatcher:
     def _debug_arena_nodes(self):
         return self.st.n_nodes
 
+    def __reduce__(self):
+        raise TypeError(
+            "a GrammarMatcher holds one sequence's parser state and is not picklable: pickle "
+            "its CompiledGrammar (or the GrammarCompiler) and create the matcher where it is used"
+        )
+
     def __repr__(self):
         return (f"<GrammarMatcher tokens={self.n_tokens} terminated={self.is_terminated()} "
                 f"tops={len(self._debug_top_states())}>")
