@@ -12,7 +12,6 @@ Accepting and rolling back are a few microseconds per row, far less than a GIL h
 batch versions run row by row with the GIL held, after validating every row first.
 """
 
-import operator
 import os
 
 from cython.parallel cimport prange
@@ -24,8 +23,8 @@ from xmask.runtime._fill cimport FillJob, fill_job, fill_cost, nogil_min_cost
 from xmask.runtime.matcher cimport GrammarMatcher
 
 from xmask.errors import BitmaskError, InvalidTokenError, XmaskError
-from xmask.runtime.bitmask_rows import bitmask_rows, row_address
-from xmask.runtime.matcher import as_token_id
+from xmask.runtime.bitmask_rows import bitmask_rows, row_address, row_index
+from xmask.runtime.matcher import as_count, as_token_id
 
 
 cdef void _fill_noexcept(FillJob* job, char* failed) noexcept nogil:
@@ -43,12 +42,19 @@ def _auto_threads():
 
 
 def _check_matchers(matchers):
-    """The matchers as a list of distinct GrammarMatcher objects (XmaskError otherwise)."""
+    """The matchers as a list of distinct, initialized GrammarMatcher objects (XmaskError
+    otherwise)."""
+    cdef GrammarMatcher gm
     ms = list(matchers)
     seen = {}
     for i, m in enumerate(ms):
         if not isinstance(m, GrammarMatcher):
             raise XmaskError(f"matchers[{i}] is a {type(m).__name__}, not a GrammarMatcher")
+        gm = m
+        try:
+            gm._check_ready()
+        except XmaskError as e:
+            raise XmaskError(f"{e} (matchers[{i}])") from None
         j = seen.setdefault(id(m), i)
         if j != i:
             raise XmaskError(
@@ -58,14 +64,26 @@ def _check_matchers(matchers):
     return ms
 
 
-def _row_index(k):
-    # ints, NumPy integers and 0-d integer tensors (operator.index), not bools or floats
-    if isinstance(k, bool):
-        raise BitmaskError(f"bitmask row index must be an int, got {k!r}")
-    try:
-        return operator.index(k)
-    except TypeError:
-        raise BitmaskError(f"bitmask row index must be an int, got {k!r}") from None
+cdef int _enter_all(list ms) except -1:
+    # Enter every matcher (see GrammarMatcher._enter) before touching any, so a batch call
+    # either runs on all rows or raises with nothing changed; _leave_all undoes it.
+    cdef GrammarMatcher m
+    cdef Py_ssize_t i, j
+    for i in range(len(ms)):
+        m = ms[i]
+        try:
+            m._enter()
+        except XmaskError as e:
+            for j in range(i):
+                (<GrammarMatcher>ms[j]).busy = False
+            raise XmaskError(f"{e} (matchers[{i}])") from None
+    return 0
+
+
+cdef void _leave_all(list ms) noexcept:
+    cdef Py_ssize_t i
+    for i in range(len(ms)):
+        (<GrammarMatcher>ms[i]).busy = False
 
 
 def _check_len(what, values, n):
@@ -114,14 +132,26 @@ cdef class BatchGrammarMatcher:
         ``BitmaskError`` for the bitmask or indices (out of range, repeated), ``XmaskError``
         for a matcher given twice, a terminated matcher or a length mismatch.
         """
-        cdef intp_t n, i, nt, total = 0
-        cdef FillJob* jobs
-        cdef char* failed
-        cdef GrammarMatcher m
+        cdef intp_t n, total = 0
         ms = _check_matchers(matchers)
         n = len(ms)
         if n == 0:
             return
+        _enter_all(ms)
+        try:
+            total = self._fill(ms, bitmask, indices)
+        finally:
+            _leave_all(ms)
+        if debug_print:
+            print(f"BatchGrammarMatcher.batch_fill_next_token_bitmask: {n} rows, "
+                  f"{min(self.max_threads, n)} threads, estimated work {total}")
+
+    cdef intp_t _fill(self, list ms, bitmask, indices) except -1:
+        # batch_fill_next_token_bitmask on entered matchers; returns the estimated work.
+        cdef intp_t n = len(ms), i, nt, total = 0
+        cdef FillJob* jobs
+        cdef char* failed
+        cdef GrammarMatcher m
         n_words = (<GrammarMatcher>ms[0]).vt.c.n_words
         for i in range(n):
             m = ms[i]
@@ -136,7 +166,7 @@ cdef class BatchGrammarMatcher:
             if n > rows.n_rows:
                 raise BitmaskError(f"bitmask has {rows.n_rows} rows for {n} matchers")
         else:
-            idx = [_row_index(k) for k in _check_len("indices", indices, n)]
+            idx = [row_index(k) for k in _check_len("indices", indices, n)]
             if len(set(idx)) != n:
                 raise BitmaskError(f"indices repeat a row (rows would race): {idx}")
         addrs = [row_address(rows, k) for k in idx]
@@ -178,9 +208,7 @@ cdef class BatchGrammarMatcher:
         finally:
             free(jobs)
             free(failed)
-        if debug_print:
-            print(f"BatchGrammarMatcher.batch_fill_next_token_bitmask: {n} rows, "
-                  f"{min(self.max_threads, n)} threads, estimated work {total}")
+        return total
 
     @staticmethod
     def batch_fill_temperature(matchers, temperatures, indices=None):
@@ -199,7 +227,7 @@ cdef class BatchGrammarMatcher:
         if indices is None:
             idx = list(range(len(ms)))
         else:
-            idx = [_row_index(k) for k in _check_len("indices", indices, len(ms))]
+            idx = [row_index(k) for k in _check_len("indices", indices, len(ms))]
         for k in idx:
             if not 0 <= k < temperatures.shape[0]:
                 raise XmaskError(f"index {k} out of range for {temperatures.shape[0]} temperatures")
@@ -224,7 +252,11 @@ cdef class BatchGrammarMatcher:
                     f"tokens[{i}] = {t} is outside the vocabulary [0, {m.vt.c.vocab_size})"
                 )
             ids.append(t)
-        out = [bool(m._accept_id(t)) for m, t in zip(ms, ids)]
+        _enter_all(ms)
+        try:
+            out = [bool(m._accept_id(t)) for m, t in zip(ms, ids)]
+        finally:
+            _leave_all(ms)
         if debug_print:
             print(f"BatchGrammarMatcher.batch_accept_token({ids}) -> {out}")
         return out
@@ -235,32 +267,48 @@ cdef class BatchGrammarMatcher:
 
         Every argument is checked first (TypeError naming the row, nothing accepted).
         """
+        cdef GrammarMatcher m
         ms = _check_matchers(matchers)
         strs = _check_len("strings", strings, len(ms))
+        data = []
         for i, s in enumerate(strs):
-            if not isinstance(s, (str, bytes, bytearray, memoryview)):
+            if isinstance(s, str):
+                data.append(s.encode("utf-8"))
+            elif isinstance(s, (bytes, bytearray, memoryview)):
+                data.append(bytes(s))
+            else:
                 raise TypeError(f"strings[{i}] must be str or bytes, got {type(s).__name__}")
-        out = [m.accept_string(s) for m, s in zip(ms, strs)]
+        _enter_all(ms)
+        try:
+            out = [bool(m._accept_data(d)) for m, d in zip(ms, data)]
+        finally:
+            _leave_all(ms)
         if debug_print:
             print(f"BatchGrammarMatcher.batch_accept_string -> {out}")
         return out
 
     @staticmethod
     def batch_rollback(matchers, num_tokens=1):
-        """``matchers[i].rollback(num_tokens[i])`` (or the same int for all).  Every count is
-        checked first: a bad one raises ValueError naming the row and nothing is rolled back."""
+        """``matchers[i].rollback(num_tokens[i])`` (or the same integer for all; any integer
+        type, as ``rollback``).  Every count is checked first: a bad one raises
+        ``InvalidTokenError`` (a ValueError) naming the row and nothing is rolled back."""
         cdef GrammarMatcher m
         ms = _check_matchers(matchers)
-        if isinstance(num_tokens, int) and not isinstance(num_tokens, bool):
-            counts = [num_tokens] * len(ms)
+        if isinstance(num_tokens, (str, bytes)) or not hasattr(num_tokens, "__iter__") or (
+                getattr(num_tokens, "ndim", 1) == 0):
+            counts = [as_count(num_tokens, "num_tokens")] * len(ms)
         else:
-            counts = _check_len("num_tokens", num_tokens, len(ms))
-        for i, (m, k) in enumerate(zip(ms, counts)):
-            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-                raise ValueError(f"num_tokens[{i}] must be a non-negative int, got {k!r}")
-            if k > m.n_tokens:
-                raise ValueError(
-                    f"cannot roll back matchers[{i}] by {k} tokens: only {m.n_tokens} accepted"
-                )
-        for m, k in zip(ms, counts):
-            m.rollback(k)
+            counts = [as_count(k, f"num_tokens[{i}]")
+                      for i, k in enumerate(_check_len("num_tokens", num_tokens, len(ms)))]
+        _enter_all(ms)
+        try:
+            for i, (m, k) in enumerate(zip(ms, counts)):
+                if k > m.n_tokens:
+                    raise InvalidTokenError(
+                        f"cannot roll back matchers[{i}] by {k} tokens: only {m.n_tokens} "
+                        "accepted"
+                    )
+            for m, k in zip(ms, counts):
+                m._rollback(k)
+        finally:
+            _leave_all(ms)

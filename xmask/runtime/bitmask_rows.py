@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 import numpy as np
@@ -105,10 +106,20 @@ def bitmask_rows(bitmask, n_words: int) -> BitmaskRows:
     )
 
 
-def row_address(rows: BitmaskRows, index) -> int:
-    """The address of row ``index``; BitmaskError if it is not an int in range."""
-    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+def row_index(index) -> int:
+    """A row index as a Python int: any integer (int, NumPy integer, 0-d integer tensor, via
+    ``operator.index``), not a bool or float; BitmaskError otherwise."""
+    if isinstance(index, bool) or "bool" in str(getattr(index, "dtype", "")):
         raise BitmaskError(f"bitmask row index must be an int, got {index!r}")
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise BitmaskError(f"bitmask row index must be an int, got {index!r}") from None
+
+
+def row_address(rows: BitmaskRows, index) -> int:
+    """The address of row ``index``; BitmaskError if it is not an integer in range."""
+    index = row_index(index)
     if not 0 <= index < rows.n_rows:
         raise BitmaskError(f"index {index} out of range for a bitmask of {rows.n_rows} rows")
-    return rows.address + int(index) * rows.stride_words * 4
+    return rows.address + index * rows.stride_words * 4

@@ -11,7 +11,11 @@ from xmask.runtime._fill cimport FillJob
 cdef class GrammarMatcher:
     cdef StackC st
     cdef bint st_ready
-    cdef readonly object compiled_grammar
+    # ready: __init__ (or fork) finished, every buffer matches the grammar; busy: a call is
+    # running on this matcher (see _enter).  Every public method checks both first.
+    cdef bint ready
+    cdef bint busy
+    cdef object _grammar
     cdef AutomatonTables at
     cdef VocabTables vt
     cdef MaskCacheTables ct
@@ -28,9 +32,22 @@ cdef class GrammarMatcher:
     cdef object _stop_list
     cdef object _default_temperature
 
+    cdef int _enter(self) except -1
+    cdef int _check_ready(self) except -1
+    cdef int _swap_state(self, GrammarMatcher other) except -1
     cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1
+    cdef int _reset_state(self) except -1
+    cdef int _accept_data(self, data) except -1
+    cdef int _rollback(self, intp_t num_tokens) except -1
     cdef bint _can_end(self) noexcept
     cdef int _push_token(self) except -1
     cdef int _make_job(self, FillJob* j, word_t* row) except -1
     cdef int _check_can_fill(self) except -1
     cdef int _accept_id(self, intp_t tid) except -1
+    cdef word_t* _checked_row(self, bitmask, index) except NULL
+    cdef int _fill(self, bitmask, index, debug_print) except -1
+    cdef int _reference_fill(self, bitmask, index) except -1
+    cdef object _traverse(self, nxt, sib, tok, token_bitmask, double limit, temperatures)
+    cdef object _jump_forward(self)
+    cdef list _top_states(self)
+    cdef str _describe(self)

@@ -9,6 +9,7 @@ process-wide recursion bound (``set_max_recursion_depth``).
 """
 
 import contextlib
+import operator
 import os
 import warnings
 
@@ -112,10 +113,18 @@ _depth_from_env()
 
 
 def as_token_id(value, what="token id"):
-    """An integer id from an int or NumPy integer (not bool); InvalidTokenError otherwise."""
-    import operator
+    """An integer from an int, NumPy integer or 0-d integer tensor (``operator.index``; not a
+    bool, float or string); InvalidTokenError otherwise.  Every integer argument of the matcher
+    API (token ids, rollback counts, draft-tree links) goes through here, so all take the same
+    types.
 
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    Example::
+
+        >>> import numpy as np
+        >>> as_token_id(np.int64(7))
+        7
+    """
+    if isinstance(value, bool) or "bool" in str(getattr(value, "dtype", "")):
         raise InvalidTokenError(f"{what} must be an integer, got {value!r}")
     try:
         return operator.index(value)
@@ -125,6 +134,29 @@ def as_token_id(value, what="token id"):
         ) from None
 
 
+def as_count(value, what="num_tokens"):
+    """A non-negative integer (as ``as_token_id``), e.g. a rollback count; InvalidTokenError
+    (a ValueError) otherwise."""
+    n = as_token_id(value, what)
+    if n < 0:
+        raise InvalidTokenError(f"{what} must be a non-negative integer, got {n}")
+    return n
+
+
+def _unusable_error(bint ready):
+    # The error of _enter: a matcher that was never initialized, or one already in a call.
+    if not ready:
+        return XmaskError(
+            "GrammarMatcher is not initialized: it was created without __init__ (e.g. "
+            "GrammarMatcher.__new__); create it with GrammarMatcher(compiled_grammar, ...)"
+        )
+    return XmaskError(
+        "GrammarMatcher is being used by another thread at the same time (or re-entered from "
+        "inside one of its own calls): a matcher holds one sequence's state and must be used "
+        "from one thread at a time; give each thread its own matcher (fork() copies one)"
+    )
+
+
 def _index_array(x, name):
     """A 1-D int64 NumPy copy of a draft-tree tensor / array / list (small: one per node)."""
     import numpy as np
@@ -132,9 +164,13 @@ def _index_array(x, name):
     if type(x).__module__.startswith("torch") and x.device.type != "cpu":
         raise ValueError(f"{name} must be on the CPU, got {x.device}")
     try:
-        arr = np.ascontiguousarray(np.asarray(x), dtype=np.int64)
+        arr = np.asarray(x)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{name} must be a 1-D integer tensor or array: {e}") from None
+    if arr.dtype.kind not in "iu" and arr.size > 0:
+        # Casting would silently truncate floats and turn bools into links.
+        raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     return arr
@@ -144,8 +180,16 @@ def _index_array(x, name):
 cdef class GrammarMatcher:
     """Matches one token sequence against a compiled grammar and produces next-token masks.
 
-    Cheap to create (the compiled grammar is shared and immutable); one matcher per sequence,
-    used from one thread at a time.  ``fork()`` copies one.
+    Cheap to create (the compiled grammar is shared and immutable); one matcher per sequence.
+    ``fork()`` (or ``copy.copy``) copies one.
+
+    Threads: a matcher is used from one thread at a time, as in XGrammar; many threads may
+    each use their own matchers of one ``CompiledGrammar``.  xmask *detects* two calls on one
+    matcher overlapping (another thread calling while a fill runs without the GIL) and raises
+    ``XmaskError`` in the second caller instead of corrupting the state; it does not lock, so
+    correct single-thread use costs a flag check per call.  Calling ``__init__`` again
+    re-initializes the matcher (the old state is freed); a failed ``__init__`` leaves the
+    previous state intact.
 
     Example::
 
@@ -163,18 +207,22 @@ cdef class GrammarMatcher:
     """
 
     def __cinit__(self):
+        # tp_alloc zeroes the object: every pointer is NULL, ready and busy are False.
         self.st_ready = False
-        self.token_depth = NULL
-        self.stop_ids = NULL
-        self.is_stop = NULL
-        self.scratch = NULL
-        self.pos_bits = NULL
+        self.ready = False
+        self.busy = False
 
     def __init__(self, compiled_grammar, override_stop_tokens=None,
                  bint terminate_without_stop_token=False, max_rollback_tokens=-1,
                  default_temperature=None):
         from xmask.compiler.compiled import CompiledGrammar
 
+        cdef GrammarMatcher fresh
+        if self.busy:
+            raise _unusable_error(True)
+        # Validate everything, then build the new state in a fresh object and swap it in: a
+        # failing call (bad argument, MemoryError) leaves this matcher as it was, and a
+        # successful re-init hands the old buffers to `fresh`, whose __dealloc__ frees them.
         if not isinstance(compiled_grammar, CompiledGrammar):
             raise TypeError(
                 f"GrammarMatcher needs a CompiledGrammar, got {type(compiled_grammar).__name__}"
@@ -190,9 +238,7 @@ cdef class GrammarMatcher:
         for t in stops:
             if not 0 <= t < vocab_size:
                 raise InvalidTokenError(f"stop token id {t} is outside [0, {vocab_size})")
-        self._default_temperature = (
-            None if default_temperature is None else float(default_temperature)
-        )
+        temperature = None if default_temperature is None else float(default_temperature)
         if max_rollback_tokens is not None and max_rollback_tokens != -1:
             # XGrammar deprecated the limit (rollback is always unlimited) and servers still
             # pass it (vLLM: num_speculative_tokens) while rolling back more: ignore it too.
@@ -200,14 +246,60 @@ cdef class GrammarMatcher:
                 "max_rollback_tokens is deprecated and ignored: rollback is always unlimited "
                 "(as in XGrammar)", DeprecationWarning, stacklevel=2,
             )
-        self._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token)
-        stack_init(&self.st)
-        self.st_ready = True
-        self.reset()
+        fresh = GrammarMatcher.__new__(GrammarMatcher)
+        fresh._default_temperature = temperature
+        fresh._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token)
+        fresh.st_ready = True  # stack_free is safe on the zeroed or partly built stack
+        stack_init(&fresh.st)
+        fresh._reset_state()
+        fresh.ready = True
+        if self.busy:  # a warning filter or __index__ ran Python code: another thread may be in
+            raise _unusable_error(True)
+        self._swap_state(fresh)
+
+    cdef int _enter(self) except -1:
+        # Called first by every public method that reads or writes the state; the caller clears
+        # `busy` in a finally.  With the GIL held, test-and-set cannot interleave with another
+        # thread's, and a call that releases the GIL (long fills and accepts) keeps `busy` set,
+        # so a second thread's call raises instead of racing on the stack.  Detection, not a
+        # lock: XGrammar matchers are single-threaded and callers should not pay for sharing.
+        # (A free-threaded CPython build would need an atomic here.)
+        if self.busy or not self.ready:
+            raise _unusable_error(self.ready)
+        self.busy = True
+        return 0
+
+    cdef int _swap_state(self, GrammarMatcher other) except -1:
+        # Exchange every field with `other` (used to install a freshly built state).
+        cdef StackC st = self.st
+        self.st = other.st
+        other.st = st
+        self.st_ready, other.st_ready = other.st_ready, self.st_ready
+        self.ready, other.ready = other.ready, self.ready
+        self._grammar, other._grammar = other._grammar, self._grammar
+        self.at, other.at = other.at, self.at
+        self.vt, other.vt = other.vt, self.vt
+        self.ct, other.ct = other.ct, self.ct
+        self.token_depth, other.token_depth = other.token_depth, self.token_depth
+        self.n_tokens, other.n_tokens = other.n_tokens, self.n_tokens
+        self.cap_tokens, other.cap_tokens = other.cap_tokens, self.cap_tokens
+        self.terminated, other.terminated = other.terminated, self.terminated
+        self.terminate_without_stop_token, other.terminate_without_stop_token = (
+            other.terminate_without_stop_token, self.terminate_without_stop_token)
+        self.stop_ids, other.stop_ids = other.stop_ids, self.stop_ids
+        self.n_stop, other.n_stop = other.n_stop, self.n_stop
+        self.is_stop, other.is_stop = other.is_stop, self.is_stop
+        self.scratch, other.scratch = other.scratch, self.scratch
+        self.pos_bits, other.pos_bits = other.pos_bits, self.pos_bits
+        self._stop_list, other._stop_list = other._stop_list, self._stop_list
+        self._default_temperature, other._default_temperature = (
+            other._default_temperature, self._default_temperature)
+        return 0
 
     cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1:
-        # Everything but the stack: tables, stop tokens, per-matcher scratch buffers.
-        self.compiled_grammar = compiled_grammar
+        # Everything but the stack, on a fresh (zeroed) object: tables, stop tokens,
+        # per-matcher scratch buffers.  On MemoryError the object is discarded (and freed).
+        self._grammar = compiled_grammar
         self.at = compiled_grammar._automaton_tables
         self.vt = compiled_grammar._vocab_tables
         self.ct = compiled_grammar._mask_cache_tables
@@ -246,6 +338,13 @@ cdef class GrammarMatcher:
 
     def reset(self):
         """Return to the start of the grammar (forgetting every accepted token)."""
+        self._enter()
+        try:
+            self._reset_state()
+        finally:
+            self.busy = False
+
+    cdef int _reset_state(self) except -1:
         # Dropping the arena too keeps long-lived matchers from accumulating nodes.
         stack_reset(&self.st, True)
         self.st.max_depth = current_max_depth()
@@ -253,10 +352,12 @@ cdef class GrammarMatcher:
         self.n_tokens = 0
         self.token_depth[0] = self.st.depth
         self.terminated = False
+        return 0
 
     def fork(self):
         """An independent copy of this matcher: same grammar and settings, same accepted tokens
         (rollback works across the fork point), then each evolves on its own.
+        ``copy.copy(matcher)`` and ``copy.deepcopy(matcher)`` are the same.
 
         Cheap: the compiled grammar is shared; of the state only the used part of the parse
         stack's arena and history is copied (one memcpy each), no token is re-parsed.
@@ -273,29 +374,46 @@ cdef class GrammarMatcher:
             (True, False, True)
         """
         cdef GrammarMatcher child = GrammarMatcher.__new__(GrammarMatcher)
-        child._default_temperature = self._default_temperature
-        child._setup(self.compiled_grammar, list(self._stop_list),
-                     self.terminate_without_stop_token)
-        stack_clone(&child.st, &self.st)
-        child.st_ready = True
-        if self.n_tokens + 2 > child.cap_tokens:
-            free(child.token_depth)
-            child.cap_tokens = self.cap_tokens
-            child.token_depth = <intp_t*>malloc(child.cap_tokens * sizeof(intp_t))
-            if child.token_depth == NULL:
-                raise MemoryError()
-        memcpy(child.token_depth, self.token_depth, (self.n_tokens + 1) * sizeof(intp_t))
-        child.n_tokens = self.n_tokens
-        child.terminated = self.terminated
+        self._enter()
+        try:
+            child._default_temperature = self._default_temperature
+            child._setup(self._grammar, list(self._stop_list),
+                         self.terminate_without_stop_token)
+            child.st_ready = True  # stack_free is safe on the zeroed or partly copied stack
+            stack_clone(&child.st, &self.st)
+            if self.n_tokens + 2 > child.cap_tokens:
+                free(child.token_depth)
+                child.token_depth = NULL
+                child.cap_tokens = self.cap_tokens
+                child.token_depth = <intp_t*>malloc(child.cap_tokens * sizeof(intp_t))
+                if child.token_depth == NULL:
+                    raise MemoryError()
+            memcpy(child.token_depth, self.token_depth, (self.n_tokens + 1) * sizeof(intp_t))
+            child.n_tokens = self.n_tokens
+            child.terminated = self.terminated
+            child.ready = True
+        finally:
+            self.busy = False
         return child
+
+    def __copy__(self):
+        return self.fork()
+
+    def __deepcopy__(self, memo):
+        # The compiled grammar is immutable and shared, as in fork(): nothing deeper to copy.
+        return self.fork()
 
     def is_terminated(self):
         """True once a stop token was accepted.  With ``terminate_without_stop_token=True``:
         True whenever the input so far is a complete sentence of the grammar (more tokens may
         still be accepted if the grammar allows them; stop tokens are never consumed)."""
-        if self.terminated:
-            return True
-        return self.terminate_without_stop_token and self._can_end()
+        self._enter()
+        try:
+            if self.terminated:
+                return True
+            return self.terminate_without_stop_token and self._can_end()
+        finally:
+            self.busy = False
 
     def is_completed(self):
         """Whether the input accepted so far is a complete sentence of the grammar (the root
@@ -312,30 +430,51 @@ cdef class GrammarMatcher:
             >>> m.accept_string(']'), m.is_completed()
             (True, True)
         """
-        return self.terminated or self._can_end()
+        self._enter()
+        try:
+            return self.terminated or self._can_end()
+        finally:
+            self.busy = False
 
     cdef bint _can_end(self) noexcept:
         return stack_has_bottom(&self.st, self.st.depth - 1)
+
+    cdef int _check_ready(self) except -1:
+        # For properties that read only settings: no state is touched, so `busy` is ignored.
+        if not self.ready:
+            raise _unusable_error(False)
+        return 0
+
+    @property
+    def compiled_grammar(self):
+        """The ``CompiledGrammar`` this matcher runs on (shared, immutable)."""
+        self._check_ready()
+        return self._grammar
 
     @property
     def stop_token_ids(self):
         """The stop token ids this matcher accepts when the grammar can end (the tokenizer's,
         or ``override_stop_tokens``)."""
+        self._check_ready()
         return list(self._stop_list)
 
     @property
     def max_rollback_tokens(self):
         """Always -1 (unlimited), as in XGrammar, which deprecated the limit."""
+        self._check_ready()
         return -1
 
     @property
     def temperature(self):
         """The sampling temperature for the next token: xmask grammars never set one, so this
         is ``default_temperature`` (None if not given), as in XGrammar for such grammars."""
+        self._check_ready()
         return self._default_temperature
 
     @property
     def num_accepted_tokens(self):
+        """How many tokens (accept_token / accept_string calls) can be rolled back."""
+        self._check_ready()
         return self.n_tokens
 
     cdef int _push_token(self) except -1:
@@ -357,22 +496,23 @@ cdef class GrammarMatcher:
 
         Stop tokens are accepted only where the grammar can end; they terminate the matcher.
         A token that would need a parse stack deeper than ``get_max_recursion_depth()`` is
-        rejected.  Raises ``InvalidTokenError`` for an id outside ``[0, vocab_size)``.
+        rejected.  ``token_id`` is any integer (int, NumPy integer, 0-d tensor); raises
+        ``InvalidTokenError`` for a non-integer or an id outside ``[0, vocab_size)``.
         """
-        cdef intp_t tid
-        cdef intp_t pos
-        cdef int64_t off, length
         cdef int ok
-        token_id = as_token_id(token_id)
-        if not 0 <= token_id < self.vt.c.vocab_size:
-            raise InvalidTokenError(
-                f"token id {token_id} is outside the vocabulary [0, {self.vt.c.vocab_size})"
-            )
-        tid = token_id
-        ok = self._accept_id(tid)
-        if debug_print:
-            print(f"GrammarMatcher.accept_token({tid}) -> {bool(ok)}: "
-                  f"{self._debug_print_internal_state()}")
+        self._enter()
+        try:
+            token_id = as_token_id(token_id)
+            if not 0 <= token_id < self.vt.c.vocab_size:
+                raise InvalidTokenError(
+                    f"token id {token_id} is outside the vocabulary [0, {self.vt.c.vocab_size})"
+                )
+            ok = self._accept_id(token_id)
+            if debug_print:
+                print(f"GrammarMatcher.accept_token({token_id}) -> {bool(ok)}: "
+                      f"{self._describe()}")
+        finally:
+            self.busy = False
         return bool(ok)
 
     cdef int _accept_id(self, intp_t tid) except -1:
@@ -402,7 +542,6 @@ cdef class GrammarMatcher:
     def accept_string(self, input_str, *, debug_print=False):
         """Advance by the bytes of ``input_str`` (str is UTF-8 encoded), which need not align with
         tokens.  Returns False (state unchanged) if rejected.  Counts as one step for rollback."""
-        cdef const uint8_t[::1] view
         cdef int ok
         if isinstance(input_str, str):
             data = input_str.encode("utf-8")
@@ -410,38 +549,61 @@ cdef class GrammarMatcher:
             data = bytes(input_str)
         else:
             raise TypeError(f"accept_string needs str or bytes, got {type(input_str).__name__}")
-        ok = 0
-        if not self.terminated:
-            if len(data) == 0:
-                self._push_token()
-                ok = 1
-            else:
-                view = data
-                self.st.max_depth = current_max_depth()
-                if view.shape[0] <= _ACCEPT_NOGIL_BYTES:
-                    ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
-                else:
-                    with nogil:
-                        ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
-                if ok:
-                    self._push_token()
-        if debug_print:
-            print(f"GrammarMatcher.accept_string({input_str!r}) -> {bool(ok)}: {self!r}")
+        self._enter()
+        try:
+            ok = self._accept_data(data)
+            if debug_print:
+                print(f"GrammarMatcher.accept_string({input_str!r}) -> {bool(ok)}: "
+                      f"{self._describe()}")
+        finally:
+            self.busy = False
         return bool(ok)
 
+    cdef int _accept_data(self, data) except -1:
+        # accept_string on bytes `data`, the matcher entered; 1 if accepted.
+        cdef const uint8_t[::1] view
+        cdef int ok = 0
+        if self.terminated:
+            return 0
+        if len(data) == 0:
+            self._push_token()
+            return 1
+        view = data
+        self.st.max_depth = current_max_depth()
+        if view.shape[0] <= _ACCEPT_NOGIL_BYTES:
+            ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
+        else:
+            with nogil:
+                ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
+        if ok:
+            self._push_token()
+        return ok
+
     def rollback(self, num_tokens=1):
-        """Undo the last ``num_tokens`` accepted tokens (a stop token counts as one).  O(1)."""
-        if not isinstance(num_tokens, int) or num_tokens < 0:
-            raise ValueError(f"num_tokens must be a non-negative int, got {num_tokens!r}")
-        if num_tokens > self.n_tokens:
-            raise ValueError(
-                f"cannot roll back {num_tokens} tokens: only {self.n_tokens} accepted"
-            )
+        """Undo the last ``num_tokens`` accepted tokens (a stop token counts as one).  O(1).
+
+        ``num_tokens`` is any non-negative integer (int, NumPy integer, 0-d tensor); a
+        non-integer, a negative count or more than were accepted raises ``InvalidTokenError``
+        (a ValueError) and changes nothing."""
+        n = as_count(num_tokens, "num_tokens")
+        self._enter()
+        try:
+            if n > self.n_tokens:
+                raise InvalidTokenError(
+                    f"cannot roll back {n} tokens: only {self.n_tokens} accepted"
+                )
+            self._rollback(n)
+        finally:
+            self.busy = False
+
+    cdef int _rollback(self, intp_t num_tokens) except -1:
+        # rollback of a checked count, the matcher entered.
         if num_tokens == 0:
-            return
+            return 0
         self.n_tokens -= num_tokens
         stack_truncate(&self.st, self.token_depth[self.n_tokens])
         self.terminated = False
+        return 0
 
     # ---- masks -------------------------------------------------------------------------
 
@@ -478,8 +640,8 @@ cdef class GrammarMatcher:
         decoding); bit ``i % 32`` of word ``i // 32`` is set iff token i is allowed.  Special
         and padding ids are never set; stop tokens only where the grammar can end.  Returns
         True (the row needs applying).  The matcher state is unchanged.  Raises
-        ``BitmaskError`` for a bad bitmask (CUDA tensors included: fill on the CPU, then
-        copy) and ``XmaskError`` after a stop token was accepted (as XGrammar does).
+        ``BitmaskError`` for a bad bitmask or index (CUDA tensors included: fill on the CPU,
+        then copy) and ``XmaskError`` after a stop token was accepted (as XGrammar does).
 
         Example::
 
@@ -490,11 +652,25 @@ cdef class GrammarMatcher:
             >>> m.fill_next_token_bitmask(spec[:, 1, :], 1)  # writes spec[1, 1]
             True
         """
-        cdef FillJob job
+        self._enter()
+        try:
+            self._fill(bitmask, index, debug_print)
+        finally:
+            self.busy = False
+        return True
+
+    cdef word_t* _checked_row(self, bitmask, index) except NULL:
+        # The address of the row to fill, after every check fill_next_token_bitmask makes.
+        # The caller keeps `bitmask` (hence the memory) alive for the duration of the fill.
         rows = bitmask_rows(bitmask, self.vt.c.n_words)
         cdef uintptr_t addr = row_address(rows, index)
         self._check_can_fill()
-        self._make_job(&job, <word_t*>addr)
+        return <word_t*>addr
+
+    cdef int _fill(self, bitmask, index, debug_print) except -1:
+        cdef FillJob job
+        cdef word_t* row = self._checked_row(bitmask, index)
+        self._make_job(&job, row)
         if fill_cost(&job) < nogil_min_cost():
             fill_job(&job)
         else:
@@ -502,16 +678,23 @@ cdef class GrammarMatcher:
                 fill_job(&job)
         if debug_print:
             n_allowed = sum(bin(int(w) & 0xFFFFFFFF).count("1")
-                            for w in (<word_t*>addr)[:self.vt.c.n_words])
+                            for w in row[:self.vt.c.n_words])
             print(f"GrammarMatcher.fill_next_token_bitmask(index={index}): "
-                  f"{n_allowed} tokens allowed; {self!r}")
-        return True
+                  f"{n_allowed} tokens allowed; {self._describe()}")
+        return 0
 
     def _reference_fill_next_token_bitmask(self, bitmask, index=0):
         """Slow reference mask: try every token on the byte-level parser, no cache, no prefix
-        sharing.  For tests only."""
-        rows = bitmask_rows(bitmask, self.vt.c.n_words)
-        cdef word_t* row = <word_t*><uintptr_t>row_address(rows, index)
+        sharing.  For tests only.  Checks its arguments as ``fill_next_token_bitmask`` does."""
+        self._enter()
+        try:
+            self._reference_fill(bitmask, index)
+        finally:
+            self.busy = False
+        return True
+
+    cdef int _reference_fill(self, bitmask, index) except -1:
+        cdef word_t* row = self._checked_row(bitmask, index)
         cdef intp_t tid, pos, base = self.st.depth
         cdef int64_t off
         cdef bint can_end = self._can_end()
@@ -531,6 +714,7 @@ cdef class GrammarMatcher:
                                 self.vt.c.tok_offsets[pos + 1] - off):
                     bitset_set(row, tid)
                     stack_truncate(&self.st, base)
+        return 0
 
     def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens,
                             token_bitmask, time_threshold=-1.0, temperatures=None):
@@ -539,11 +723,12 @@ cdef class GrammarMatcher:
 
         ``retrieve_next_token[i]`` is node i's first child, ``retrieve_next_sibling[i]`` its
         next sibling (-1: none), ``draft_tokens[i]`` its token; node 0 is the root (its token
-        is not accepted again).  Rows 0..n-1 of ``token_bitmask`` are zeroed; then, depth
-        first, a node whose token its parent's row allows gets the mask after its path (the
-        root: the current mask).  A node after a stop token, or whose path is terminated,
-        keeps a zero row, as do its children.  The matcher's state is unchanged.  Returns
-        True, or False if ``time_threshold`` (> 0, seconds) ran out.  ``temperatures``
+        is not accepted again).  The three are 1-D integer arrays, tensors or lists (any integer
+        dtype; floats and bools are refused).  Rows 0..n-1 of ``token_bitmask`` are zeroed;
+        then, depth first, a node whose token its parent's row allows gets the mask after its
+        path (the root: the current mask).  A node after a stop token, or whose path is
+        terminated, keeps a zero row, as do its children.  The matcher's state is unchanged.
+        Returns True, or False if ``time_threshold`` (> 0, seconds) ran out.  ``temperatures``
         (optional float32, one per node) is filled with ``temperature`` or -1.
 
         Example::
@@ -556,13 +741,20 @@ cdef class GrammarMatcher:
             >>> m.traverse_draft_tree([1, -1], [-1, -1], [0, tok], bm)
             True
         """
-        cdef FillJob job
-        cdef intp_t n, bad, base, i
-        cdef int done = 1
-        cdef double limit = float(time_threshold)
         nxt = _index_array(retrieve_next_token, "retrieve_next_token")
         sib = _index_array(retrieve_next_sibling, "retrieve_next_sibling")
         tok = _index_array(draft_tokens, "draft_tokens")
+        limit = float(time_threshold)
+        self._enter()
+        try:
+            return self._traverse(nxt, sib, tok, token_bitmask, limit, temperatures)
+        finally:
+            self.busy = False
+
+    cdef object _traverse(self, nxt, sib, tok, token_bitmask, double limit, temperatures):
+        cdef FillJob job
+        cdef intp_t n, bad, base, i
+        cdef int done = 1
         n = nxt.shape[0]
         if sib.shape[0] != n or tok.shape[0] != n:
             raise ValueError(
@@ -614,12 +806,20 @@ cdef class GrammarMatcher:
         finally:
             stack_truncate(&self.st, base)
         return bool(done)
+
     def find_jump_forward_string(self):
         """The longest string that must come next whatever the model picks ('' if none).
 
         Stops where the grammar could end or branch, and at a whole UTF-8 character.  The
         matcher state is unchanged.
         """
+        self._enter()
+        try:
+            return self._jump_forward()
+        finally:
+            self.busy = False
+
+    cdef object _jump_forward(self):
         cdef intp_t base = self.st.depth
         cdef intp_t d, i, cls, the_cls, n_cls, lo
         cdef int32_t node, s
@@ -666,6 +866,13 @@ cdef class GrammarMatcher:
 
     def _debug_top_states(self):
         """The automaton states of the current stack tops (-1 = the grammar may end)."""
+        self._enter()
+        try:
+            return self._top_states()
+        finally:
+            self.busy = False
+
+    cdef list _top_states(self):
         d = self.st.depth - 1
         out = []
         for i in range(self.st.set_start[d], self.st.set_start[d + 1]):
@@ -673,19 +880,34 @@ cdef class GrammarMatcher:
             out.append(-1 if node == 0 else self.st.node_state[node])
         return out
 
+    cdef str _describe(self):
+        # The debug description, the matcher entered.
+        completed = self.terminated or self._can_end()
+        return (f"<GrammarMatcher tokens={self.n_tokens} terminated={self.terminated} "
+                f"tops={len(self._top_states())}>: top states {self._top_states()}, "
+                f"{self.st.depth} top sets in the history, {self.st.n_nodes} stack nodes, "
+                f"completed={completed}")
+
     def _debug_print_internal_state(self):
         """A description of the parse state, for debugging (the format may change)."""
-        return (f"{self!r}: top states {self._debug_top_states()}, "
-                f"{self.st.depth} top sets in the history, {self.st.n_nodes} stack nodes, "
-                f"completed={self.is_completed()}")
+        self._enter()
+        try:
+            return self._describe()
+        finally:
+            self.busy = False
 
     def _debug_fill_cost(self):
         """The estimated work of the next fill (the unit of the GIL policy, see _fill.pyx)."""
         cdef FillJob job
-        self._make_job(&job, NULL)
-        return fill_cost(&job)
+        self._enter()
+        try:
+            self._make_job(&job, NULL)
+            return fill_cost(&job)
+        finally:
+            self.busy = False
 
     def _debug_arena_nodes(self):
+        self._check_ready()
         return self.st.n_nodes
 
     def __reduce__(self):
@@ -695,8 +917,14 @@ cdef class GrammarMatcher:
         )
 
     def __repr__(self):
-        return (f"<GrammarMatcher tokens={self.n_tokens} terminated={self.is_terminated()} "
-                f"tops={len(self._debug_top_states())}>")
+        # Never raises (debuggers and error reports call repr): states it instead.
+        if not self.ready:
+            return "<GrammarMatcher not initialized>"
+        if self.busy:
+            return "<GrammarMatcher in use by another call>"
+        terminated = self.terminated or (self.terminate_without_stop_token and self._can_end())
+        return (f"<GrammarMatcher tokens={self.n_tokens} terminated={terminated} "
+                f"tops={len(self._top_states())}>")
 
 
 def _utf8_prefix(data):
