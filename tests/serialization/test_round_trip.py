@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import tokenizer_json
 from sertools import DOC, SCHEMA, doc_ids, llama3, qwen, walk_masks  # noqa: F401 (fixtures)
 
 import xmask
@@ -80,23 +81,27 @@ def test_from_huggingface_with_pretrained_tokenizer_fast(llama3, qwen):
         xmask.TokenizerInfo.from_huggingface(llama3.path, 128256)
 
 
-def test_from_huggingface_stop_tokens_follow_xgrammar(llama3):
-    import xgrammar
+def test_from_huggingface_stop_tokens_are_the_eos_token(llama3):
     from transformers import PreTrainedTokenizerFast
 
     # a tokenizer that knows its eos token: exactly [eos_token_id], as XGrammar
     hf = PreTrainedTokenizerFast(tokenizer_file=llama3.path, eos_token="<|eot_id|>")
-    ours = xmask.TokenizerInfo.from_huggingface(hf)
-    theirs = xgrammar.TokenizerInfo.from_huggingface(hf)
-    assert ours.stop_token_ids == list(theirs.stop_token_ids) == [128009]
+    assert xmask.TokenizerInfo.from_huggingface(hf).stop_token_ids == [128009]
     assert xmask.TokenizerInfo.from_huggingface(hf, stop_token_ids=7).stop_token_ids == [7]
-    # without one, both detect end-of-text / end-of-turn tokens
+    # from a path, xmask detects end-of-text / end-of-turn tokens
     assert {128001, 128009} <= set(llama3.info.stop_token_ids)
 
 
-def test_dump_metadata_is_xgrammar_json_string(llama3):
-    import xgrammar
+def test_from_huggingface_stop_tokens_follow_xgrammar(llama3):
+    xgrammar = pytest.importorskip("xgrammar")  # a benchmark peer, not a test dependency
+    from transformers import PreTrainedTokenizerFast
 
+    hf = PreTrainedTokenizerFast(tokenizer_file=llama3.path, eos_token="<|eot_id|>")
+    theirs = xgrammar.TokenizerInfo.from_huggingface(hf)
+    assert xmask.TokenizerInfo.from_huggingface(hf).stop_token_ids == list(theirs.stop_token_ids)
+
+
+def test_dump_metadata_is_a_json_string(llama3):
     meta = llama3.info.dump_metadata()
     assert isinstance(meta, str)
     assert json.loads(meta) == {"vocab_type": 2, "vocab_size": 128256, "add_prefix_space": False,
@@ -105,7 +110,12 @@ def test_dump_metadata_is_xgrammar_json_string(llama3):
     again = xmask.TokenizerInfo.from_vocab_and_metadata(["a", "\u0120b", "<|endoftext|>"],
                                                         small.dump_metadata())
     same_info(again, small)
-    # XGrammar reads our metadata string and we read its own
+
+
+def test_dump_metadata_is_read_by_xgrammar_and_back(llama3):
+    xgrammar = pytest.importorskip("xgrammar")  # a benchmark peer, not a test dependency
+
+    small = xmask.TokenizerInfo(["a", "\u0120b", "<|endoftext|>"], "byte_level", vocab_size=5)
     xg = xgrammar.TokenizerInfo.from_vocab_and_metadata(["a", "\u0120b", "<|endoftext|>"],
                                                         small.dump_metadata())
     assert xg.vocab_size == 5 and xg.stop_token_ids == [2]
@@ -114,21 +124,37 @@ def test_dump_metadata_is_xgrammar_json_string(llama3):
     assert back.vocab_size == 5 and back.stop_token_ids == [2]
 
 
-def test_detect_metadata_from_hf_matches_xgrammar(llama3):
-    import xgrammar
+def _backend_strings():
     from transformers import PreTrainedTokenizerFast
-
-    from conftest import tokenizer_json
 
     for name in ("llama3", "llama2", "qwen2.5"):
         hf = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json(name)))
-        backend = hf.backend_tokenizer.to_str()
+        yield name, hf.backend_tokenizer.to_str()
+
+
+def test_detect_metadata_from_hf_agrees_with_the_tokenizer_files(llama3):
+    by_name = {name: backend for name, backend in _backend_strings()}
+    for name, backend in by_name.items():
+        ours = xmask.TokenizerInfo._detect_metadata_from_hf(backend)
+        assert set(ours) == {"vocab_type", "add_prefix_space"}
+        assert isinstance(ours["vocab_type"], xmask.VocabType)
+        # the same detection from_huggingface does on the file itself
+        info = xmask.TokenizerInfo.from_huggingface(str(tokenizer_json(name)))
+        assert ours["vocab_type"] == info.vocab_type, name
+        assert ours["add_prefix_space"] == info.add_prefix_space, name
+
+
+def test_detect_metadata_from_hf_matches_xgrammar(llama3):
+    xgrammar = pytest.importorskip("xgrammar")  # a benchmark peer, not a test dependency
+
+    for name, backend in _backend_strings():
         ours = xmask.TokenizerInfo._detect_metadata_from_hf(backend)
         theirs = xgrammar.TokenizerInfo._detect_metadata_from_hf(backend)
-        assert set(ours) == {"vocab_type", "add_prefix_space"}
         assert int(ours["vocab_type"]) == theirs["vocab_type"].value, name
         assert ours["add_prefix_space"] == theirs["add_prefix_space"], name
-        assert isinstance(ours["vocab_type"], xmask.VocabType)
+
+
+def test_detect_metadata_from_hf_rejects_bad_json():
     with pytest.raises(xmask.InvalidJSONError):
         xmask.TokenizerInfo._detect_metadata_from_hf("{not json")
 
