@@ -164,17 +164,25 @@ def test_two_threads_on_one_matcher_get_clear_errors_or_correct_results(llama):
                     m.accept_string("[" * 5000)  # > 4096 bytes: without the GIL
                     m.fill_next_token_bitmask(bm)
                     m.find_jump_forward_string()
-                else:
+                elif kind == 1:
                     m.reset()
                     for t in ids[:8]:
                         m.accept_token(t)
                     m.fill_next_token_bitmask(bm)
                     m.is_completed()
                     m.rollback(2)
+                else:  # re-init and batch calls, with a second matcher nobody else uses
+                    m.__init__(llama.json)
+                    batch.batch_fill_next_token_bitmask([other, m], bm2)
+                    xmask.BatchGrammarMatcher.batch_accept_token([other, m], [ids[0], ids[0]])
+                    xmask.BatchGrammarMatcher.batch_rollback([other, m], 1)
             except Exception as e:  # noqa: BLE001 - every exception is classified below
                 errors.append(e)
 
-    threads = [threading.Thread(target=hammer, args=(i % 2,)) for i in range(4)]
+    other = xmask.GrammarMatcher(llama.json)
+    batch = xmask.BatchGrammarMatcher(2)
+    bm2 = np.zeros((2, llama.n_words), np.int32)
+    threads = [threading.Thread(target=hammer, args=(i % 3,)) for i in range(5)]
     for th in threads:
         th.start()
     for th in threads:
@@ -184,7 +192,14 @@ def test_two_threads_on_one_matcher_get_clear_errors_or_correct_results(llama):
         msg = str(e)
         assert ("used by another thread" in msg or "cannot roll back" in msg
                 or "terminated" in msg), msg
-    # Used correctly afterwards, the matcher is sound.
+    # Used correctly afterwards, the matchers are sound (a batch that found `m` busy left
+    # `other` unchanged and usable).
+    for mm in (m, other):
+        mm.reset()
+        for t in ids[:5]:
+            assert mm.accept_token(t)
+        np.testing.assert_array_equal(fast_row(mm, llama.n_words),
+                                      reference_row(mm, llama.n_words))
     m.reset()
     for t in ids:
         np.testing.assert_array_equal(fast_row(m, llama.n_words), reference_row(m, llama.n_words))
@@ -302,6 +317,9 @@ def test_integral_types_accepted_everywhere(llama, kind):
     m = advanced(llama.json, ids, 4)
     m.rollback(one)
     assert m.num_accepted_tokens == 3
+    stop = _torch_int(128009) if INTS[kind] == "torch" else np.int64(128009)
+    assert xmask.GrammarMatcher(llama.json, override_stop_tokens=stop).stop_token_ids == [128009]
+    assert xmask.GrammarMatcher(llama.json, override_stop_tokens=[stop]).stop_token_ids == [128009]
     assert m.accept_token(_torch_int(ids[3]) if INTS[kind] == "torch" else np.int64(ids[3]))
     bm = np.zeros((2, llama.n_words), np.int32)
     m.fill_next_token_bitmask(bm, one)

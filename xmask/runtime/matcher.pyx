@@ -230,7 +230,8 @@ cdef class GrammarMatcher:
         vocab_size = compiled_grammar._vocab_tables.vocab_size
         if override_stop_tokens is None:
             stops = list(compiled_grammar.tokenizer_info.stop_token_ids)
-        elif not hasattr(override_stop_tokens, "__iter__"):
+        elif not hasattr(override_stop_tokens, "__iter__") or (
+                getattr(override_stop_tokens, "ndim", 1) == 0):  # one id, 0-d array/tensor too
             stops = [override_stop_tokens]
         else:
             stops = list(override_stop_tokens)
