@@ -6,7 +6,7 @@ the .pyx/.pxd sources (MANIFEST.in), and each module is cythonized right before 
 so ``setup.py sdist`` does not run Cython at all.
 
 Each module prints ``xmask: compiling xmask.runtime.matcher (5/9)`` to stderr as it starts, so a
-first install (a few minutes on 2 cores) shows progress; pip shows it with ``pip install -v``.
+first install (about a minute on 2 cores) shows progress; pip shows it with ``pip install -v``.
 """
 
 import os
@@ -65,18 +65,13 @@ if SANITIZE:
 class CythonizeEachBuildExt(build_ext):
     """Cythonize one module right before compiling it, and say which one.
 
-    Cythonizing lazily (instead of calling ``cythonize`` at the top of this file) keeps Cython and
-    numpy out of ``sdist`` and ``egg_info``, and gives one progress line per module: a fresh
-    install otherwise sits silent for minutes.
+    Cythonizing lazily (instead of calling ``cythonize`` at the top of this file) keeps Cython out
+    of ``sdist`` and ``egg_info``, and gives one progress line per module: a fresh
+    install otherwise sits silent for a minute or more.
     """
 
     def build_extensions(self):
-        # numpy is a build requirement (pyproject.toml); imported here, not at the top, so that
-        # metadata-only commands work without it.
-        import numpy as np
-
-        for ext in self.extensions:
-            ext.include_dirs.append(np.get_include())
+        # No numpy include dir: no module cimports numpy, so numpy is not a build requirement.
         self._xmask_done = 0
         super().build_extensions()
 

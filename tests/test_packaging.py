@@ -1,8 +1,8 @@
 """Packaging: the sdist builds a wheel in a fresh venv, and that wheel works outside the tree.
 
 What CI checks here is what a user of ``pip install xmask`` gets: ``python -m build --sdist``,
-then ``pip wheel`` of that sdist in a new ``python -m venv`` (build isolation fetches setuptools,
-Cython and numpy from the index), the contents of both archives, and an installed wheel that
+then ``pip wheel`` of that sdist in a new ``python -m venv`` (build isolation fetches setuptools
+and Cython from the index), the contents of both archives, and an installed wheel that
 compiles a grammar and fills a mask from a directory outside the source tree.
 
 It takes about a minute and a half on 2 cores (the wheel build compiles every Cython module).
