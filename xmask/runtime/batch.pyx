@@ -75,7 +75,7 @@ cdef int _enter_all(list ms) except -1:
             m._enter()
         except XmaskError as e:
             for j in range(i):
-                (<GrammarMatcher>ms[j]).busy = False
+                (<GrammarMatcher>ms[j])._leave()
             raise XmaskError(f"{e} (matchers[{i}])") from None
     return 0
 
@@ -83,7 +83,7 @@ cdef int _enter_all(list ms) except -1:
 cdef void _leave_all(list ms) noexcept:
     cdef Py_ssize_t i
     for i in range(len(ms)):
-        (<GrammarMatcher>ms[i]).busy = False
+        (<GrammarMatcher>ms[i])._leave()
 
 
 def _check_len(what, values, n):

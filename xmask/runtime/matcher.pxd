@@ -14,7 +14,7 @@ cdef class GrammarMatcher:
     # ready: __init__ (or fork) finished, every buffer matches the grammar; busy: a call is
     # running on this matcher (see _enter).  Every public method checks both first.
     cdef bint ready
-    cdef bint busy
+    cdef char busy                 # taken / released atomically (_enter, _leave)
     cdef object _grammar
     cdef AutomatonTables at
     cdef VocabTables vt
@@ -33,6 +33,7 @@ cdef class GrammarMatcher:
     cdef object _default_temperature
 
     cdef int _enter(self) except -1
+    cdef void _leave(self) noexcept
     cdef int _check_ready(self) except -1
     cdef int _swap_state(self, GrammarMatcher other) except -1
     cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1

@@ -38,6 +38,31 @@ cdef intp_t _MAX_JUMP_FORWARD_BYTES = 4096
 cdef intp_t _ACCEPT_NOGIL_BYTES = 4096
 
 
+cdef extern from *:
+    """
+    /* The matcher's busy flag (see GrammarMatcher._enter): an atomic test-and-set, so two
+       threads entering one matcher at once cannot both succeed, with or without a GIL. */
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static __inline int xmask_try_acquire(volatile char* flag) {
+        return _InterlockedCompareExchange8(flag, 1, 0) == 0;
+    }
+    static __inline void xmask_release(volatile char* flag) { _InterlockedExchange8(flag, 0); }
+    #else
+    static inline int xmask_try_acquire(volatile char* flag) {
+        char expected = 0;
+        return __atomic_compare_exchange_n(flag, &expected, 1, 0, __ATOMIC_ACQUIRE,
+                                           __ATOMIC_RELAXED);
+    }
+    static inline void xmask_release(volatile char* flag) {
+        __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+    }
+    #endif
+    """
+    bint _try_acquire "xmask_try_acquire"(char* flag) noexcept nogil
+    void _release "xmask_release"(char* flag) noexcept nogil
+
+
 # ---- recursion bound -------------------------------------------------------------------------
 
 _DEPTH_LIMIT = 1 << 30
@@ -207,10 +232,10 @@ cdef class GrammarMatcher:
     """
 
     def __cinit__(self):
-        # tp_alloc zeroes the object: every pointer is NULL, ready and busy are False.
+        # tp_alloc zeroes the object: every pointer is NULL, ready and busy are 0.
         self.st_ready = False
         self.ready = False
-        self.busy = False
+        self.busy = 0
 
     def __init__(self, compiled_grammar, override_stop_tokens=None,
                  bint terminate_without_stop_token=False, max_rollback_tokens=-1,
@@ -254,21 +279,29 @@ cdef class GrammarMatcher:
         stack_init(&fresh.st)
         fresh._reset_state()
         fresh.ready = True
-        if self.busy:  # a warning filter or __index__ ran Python code: another thread may be in
+        # Python code ran above (__index__, warning filters, the allocator's GC): another
+        # thread may have entered meanwhile, so take the flag for the swap itself.
+        if not _try_acquire(&self.busy):
             raise _unusable_error(True)
-        self._swap_state(fresh)
+        try:
+            self._swap_state(fresh)
+        finally:
+            self._leave()
 
     cdef int _enter(self) except -1:
-        # Called first by every public method that reads or writes the state; the caller clears
-        # `busy` in a finally.  With the GIL held, test-and-set cannot interleave with another
+        # Called first by every public method that reads or writes the state; the caller calls
+        # _leave in a finally.  With the GIL held, test-and-set cannot interleave with another
         # thread's, and a call that releases the GIL (long fills and accepts) keeps `busy` set,
         # so a second thread's call raises instead of racing on the stack.  Detection, not a
         # lock: XGrammar matchers are single-threaded and callers should not pay for sharing.
-        # (A free-threaded CPython build would need an atomic here.)
-        if self.busy or not self.ready:
+        # The flag is taken with an atomic compare-and-swap so detection also holds on
+        # free-threaded CPython (no GIL); uncontended, that is a few nanoseconds.
+        if not self.ready or not _try_acquire(&self.busy):
             raise _unusable_error(self.ready)
-        self.busy = True
         return 0
+
+    cdef void _leave(self) noexcept:
+        _release(&self.busy)
 
     cdef int _swap_state(self, GrammarMatcher other) except -1:
         # Exchange every field with `other` (used to install a freshly built state).
@@ -343,7 +376,7 @@ cdef class GrammarMatcher:
         try:
             self._reset_state()
         finally:
-            self.busy = False
+            self._leave()
 
     cdef int _reset_state(self) except -1:
         # Dropping the arena too keeps long-lived matchers from accumulating nodes.
@@ -394,7 +427,7 @@ cdef class GrammarMatcher:
             child.terminated = self.terminated
             child.ready = True
         finally:
-            self.busy = False
+            self._leave()
         return child
 
     def __copy__(self):
@@ -414,7 +447,7 @@ cdef class GrammarMatcher:
                 return True
             return self.terminate_without_stop_token and self._can_end()
         finally:
-            self.busy = False
+            self._leave()
 
     def is_completed(self):
         """Whether the input accepted so far is a complete sentence of the grammar (the root
@@ -435,7 +468,7 @@ cdef class GrammarMatcher:
         try:
             return self.terminated or self._can_end()
         finally:
-            self.busy = False
+            self._leave()
 
     cdef bint _can_end(self) noexcept:
         return stack_has_bottom(&self.st, self.st.depth - 1)
@@ -513,7 +546,7 @@ cdef class GrammarMatcher:
                 print(f"GrammarMatcher.accept_token({token_id}) -> {bool(ok)}: "
                       f"{self._describe()}")
         finally:
-            self.busy = False
+            self._leave()
         return bool(ok)
 
     cdef int _accept_id(self, intp_t tid) except -1:
@@ -557,7 +590,7 @@ cdef class GrammarMatcher:
                 print(f"GrammarMatcher.accept_string({input_str!r}) -> {bool(ok)}: "
                       f"{self._describe()}")
         finally:
-            self.busy = False
+            self._leave()
         return bool(ok)
 
     cdef int _accept_data(self, data) except -1:
@@ -595,7 +628,7 @@ cdef class GrammarMatcher:
                 )
             self._rollback(n)
         finally:
-            self.busy = False
+            self._leave()
 
     cdef int _rollback(self, intp_t num_tokens) except -1:
         # rollback of a checked count, the matcher entered.
@@ -657,7 +690,7 @@ cdef class GrammarMatcher:
         try:
             self._fill(bitmask, index, debug_print)
         finally:
-            self.busy = False
+            self._leave()
         return True
 
     cdef word_t* _checked_row(self, bitmask, index) except NULL:
@@ -691,7 +724,7 @@ cdef class GrammarMatcher:
         try:
             self._reference_fill(bitmask, index)
         finally:
-            self.busy = False
+            self._leave()
         return True
 
     cdef int _reference_fill(self, bitmask, index) except -1:
@@ -750,7 +783,7 @@ cdef class GrammarMatcher:
         try:
             return self._traverse(nxt, sib, tok, token_bitmask, limit, temperatures)
         finally:
-            self.busy = False
+            self._leave()
 
     cdef object _traverse(self, nxt, sib, tok, token_bitmask, double limit, temperatures):
         cdef FillJob job
@@ -818,7 +851,7 @@ cdef class GrammarMatcher:
         try:
             return self._jump_forward()
         finally:
-            self.busy = False
+            self._leave()
 
     cdef object _jump_forward(self):
         cdef intp_t base = self.st.depth
@@ -871,7 +904,7 @@ cdef class GrammarMatcher:
         try:
             return self._top_states()
         finally:
-            self.busy = False
+            self._leave()
 
     cdef list _top_states(self):
         d = self.st.depth - 1
@@ -895,7 +928,7 @@ cdef class GrammarMatcher:
         try:
             return self._describe()
         finally:
-            self.busy = False
+            self._leave()
 
     def _debug_fill_cost(self):
         """The estimated work of the next fill (the unit of the GIL policy, see _fill.pyx)."""
@@ -905,7 +938,7 @@ cdef class GrammarMatcher:
             self._make_job(&job, NULL)
             return fill_cost(&job)
         finally:
-            self.busy = False
+            self._leave()
 
     def _debug_arena_nodes(self):
         self._check_ready()
