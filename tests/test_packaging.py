@@ -5,7 +5,7 @@ then ``pip wheel`` of that sdist in a new ``python -m venv`` (build isolation fe
 and Cython from the index), the contents of both archives, and an installed wheel that
 compiles a grammar and fills a mask from a directory outside the source tree.
 
-It takes about a minute and a half on 2 cores (the wheel build compiles every Cython module).
+It takes 45-80 s on 2 cores (the wheel build compiles every Cython module).
 ``XMASK_SKIP_PACKAGING=1`` skips it for local work; under ``CI=true`` it always runs, and a
 missing tool (``build``, ``venv``) fails instead of skipping.
 """
