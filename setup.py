@@ -33,6 +33,7 @@ MODULES = [
     "xmask.runtime._tables",
     "xmask.runtime._stack",
     "xmask.runtime._fill",
+    "xmask.runtime._bitmask_view",
     "xmask.runtime._draft_tree",
     "xmask.runtime.matcher",
     "xmask.runtime.batch",

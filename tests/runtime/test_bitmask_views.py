@@ -123,3 +123,56 @@ def test_debug_print_kwargs(tok, capsys):
     assert "tokens allowed" in out and "accept_token" in out and "accept_string" in out
     with pytest.raises(TypeError):
         m.accept_token(tok.encode("]")[0], True)  # debug_print is keyword-only, as in XGrammar
+
+
+def _layouts(n_words):
+    """Bitmasks of many layouts, good and bad, NumPy and torch: each goes through the C fast
+    path or falls back to the Python checks."""
+    base = np.zeros((4, 3, n_words + 2), np.int32)
+    out = {
+        "np 2-D": np.zeros((3, n_words), np.int32),
+        "np 1-D": np.zeros(n_words, np.int32),
+        "np 3-D view [:, 1, :n]": base[:, 1, :n_words],
+        "np 3-D view [2, :, :n]": base[2, :, :n_words],
+        "np one row of many": np.zeros((1, n_words), np.int32),
+        "np fortran": np.asfortranarray(np.zeros((3, n_words), np.int32)),
+        "np read-only": np.zeros((3, n_words), np.int32),
+        "np big-endian": np.zeros((3, n_words), ">i4"),
+        "np int64": np.zeros((3, n_words), np.int64),
+        "np too narrow": np.zeros((3, n_words - 1), np.int32),
+        "np reversed rows": np.zeros((3, n_words), np.int32)[::-1],
+        "np misaligned": np.frombuffer(bytearray(4 * 3 * n_words + 1), np.int32,
+                                       count=3 * n_words, offset=1).reshape(3, n_words),
+        "np 3-D": np.zeros((2, 2, n_words), np.int32),
+        "torch 2-D": torch.zeros((3, n_words), dtype=torch.int32),
+        "torch 1-D": torch.zeros(n_words, dtype=torch.int32),
+        "torch 3-D view [:, 1]": torch.zeros((4, 3, n_words), dtype=torch.int32)[:, 1],
+        "torch transposed": torch.zeros((n_words, 3), dtype=torch.int32).t(),
+        "torch int64": torch.zeros((3, n_words), dtype=torch.int64),
+        "torch 3-D": torch.zeros((2, 2, n_words), dtype=torch.int32),
+    }
+    out["np read-only"].flags.writeable = False
+    return out
+
+
+def test_fast_and_python_bitmask_checks_agree_on_every_layout(tok, matcher):
+    # The Python checks (bitmask_rows) define what is accepted; the fill, which takes the C
+    # fast path for the common layouts, must accept exactly those and write the right row.
+    from xmask.errors import BitmaskError
+    from xmask.runtime.bitmask_rows import bitmask_rows
+
+    expected = reference_row(matcher, tok.n_words)
+    for name, bm in _layouts(tok.n_words).items():
+        try:
+            rows = bitmask_rows(bm, tok.n_words)
+        except BitmaskError:
+            with pytest.raises(BitmaskError):
+                matcher.fill_next_token_bitmask(bm, 0)
+            continue
+        index = rows.n_rows - 1
+        for idx in (index, np.int64(index)):
+            matcher.fill_next_token_bitmask(bm, idx)
+            row = np.asarray(bm if bm.ndim == 1 else bm[index])
+            np.testing.assert_array_equal(row.astype(np.int32), expected, err_msg=name)
+        with pytest.raises(BitmaskError):
+            matcher.fill_next_token_bitmask(bm, rows.n_rows)

@@ -29,6 +29,7 @@ from xmask.runtime._fill cimport (
     set_max_depth, nogil_min_cost,
 )
 from xmask.runtime._draft_tree cimport check_tree, traverse_tree
+from xmask.runtime._bitmask_view cimport RowsC, rows_fast, row_index_fast
 
 from xmask.errors import InvalidTokenError, BitmaskError, XmaskError
 from xmask.runtime.bitmask_rows import bitmask_rows, row_address
@@ -696,8 +697,13 @@ cdef class GrammarMatcher:
     cdef word_t* _checked_row(self, bitmask, index) except NULL:
         # The address of the row to fill, after every check fill_next_token_bitmask makes.
         # The caller keeps `bitmask` (hence the memory) alive for the duration of the fill.
-        rows = bitmask_rows(bitmask, self.vt.c.n_words)
-        cdef uintptr_t addr = row_address(rows, index)
+        cdef RowsC fast
+        cdef intp_t i = row_index_fast(index)
+        cdef uintptr_t addr
+        if i >= 0 and rows_fast(bitmask, self.vt.c.n_words, &fast) and i < fast.n_rows:
+            addr = fast.address + <uintptr_t>(i * fast.stride_words * 4)
+        else:  # the Python checks: other types and layouts, and every error message
+            addr = row_address(bitmask_rows(bitmask, self.vt.c.n_words), index)
         self._check_can_fill()
         return <word_t*>addr
 
