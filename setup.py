@@ -5,7 +5,7 @@ AddressSanitizer.  Generated C is rebuilt on every build, never shipped stale: t
 the .pyx/.pxd sources (MANIFEST.in), and each module is cythonized right before it is compiled,
 so ``setup.py sdist`` does not run Cython at all.
 
-Each module prints ``xmask: compiling xmask.runtime.matcher (5/9)`` to stderr as it starts, so a
+Each module prints ``xmask: compiling xmask.runtime.matcher (6/10)`` to stderr as it starts, so a
 first install (about a minute on 2 cores) shows progress; pip shows it with ``pip install -v``.
 """
 
