@@ -92,6 +92,27 @@ class UnsupportedSchemaError(XmaskError, ValueError):
 SchemaUnsupportedError = UnsupportedSchemaError
 
 
+class InvalidSchemaError(XmaskError, ValueError):
+    """A malformed JSON Schema: a keyword whose value has the wrong JSON type or range
+    (``"properties": "x"``, ``"minLength": -1``, ``"required": [null]``).  ``path`` is the
+    JSON pointer of the keyword.  Raised even with ``lenient=True``: a malformed schema is
+    never silently loosened.
+
+    Example::
+
+        >>> import xmask
+        >>> try:
+        ...     xmask.Grammar.from_json_schema({"properties": {"a": {"minLength": "3"}}})
+        ... except xmask.InvalidSchemaError as e:
+        ...     e.path
+        '#/properties/a/minLength'
+    """
+
+    def __init__(self, message, path="#"):
+        self.path = path
+        super().__init__(f"{message} (at {path})")
+
+
 class InvalidJSONError(XmaskError, ValueError):
     """Text that should be JSON (a schema, a serialized object) does not parse.  ``position``
     is the 0-based character offset of the error when known."""

@@ -118,11 +118,13 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from .. import _deadline as deadline
 from ..errors import (
-    GrammarError, GrammarLimitError, InvalidJSONError, RegexSyntaxError, UnsupportedSchemaError,
+    GrammarError, GrammarLimitError, InvalidJSONError, InvalidSchemaError, RegexSyntaxError,
+    UnsupportedSchemaError,
 )
 from ..limits import DEFAULT_LIMITS, CompileLimits
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
+from .schema_check import check_keywords, is_count, parse_schema_text
 from .number_range import (
     Dfa,
     RuleSink,
@@ -276,7 +278,7 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optio
     Example::
 
         >>> print(json_schema_to_grammar({"enum": ["a", 1]}))
-        root ::= "\\"a\\"" | "1"
+        root ::= "\\"a\\"" | "1" | "1.0"
     """
     grammar, report = json_schema_to_grammar_with_report(
         schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
@@ -320,12 +322,12 @@ def load_schema(schema):
     Raises ``InvalidJSONError`` for text that is not JSON, ``TypeError`` for other types.
     """
     if isinstance(schema, (bytes, bytearray)):
-        schema = schema.decode("utf-8")
-    if isinstance(schema, str):
         try:
-            return json.loads(schema)
-        except json.JSONDecodeError as e:
-            raise InvalidJSONError(f"invalid JSON Schema text: {e}", position=e.pos) from None
+            schema = schema.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidJSONError(f"JSON Schema text is not UTF-8: {e}", position=e.start) from None
+    if isinstance(schema, str):
+        return parse_schema_text(schema)
     if isinstance(schema, (dict, bool)):
         return schema
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
@@ -446,8 +448,9 @@ class _Doc:
             n = self.index(obj, base or "", ptr)
         return n
 
-    def index(self, obj, base: str, ptr: str) -> int:
-        """Register ``obj`` and its subschemas; returns the node id of ``obj``."""
+    def index(self, obj, base: str, ptr: str, check: bool = True) -> int:
+        """Register ``obj`` and its subschemas; returns the node id of ``obj``.  ``check``:
+        raise InvalidSchemaError for malformed keywords (off for the converter's own objects)."""
         first = None
         stack = [(obj, base, ptr)]
         while stack:
@@ -458,12 +461,14 @@ class _Doc:
                 continue
             if not isinstance(o, dict):
                 if first is None:
-                    raise UnsupportedSchemaError(f"a schema must be an object or a boolean, not {type(o).__name__}", p)
+                    raise InvalidSchemaError(f"a schema must be an object or a boolean, not {type(o).__name__}", p)
                 continue
             if id(o) in self.by_id:
                 if first is None:
                     first = self.by_id[id(o)]
                 continue
+            if check:
+                check_keywords(o, p, self.draft)
             sid = o.get("$id")
             if not isinstance(sid, str) and self.draft <= 4 and isinstance(o.get("id"), str):
                 sid = o.get("id")
@@ -550,7 +555,7 @@ class _Doc:
         """Register a synthetic schema object (built by the converter); ``where`` is the
         pointer of the keyword it was derived from (used in error messages)."""
         self.keep.append(obj)
-        return self.index(obj, "", where)
+        return self.index(obj, "", where, check=False)
 
 
 # ============================================================================ merged constraints
@@ -563,7 +568,7 @@ class _Merged:
         "patterns", "not_patterns", "formats", "not_formats", "not_strings", "arr_units",
         "min_items", "max_items", "contains", "unique", "obj_units", "required", "min_props",
         "max_props", "prop_names", "gated", "nids", "has_addl", "has_rest", "names", "extra_keys",
-        "uneval_approx", "declared", "mentions",
+        "uneval_approx", "declared", "mentions", "big",
     )
 
     def __init__(self):
@@ -595,6 +600,7 @@ class _Merged:
         self.declared: Dict[str, int] = {}  # name -> mention index of its first ``properties``
         self.mentions = 0  # running index of name mentions (properties / required)
         self.extra_keys: List[Tuple[Tuple[str, ...], Tuple[str, ...], int]] = []
+        self.big: Dict[str, str] = {}  # "len"/"items"/"props" -> pointer of a bound above MAX_COUNT_BOUND
         # unevaluated* applied with an under-approximated evaluated set (stricter than the
         # schema): fine for generation, but no disjointness proof may rely on it
         self.uneval_approx = False
@@ -612,10 +618,18 @@ def _is_num(v) -> bool:
     return isinstance(v, (int, float, Fraction)) and not isinstance(v, bool)
 
 
-def _as_count(v, path: str) -> int:
-    if _is_num(v) and float(v).is_integer() and v >= 0:
-        return int(v)
-    raise UnsupportedSchemaError(f"expected a non-negative integer, got {v!r}", path)
+def _as_count(v, path: str, m: Optional[_Merged] = None, what: str = "") -> int:
+    """A count keyword's value, capped at ``MAX_COUNT_BOUND + 1`` (a 400-digit ``minLength``
+    must not reach arithmetic or ``float()``); the pointer of a capped bound is kept in
+    ``m.big[what]`` for the limit error raised where the bound is used."""
+    if not is_count(v):
+        raise InvalidSchemaError(f"expected a non-negative integer, got {v!r}", path)
+    c = int(v)
+    if c > MAX_COUNT_BOUND:
+        if m is not None:
+            m.big.setdefault(what, path)
+        return MAX_COUNT_BOUND + 1
+    return c
 
 
 def _kind_of(v) -> str:
@@ -1083,9 +1097,9 @@ class _Converter:
             elif k == "\x00not_multiple":
                 m.not_mult.append(to_fraction(v))
             elif k == "minLength":
-                m.min_len = max(m.min_len, _as_count(v, kp))
+                m.min_len = max(m.min_len, _as_count(v, kp, m, "len"))
             elif k == "maxLength":
-                c = _as_count(v, kp)
+                c = _as_count(v, kp, m, "len")
                 m.max_len = c if m.max_len is None else min(m.max_len, c)
             elif k == "pattern":
                 if not isinstance(v, str):
@@ -1110,15 +1124,15 @@ class _Converter:
                     continue  # read with prefixItems
                 self._merge_items(m, obj, n, p)
             elif k == "minItems":
-                m.min_items = max(m.min_items, _as_count(v, kp))
+                m.min_items = max(m.min_items, _as_count(v, kp, m, "items"))
             elif k == "maxItems":
-                c = _as_count(v, kp)
+                c = _as_count(v, kp, m, "items")
                 m.max_items = c if m.max_items is None else min(m.max_items, c)
             elif k == "contains":
                 lo = obj.get("minContains", 1)
                 hi = obj.get("maxContains")
-                lo = _as_count(lo, f"{p}/minContains")
-                hi = None if hi is None else _as_count(hi, f"{p}/maxContains")
+                lo = _as_count(lo, f"{p}/minContains", m, "items")
+                hi = None if hi is None else _as_count(hi, f"{p}/maxContains", m, "items")
                 m.contains.append((doc.nid(v, base, kp), lo, hi, kp))
             elif k == "uniqueItems":
                 if v is True:
@@ -1142,9 +1156,9 @@ class _Converter:
                 for x in v:
                     m.required[x] = None
             elif k == "minProperties":
-                m.min_props = max(m.min_props, _as_count(v, kp))
+                m.min_props = max(m.min_props, _as_count(v, kp, m, "props"))
             elif k == "maxProperties":
-                c = _as_count(v, kp)
+                c = _as_count(v, kp, m, "props")
                 m.max_props = c if m.max_props is None else min(m.max_props, c)
             elif k == "propertyNames":
                 m.prop_names.append(doc.nid(v, base, kp))
@@ -1576,7 +1590,7 @@ class _Converter:
         if hi is not None and hi < lo:
             return None
         if hi is not None and hi > MAX_COUNT_BOUND or lo > MAX_COUNT_BOUND:
-            raise GrammarLimitError(f"string length bound above {MAX_COUNT_BOUND}")
+            raise GrammarLimitError(f"string length bound above {MAX_COUNT_BOUND}", path=m.big.get("len"))
         key = ("str", lo, hi, tuple(sorted(set(pats))), tuple(sorted(set(fmts))), tuple(sorted(set(not_pats))),
                tuple(sorted(set(not_fmts))), tuple(sorted(set(m.not_strings))))
         return self.shared_rule(key, "string", lambda: self.build_string(key, m))
@@ -1791,7 +1805,7 @@ class _Converter:
         if hi is not None and hi < lo:
             return None
         if hi is not None and hi > MAX_COUNT_BOUND or lo > MAX_COUNT_BOUND:
-            raise GrammarLimitError(f"array length bound above {MAX_COUNT_BOUND}")
+            raise GrammarLimitError(f"array length bound above {MAX_COUNT_BOUND}", path=m.big.get("items"))
         contains = [(c, a, b, path) for c, a, b, path in m.contains if a > 0 or b is not None]
         if contains:
             return self.gen_array_contains(m, contains, plen, rest_atoms, lo, hi, depth, hint)
@@ -2221,7 +2235,7 @@ class _Converter:
         else:
             cap = max(m.min_props, 1)
         if m.max_props is not None and m.max_props > MAX_COUNT_BOUND or m.min_props > MAX_COUNT_BOUND:
-            raise GrammarLimitError(f"property count bound above {MAX_COUNT_BOUND}")
+            raise GrammarLimitError(f"property count bound above {MAX_COUNT_BOUND}", path=m.big.get("props"))
         return cap
 
     def members_in_order(self, members, addl, m: _Merged, depth: int, hint: str) -> Optional[Expr]:

@@ -1,0 +1,293 @@
+"""Well-formedness of JSON Schema keywords: a keyword whose value has the wrong JSON type is an
+error, never silently ignored (ignoring ``"properties": "x"`` would accept any object).
+
+:func:`check_keywords` checks the keywords of one schema object (what the draft 2020-12
+meta-schema requires of them, plus the older forms the converter reads: ``items: [...]``,
+``additionalItems``, ``definitions``, ``dependencies``, boolean ``exclusiveMinimum``/
+``exclusiveMaximum``) and returns its subschemas, so a walker visits each schema once.
+Unknown keywords, annotations and ``const``/``enum`` members are values, not schemas, and
+are never walked into (``enum`` members must still be JSON values).  Draft-3 shapes
+(``required: true``, schemas in ``type``, string ``dependencies``) are left to the converter,
+which reports draft 3 as unsupported.
+
+Example::
+
+    >>> check_keywords({"type": "object", "properties": {"a": {"type": "string"}}}, "#", 2020)
+    [({'type': 'string'}, '#/properties/a')]
+    >>> try:
+    ...     check_keywords({"properties": "x"}, "#/$defs/t", 2020)
+    ... except InvalidSchemaError as e:
+    ...     e.path
+    '#/$defs/t/properties'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from fractions import Fraction
+from typing import Any, List, Tuple
+
+from ..errors import InvalidJSONError, InvalidSchemaError, UnsupportedSchemaError
+
+__all__ = ["HugeNumber", "check_keywords", "check_json_value", "is_count", "is_schema",
+           "parse_schema_text"]
+
+
+class HugeNumber(float):
+    """A JSON number of the schema text beyond the double range (``1e400``): valid JSON that
+    xmask does not support; kept (as an infinite float with its ``text``) until the keyword
+    holding it is known, so the error names its JSON pointer."""
+
+    text: str
+
+    def __new__(cls, text: str):
+        self = super().__new__(cls, float(text))
+        self.text = text
+        return self
+
+
+def _parse_float(text: str) -> float:
+    v = float(text)
+    return v if math.isfinite(v) else HugeNumber(text)
+
+
+# a JSON string, or one of Python's non-JSON constants outside strings
+_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
+def _reject_constant(text: str):
+    def hook(name: str):
+        pos = next((m.start(1) for m in _CONSTANT.finditer(text) if m.group(1)), None)
+        where = ""
+        if pos is not None:
+            line = text.count("\n", 0, pos) + 1
+            col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+            where = f": line {line} column {col} (char {pos})"
+        raise InvalidJSONError(f"invalid JSON Schema text: {name} is not a JSON value{where}",
+                               position=pos)
+    return hook
+
+
+def parse_schema_text(text: str):
+    """Parse schema JSON text strictly: ``NaN``/``Infinity`` (which Python's ``json`` reads)
+    raise :class:`~xmask.errors.InvalidJSONError` with their line and column; numbers beyond
+    the double range become :class:`HugeNumber`.
+
+    Example::
+
+        >>> parse_schema_text('{"minimum": NaN}')
+        Traceback (most recent call last):
+        ...
+        xmask.errors.InvalidJSONError: invalid JSON Schema text: NaN is not a JSON value: line 1 column 13 (char 12)
+    """
+    try:
+        return json.loads(text, parse_float=_parse_float, parse_constant=_reject_constant(text))
+    except json.JSONDecodeError as e:
+        raise InvalidJSONError(f"invalid JSON Schema text: {e}", position=e.pos) from None
+    except RecursionError:
+        raise InvalidJSONError("invalid JSON Schema text: nested too deeply to parse") from None
+
+
+def _bad_number(v, path: str, what: str):
+    """The error for a non-finite float: unsupported when it was a huge number of the text."""
+    if isinstance(v, HugeNumber):
+        return UnsupportedSchemaError(f"the number {v.text[:40]} is beyond the double range", path)
+    return InvalidSchemaError(f"{what}, got {_kind(v)}", path)
+
+_TYPE_NAMES = frozenset(("null", "boolean", "object", "array", "string", "integer", "number",
+                         "any"))  # "any": the draft-3 name, read by the converter
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+           "minContains", "maxContains")
+_NUMBERS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_STRINGS = ("pattern", "format", "$ref")
+_SINGLES = ("additionalProperties", "unevaluatedProperties", "propertyNames", "additionalItems",
+            "unevaluatedItems", "contains", "not", "if", "then", "else", "contentSchema")
+_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_LISTS = ("allOf", "anyOf", "oneOf")
+
+
+def _esc(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _kind(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"the non-finite number {v!r}"
+    if isinstance(v, (int, float, Fraction)):
+        return f"the number {v!r}" if len(repr(v)) <= 20 else "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    if isinstance(v, dict):
+        return "an object"
+    return f"a {type(v).__name__} (not a JSON value)"
+
+
+def _is_number(v) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, (int, Fraction))
+
+
+def is_count(v) -> bool:
+    """A non-negative integer; ``5.0`` is an integer (JSON Schema counts by value)."""
+    if isinstance(v, float):
+        return math.isfinite(v) and v.is_integer() and v >= 0
+    if isinstance(v, Fraction):
+        return v.denominator == 1 and v >= 0
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def is_schema(v) -> bool:
+    """A schema is an object or a boolean."""
+    return isinstance(v, (dict, bool))
+
+
+def _schema(v, path: str, what: str = "a schema (an object or a boolean)") -> None:
+    if not is_schema(v):
+        raise InvalidSchemaError(f"expected {what}, got {_kind(v)}", path)
+
+
+def check_json_value(v, path: str) -> None:
+    """``v`` is a JSON value (finite numbers, string keys); for schemas given as Python objects.
+
+    Example::
+
+        >>> check_json_value({"a": [1, float("nan")]}, "#/const")
+        Traceback (most recent call last):
+        ...
+        xmask.errors.InvalidSchemaError: not a JSON value, got the non-finite number nan (at #/const/a/1)
+    """
+    stack: List[Tuple[Any, str]] = [(v, path)]
+    while stack:
+        x, p = stack.pop()
+        if x is None or isinstance(x, (bool, str, int, Fraction)):
+            continue
+        if isinstance(x, float):
+            if not math.isfinite(x):
+                raise _bad_number(x, p, "not a JSON value")
+        elif isinstance(x, list):
+            stack.extend((y, f"{p}/{i}") for i, y in enumerate(x))
+        elif isinstance(x, dict):
+            for k, y in x.items():
+                if not isinstance(k, str):
+                    raise InvalidSchemaError(f"object keys must be strings, got {_kind(k)}", p)
+                stack.append((y, f"{p}/{_esc(k)}"))
+        else:
+            raise InvalidSchemaError(f"not a JSON value: {_kind(x)}", p)
+
+
+def _string_array(v, path: str, what: str) -> None:
+    if not isinstance(v, list):
+        raise InvalidSchemaError(f"{what} must be an array of strings, got {_kind(v)}", path)
+    for i, x in enumerate(v):
+        if not isinstance(x, str):
+            raise InvalidSchemaError(f"{what} must be an array of strings, got {_kind(x)}",
+                                     f"{path}/{i}")
+
+
+def check_keywords(obj: dict, ptr: str, draft: int) -> List[Tuple[Any, str]]:
+    """Raise :class:`~xmask.errors.InvalidSchemaError` (with the keyword's JSON pointer) for a
+    keyword of the schema object ``obj`` (at ``ptr``) whose value is malformed; return its
+    subschemas as ``(schema, pointer)`` pairs."""
+    subs: List[Tuple[Any, str]] = []
+    for k, v in obj.items():
+        if not isinstance(k, str):
+            raise InvalidSchemaError(f"schema keys must be strings, got {_kind(k)}", ptr)
+        kp = f"{ptr}/{_esc(k)}"
+        if k == "type":
+            _check_type(v, kp, draft)
+        elif k in _COUNTS:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise _bad_number(v, kp, f"{k} must be a non-negative integer")
+            if not is_count(v):
+                raise InvalidSchemaError(f"{k} must be a non-negative integer, got {_kind(v)}", kp)
+        elif k in _NUMBERS:
+            if isinstance(v, bool) and k.startswith("exclusive"):
+                continue  # the draft-4 flag form
+            if isinstance(v, float) and not math.isfinite(v):
+                raise _bad_number(v, kp, f"{k} must be a number")
+            if not _is_number(v):
+                raise InvalidSchemaError(f"{k} must be a number, got {_kind(v)}", kp)
+            if k == "multipleOf" and v <= 0:
+                raise InvalidSchemaError(f"multipleOf must be greater than 0, got {v!r}", kp)
+        elif k in _STRINGS:
+            if not isinstance(v, str):
+                raise InvalidSchemaError(f"{k} must be a string, got {_kind(v)}", kp)
+        elif k == "uniqueItems":
+            if not isinstance(v, bool):
+                raise InvalidSchemaError(f"uniqueItems must be a boolean, got {_kind(v)}", kp)
+        elif k == "enum":
+            if not isinstance(v, list):
+                raise InvalidSchemaError(f"enum must be an array, got {_kind(v)}", kp)
+            check_json_value(v, kp)
+        elif k == "const":
+            check_json_value(v, kp)
+        elif k == "required":
+            if draft == 3 and isinstance(v, bool):
+                continue  # draft-3 form, unsupported (reported by the converter)
+            _string_array(v, kp, "required")
+        elif k == "dependentRequired":
+            if not isinstance(v, dict):
+                raise InvalidSchemaError(f"dependentRequired must be an object, got {_kind(v)}", kp)
+            for name, x in v.items():
+                _string_array(x, f"{kp}/{_esc(name)}", "a dependentRequired value")
+        elif k == "dependencies":
+            if not isinstance(v, dict):
+                raise InvalidSchemaError(f"dependencies must be an object, got {_kind(v)}", kp)
+            for name, x in v.items():
+                xp = f"{kp}/{_esc(name)}"
+                if is_schema(x):
+                    subs.append((x, xp))
+                elif not (draft == 3 and isinstance(x, str)):
+                    _string_array(x, xp, "a dependencies value (or a schema)")
+        elif k in _SINGLES:
+            _schema(v, kp)
+            subs.append((v, kp))
+        elif k in _MAPS:
+            if not isinstance(v, dict):
+                raise InvalidSchemaError(f"{k} must be an object of schemas, got {_kind(v)}", kp)
+            for name, x in v.items():
+                _schema(x, f"{kp}/{_esc(name)}")
+                subs.append((x, f"{kp}/{_esc(name)}"))
+        elif k in _LISTS or k == "prefixItems":
+            if not isinstance(v, list) or (k != "prefixItems" and not v):
+                what = "a non-empty array" if k != "prefixItems" else "an array"
+                raise InvalidSchemaError(f"{k} must be {what} of schemas, got "
+                                         f"{'an empty array' if v == [] else _kind(v)}", kp)
+            for i, x in enumerate(v):
+                _schema(x, f"{kp}/{i}")
+                subs.append((x, f"{kp}/{i}"))
+        elif k == "items":
+            if isinstance(v, list):  # the draft-4..2019-09 tuple form, still read
+                for i, x in enumerate(v):
+                    _schema(x, f"{kp}/{i}")
+                    subs.append((x, f"{kp}/{i}"))
+            else:
+                _schema(v, kp, "a schema or an array of schemas")
+                subs.append((v, kp))
+    return subs
+
+
+def _check_type(v, path: str, draft: int) -> None:
+    names = v if isinstance(v, list) else [v]
+    if isinstance(v, list) and not v:
+        raise InvalidSchemaError("type must be a type name or a non-empty array of them", path)
+    if not isinstance(v, (list, str)):
+        raise InvalidSchemaError(f"type must be a type name or an array of them, got {_kind(v)}", path)
+    for i, t in enumerate(names):
+        p = f"{path}/{i}" if isinstance(v, list) else path
+        if isinstance(t, str):
+            if t not in _TYPE_NAMES:
+                raise InvalidSchemaError(f"unknown type {t!r}", p)
+        elif not (draft == 3 and isinstance(t, dict)):  # draft-3 union with a schema: unsupported
+            raise InvalidSchemaError(f"type names must be strings, got {_kind(t)}", p)
