@@ -143,33 +143,67 @@ def _repeat_suffix(r: Repeat) -> str:
     return f"{{{lo},{hi}}}"
 
 
-def _expr(e: Expr, level: int) -> str:
+def _children(e: Expr, level: int):
+    """The (child, precedence level) pairs ``e`` is printed from; None for a leaf."""
+    if isinstance(e, (Bytes, CharClass, RuleRef)):
+        return None
+    if isinstance(e, Seq):
+        if not e.items:
+            return None
+        if len(e.items) == 1:
+            return [(e.items[0], level)]
+        return [(i, _SEQ + 1) for i in e.items]
+    if isinstance(e, Choice):
+        if len(e.items) == 1:
+            return [(e.items[0], level)]
+        return [(i, _SEQ) for i in e.items]
+    if isinstance(e, Repeat):
+        return [(e.item, _CHOICE if isinstance(e.item, Repeat) else _POSTFIX + 1)]
+    raise TypeError(f"not a grammar expression: {e!r}")
+
+
+def _leaf(e: Expr) -> str:
     if isinstance(e, Bytes):
         return _string_literal(e.data)
     if isinstance(e, CharClass):
         return _char_class(e)
     if isinstance(e, RuleRef):
         return e.name
+    return '""'  # the empty Seq
+
+
+def _combine(e: Expr, level: int, parts: List[str]) -> str:
+    if len(parts) == 1 and isinstance(e, (Seq, Choice)):
+        return parts[0]
     if isinstance(e, Seq):
-        if not e.items:
-            return '""'
-        if len(e.items) == 1:
-            return _expr(e.items[0], level)
-        text = " ".join(_expr(i, _SEQ + 1) for i in e.items)
+        text = " ".join(parts)
         return f"({text})" if level > _SEQ else text
     if isinstance(e, Choice):
-        if len(e.items) == 1:
-            return _expr(e.items[0], level)
-        text = " | ".join(_expr(i, _SEQ) for i in e.items)
+        text = " | ".join(parts)
         return f"({text})" if level > _CHOICE else text
-    if isinstance(e, Repeat):
-        inner = e.item
-        if isinstance(inner, Repeat):
-            body = f"({_expr(inner, _CHOICE)})"
+    body = f"({parts[0]})" if isinstance(e.item, Repeat) else parts[0]
+    return body + _repeat_suffix(e)
+
+
+def _expr(e: Expr, level: int) -> str:
+    # Iterative (an explicit stack): expressions built from long bounded repeats nest
+    # thousands of levels deep, past Python's recursion limit.
+    done: List[str] = []
+    work = [(e, level, None)]
+    while work:
+        x, lvl, kids = work.pop()
+        if kids is None:
+            kids = _children(x, lvl)
+            if kids is None:
+                done.append(_leaf(x))
+                continue
+            work.append((x, lvl, kids))
+            work.extend((c, cl, None) for c, cl in reversed(kids))
         else:
-            body = _expr(inner, _POSTFIX + 1)
-        return body + _repeat_suffix(e)
-    raise TypeError(f"not a grammar expression: {e!r}")
+            parts = done[len(done) - len(kids):]
+            del done[len(done) - len(kids):]
+            done.append(_combine(x, lvl, parts))
+    return done[0]
 
 
 def expr_to_ebnf(expr: Expr) -> str:
