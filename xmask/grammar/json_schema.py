@@ -1528,10 +1528,11 @@ class _Converter:
         integral value (draft 6 and later, where ``1.0`` is an integer), both the integer
         and the ``json.dumps(float)`` form (``1`` / ``1.0``; zero also as ``-0`` / ``-0.0``)."""
         out = [json.dumps(v)]
-        if self.doc.draft >= 6 and math.isfinite(v) and v == int(v):
+        integral = isinstance(v, int) or (isinstance(v, float) and math.isfinite(v) and v.is_integer())
+        if self.doc.draft >= 6 and integral:
             n = int(v)
             cands = [json.dumps(n)] if abs(n) < 10 ** 30 else []
-            if abs(n) < 2 ** 53 or float(n) == n:
+            if abs(n) < 2 ** 53 or (abs(n) < 2 ** 1024 and float(n) == n):
                 cands.append(json.dumps(float(n)))
             if n == 0:
                 cands += ["-0", "-0.0"]
@@ -1953,7 +1954,8 @@ class _Converter:
         ncap = hi if hi is not None else max(lo, 1)
         kcap = cmax + 1 if cmax is not None else cmin
         if (ncap + 1) * (kcap + 1) > MAX_COUNT_STATES:
-            raise GrammarLimitError("array count constraints need too many states")
+            raise GrammarLimitError("array count constraints need too many states",
+                                    path=m.big.get("items", path))
         sep = L.sep(depth)
         names: Dict[Tuple[int, int], str] = {}
 
@@ -2250,7 +2252,7 @@ class _Converter:
         cap = self._count_cap(m, n)
         lo_p, hi_p = m.min_props, m.max_props
         if sum(min(i, cap) + 1 for i in range(n + 1)) > MAX_COUNT_STATES:
-            raise GrammarLimitError("object property counts need too many states")
+            raise GrammarLimitError("object property counts need too many states", path=m.big.get("props"))
 
         def norm(c: int) -> int:
             return c if hi_p is not None else min(c, cap)
