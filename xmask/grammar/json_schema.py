@@ -10,6 +10,10 @@ boolean ``exclusiveMinimum``/``exclusiveMaximum`` and ``id``), except for the do
 *restrictions* below, which only ever reject valid texts.  Whatever cannot be enforced
 exactly raises :class:`~xmask.errors.UnsupportedSchemaError` naming the JSON pointer of the
 keyword; with ``lenient=True`` the keyword is dropped instead (a *loosening*) and reported.
+A *malformed* schema (a keyword whose value has the wrong JSON type, see
+:mod:`.schema_check`) raises :class:`~xmask.errors.InvalidSchemaError` with the keyword's
+pointer, also with ``lenient=True``; ``NaN``/``Infinity`` in schema text raise
+:class:`~xmask.errors.InvalidJSONError`.
 
 How it works: every schema location is a set of *atoms* -- the own keywords of each schema
 object that applies there (``allOf`` and ``$ref`` are followed in place), plus one atom per
@@ -274,6 +278,11 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optio
     ------
     UnsupportedSchemaError
         A keyword cannot be enforced exactly (``path`` is its JSON pointer).
+    InvalidSchemaError
+        A keyword's value has the wrong JSON type (``path`` is its JSON pointer); never
+        silenced by ``lenient``.
+    InvalidJSONError
+        Schema text that is not JSON (``NaN``/``Infinity`` included).
 
     Example::
 
