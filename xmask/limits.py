@@ -25,14 +25,23 @@ class CompileLimits:
     compiles untrusted schemas.
 
     * ``max_automaton_states``: states of the byte-level automaton (all rules together);
-    * ``max_nfa_states``: states of one rule's intermediate NFA (before determinization);
+    * ``max_nfa_states``: states of one rule's intermediate NFA (before determinization),
+      checked twice before anything is allocated: a bounded repeat's estimated expansion
+      (nested counts multiply: ``(a{0,100}){0,100}`` is 10,000 copies of ``a``), and the NFA
+      states held by the subsets of the determinization (summed over the rule's DFA states:
+      nested repeats of nullable items keep a small DFA whose subsets grow quadratically).
+      At the default (2M) a rule that fails either check costs about 1-2 s and ~250 MB
+      before the error;
     * ``max_repeat``: a repeat count (``x{0,N}``, ``maxLength`` chunk counts);
     * ``max_schema_rules``: rules a JSON Schema expands to;
     * ``max_enum_values``: values of one ``enum``;
     * ``max_alternatives``: alternatives from distributing ``anyOf``/``oneOf``/``type`` lists
       through the keywords beside them, at one schema location;
-    * ``max_compile_seconds``: wall-clock time of one compile (None: unbounded).  Checked
-      between units of work, so the error comes shortly after the deadline, not exactly at it.
+    * ``max_compile_seconds``: wall-clock time of one compile (default 60 s; None:
+      unbounded).  Checked between units of work, so the error comes shortly after the
+      deadline, not exactly at it.  The default is a backstop for what the size limits do not
+      foresee (e.g. a recursive rule called from inside a 10,000-count repeat); every MaskBench
+      schema that compiles needs far less.
     """
 
     max_automaton_states: int = 200_000
@@ -41,7 +50,7 @@ class CompileLimits:
     max_schema_rules: int = 200_000
     max_enum_values: int = 100_000
     max_alternatives: int = 2048
-    max_compile_seconds: Optional[float] = None
+    max_compile_seconds: Optional[float] = 60.0
 
     def __post_init__(self):
         t = self.max_compile_seconds

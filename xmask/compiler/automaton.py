@@ -67,7 +67,7 @@ def _utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
 class _NFA:
     """Thompson NFA for one rule: epsilon, byte-range and call edges."""
 
-    __slots__ = ("eps", "byte_edges", "calls", "limits", "rule", "templates")
+    __slots__ = ("eps", "byte_edges", "calls", "limits", "rule", "templates", "size_memo")
 
     def __init__(self, limits: AutomatonLimits, rule: str, templates: Optional[dict] = None):
         self.eps: List[List[int]] = []
@@ -77,6 +77,8 @@ class _NFA:
         self.rule = rule
         # repeat item -> its minimal DFA fragment, shared by all rules of one grammar
         self.templates = {} if templates is None else templates
+        # expression id -> estimated expansion size (the expressions outlive this NFA)
+        self.size_memo: Dict[int, int] = {}
 
     def new(self) -> int:
         if not len(self.eps) & 4095:
@@ -161,6 +163,7 @@ class _NFA:
         return end
 
     def _repeat(self, expr: Repeat, start: int, rule_index) -> int:
+        expr = _flatten_repeat(expr, self.limits.max_repeat)
         lo, hi = expr.min, expr.max
         bound = hi if hi is not None else lo
         if bound > self.limits.max_repeat:
@@ -168,6 +171,15 @@ class _NFA:
                 f"repeat count {bound} exceeds the limit {self.limits.max_repeat} "
                 "(CompileLimits.max_repeat)", rule=self.rule
             )
+        # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
+        # the product before building any of it, not when the NFA has already grown.
+        cap = self.limits.max_nfa_states
+        size = _rule_size(expr, {}, cap + 1, self.size_memo)
+        if len(self.eps) + size > cap:
+            raise GrammarLimitError(
+                f"a repeat expands to {'more than' if size > cap else 'about'} {min(size, cap)} "
+                f"NFA states, which with {len(self.eps)} already built passes the limit {cap} "
+                "(CompileLimits.max_nfa_states) (nested repeat counts multiply)", rule=self.rule)
         copies = _Copies(self, expr.item, rule_index, lo + (hi - lo if hi is not None else 0))
         cur = start
         for _ in range(lo):
@@ -191,6 +203,38 @@ class _NFA:
         self.eps[-1] = [t + delta for t in eps]
         self.byte_edges[-1] = [(a, b, t + delta) for a, b, t in byte_edges]
         self.calls[-1] = [(r, t + delta) for r, t in calls]
+
+
+def _flatten_repeat(expr: Repeat, max_repeat: int) -> Repeat:
+    """``(x{a,b}){c,d}`` as ``x{ac,bd}`` when the two mean the same, i.e. when the counts the
+    nesting can produce, the union of ``[ka, kb]`` over ``k`` in ``c..d``, have no gap.
+
+    The nested form builds ``d`` copies of a ``b``-copy automaton whose determinization holds
+    ~``(bd)^2/2`` NFA states when ``x{a,b}`` can be empty; the flat form is one linear chain.
+    Example: ``(a{0,100}){0,100}`` -> ``a{0,10000}``.  A product past ``max_repeat`` stays
+    nested (chunked repeats, such as a long ``maxLength``, are built that way on purpose).
+    """
+    while isinstance(expr.item, Repeat):
+        inner = expr.item
+        a, b, c, d = inner.min, inner.max, expr.min, expr.max
+        if b == 0 or d == 0:
+            break
+        # consecutive intervals [ka, kb] and [(k+1)a, (k+1)b] touch iff k(b - a) >= a - 1;
+        # the left side grows with k, so the first step (k = c) decides; a fixed outer count
+        # (d == c) has one interval
+        if b is None:
+            if a > 1 and c == 0:
+                break
+            if c * a > max_repeat:
+                break
+            expr = Repeat(inner.item, c * a, None)
+        else:
+            if d != c and c * (b - a) < a - 1:
+                break
+            if max(c * a, d * b if d is not None else 0) > max_repeat:
+                break
+            expr = Repeat(inner.item, c * a, None if d is None else d * b)
+    return expr
 
 
 class _Copies:
@@ -428,6 +472,11 @@ def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits
     s0 = closure([start])
     index = {s0: 0}
     todo = [s0]
+    # NFA states held by all subsets so far: the memory and time the construction really costs.
+    # The DFA can stay small while its subsets grow with it (nested repeats of nullable items:
+    # (a{0,100}){0,100} has 10,001 DFA states holding ~50M NFA states), so bound their sum.
+    held = len(s0)
+    held_cap = limits.max_nfa_states
     trans: List[Dict[int, int]] = []
     calls: List[Dict[int, int]] = []
     finals: List[bool] = []
@@ -460,6 +509,9 @@ def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits
                             "(CompileLimits.max_automaton_states)",
                             rule=nfa.rule,
                         )
+                    held += len(dd)
+                    if held > held_cap:
+                        _subset_limit(held_cap, nfa.rule)
                 target_memo[key] = dst
             row_t[c] = dst
         row_c: Dict[int, int] = {}
@@ -469,11 +521,20 @@ def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits
             if dst is None:
                 dst = index[dd] = len(todo)
                 todo.append(dd)
+                held += len(dd)
+                if held > held_cap:
+                    _subset_limit(held_cap, nfa.rule)
             row_c[r] = dst
         trans.append(row_t)
         calls.append(row_c)
         finals.append(end in d)
     return trans, calls, finals
+
+
+def _subset_limit(cap: int, rule: str) -> None:
+    raise GrammarLimitError(
+        f"determinizing the grammar holds more than {cap} NFA states in its state sets "
+        "(CompileLimits.max_nfa_states) (nested or ambiguous repeats?)", rule=rule)
 
 
 def refine_partition(block: np.ndarray, table: np.ndarray) -> np.ndarray:
