@@ -395,3 +395,16 @@ def test_copy_is_a_fork(llama, how):
     assert parent.is_completed() and child.is_completed()
     holder = {"m": parent}
     assert copy.deepcopy(holder)["m"] is not parent
+
+
+@pytest.mark.parametrize("bad", ["hot", b"1", True, None, float("nan"), [1.0]])
+def test_float_arguments_name_themselves(llama, bad):
+    compiled = llama.json
+    if bad is not None:
+        with pytest.raises(ValueError, match="default_temperature must be a number"):
+            xmask.GrammarMatcher(compiled, default_temperature=bad)
+    matcher = xmask.GrammarMatcher(compiled, default_temperature=np.float32(0.5))
+    assert matcher.temperature == 0.5
+    bitmask = np.full((1, (compiled.tokenizer_info.vocab_size + 31) // 32), -1, np.int32)
+    with pytest.raises(ValueError, match="time_threshold must be a number"):
+        matcher.traverse_draft_tree([-1], [-1], [0], bitmask, time_threshold=bad)

@@ -265,7 +265,8 @@ cdef class GrammarMatcher:
         for t in stops:
             if not 0 <= t < vocab_size:
                 raise InvalidTokenError(f"stop token id {t} is outside [0, {vocab_size})")
-        temperature = None if default_temperature is None else float(default_temperature)
+        temperature = None if default_temperature is None else _as_float(
+            default_temperature, "default_temperature")
         if max_rollback_tokens is not None and max_rollback_tokens != -1:
             # XGrammar deprecated the limit (rollback is always unlimited) and servers still
             # pass it (vLLM: num_speculative_tokens) while rolling back more: ignore it too.
@@ -784,7 +785,7 @@ cdef class GrammarMatcher:
         nxt = _index_array(retrieve_next_token, "retrieve_next_token")
         sib = _index_array(retrieve_next_sibling, "retrieve_next_sibling")
         tok = _index_array(draft_tokens, "draft_tokens")
-        limit = float(time_threshold)
+        limit = _as_float(time_threshold, "time_threshold")
         self._enter()
         try:
             return self._traverse(nxt, sib, tok, token_bitmask, limit, temperatures)
@@ -965,6 +966,22 @@ cdef class GrammarMatcher:
         terminated = self.terminated or (self.terminate_without_stop_token and self._can_end())
         return (f"<GrammarMatcher tokens={self.n_tokens} terminated={terminated} "
                 f"tops={len(self._top_states())}>")
+
+
+def _as_float(value, what):
+    """A real number as float (int, float, NumPy scalar); ValueError naming the argument
+    otherwise (bools, strings, NaN)."""
+    import math
+
+    if isinstance(value, bool) or isinstance(value, (str, bytes)):
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number, got {value!r}") from None
+    if math.isnan(out):
+        raise ValueError(f"{what} must be a number, got NaN")
+    return out
 
 
 def _utf8_prefix(data):
