@@ -22,6 +22,8 @@ REAL_ERRORS = {
     "schema keyword": lambda: xmask.Grammar.from_json_schema(
         {"properties": {"a": {"type": "string", "format": "no-such-format"}}}),
     "schema text": lambda: xmask.Grammar.from_json_schema('{"type": '),
+    "malformed schema": lambda: xmask.Grammar.from_json_schema(
+        {"properties": {"a": {"minLength": "3"}}}),
 }
 
 
@@ -52,6 +54,11 @@ def test_every_exported_error_class_is_a_runtime_error():
     assert xmask.DeserializeFormatError in exported and xmask.DeserializeVersionError in exported
     for cls in exported + [errors.SchemaUnsupportedError]:
         assert issubclass(cls, xmask.XmaskError) and issubclass(cls, RuntimeError), cls
+
+
+def test_malformed_schema_error_names_its_keyword():
+    err = _raised(REAL_ERRORS["malformed schema"])
+    assert isinstance(err, xmask.InvalidSchemaError) and err.path == "#/properties/a/minLength"
 
 
 def test_regex_error_fields_survive_pickling():

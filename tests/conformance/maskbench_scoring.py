@@ -27,7 +27,7 @@ import time
 
 import xmask
 from schema_scoring import walk_tokens
-from xmask.errors import GrammarError, GrammarLimitError, UnsupportedSchemaError
+from xmask.errors import GrammarError, GrammarLimitError, InvalidSchemaError, UnsupportedSchemaError
 
 COMPILE_OPTIONS = {"strict_mode": False, "any_whitespace": True}
 COMPILE_TIMEOUT_S = int(os.environ.get("XMASK_MASKBENCH_COMPILE_TIMEOUT", "60"))
@@ -87,6 +87,8 @@ def score_file(path: str) -> dict:
         rec["status"] = "compiled"
     except UnsupportedSchemaError as e:
         rec["status"], rec["reason"] = "unsupported", str(e)[:300]
+    except InvalidSchemaError as e:  # malformed (a keyword of the wrong type): a clear refusal
+        rec["status"], rec["reason"] = "invalid_schema", str(e)[:300]
     except GrammarLimitError as e:
         rec["status"], rec["reason"] = "limit", str(e)[:300]
     except GrammarError as e:  # e.g. a schema no JSON value satisfies

@@ -88,8 +88,9 @@ def _table(recs) -> str:
             c["INVALID_ACCEPTED"] += len(r["invalid_accepted"])
         c["pass"] += scoring.passes(r) if r["status"] == "compiled" else 0
         c["instances"] += r["valid"] + r["invalid"]
-    cols = ["schemas", "compiled", "unsupported", "limit", "grammar_error", "timeout", "error", "valid_ok", "valid",
-            "invalid_ok", "invalid", "INVALID_ACCEPTED", "pass", "instances"]
+    cols = ["schemas", "compiled", "unsupported", "limit", "grammar_error", "invalid_schema",
+            "timeout", "error", "valid_ok", "valid", "invalid_ok", "invalid", "INVALID_ACCEPTED",
+            "pass", "instances"]
     total = collections.Counter()
     lines = ["collection".ljust(22) + "".join(c.rjust(12) for c in cols)]
     for name in sorted(by):
