@@ -37,6 +37,12 @@ class CompileLimits:
     * ``max_enum_values``: values of one ``enum``;
     * ``max_alternatives``: alternatives from distributing ``anyOf``/``oneOf``/``type`` lists
       through the keywords beside them, at one schema location;
+    * ``max_context_work``: the token-mask cache's walks into callers' contexts, estimated
+      before classifying as (states of a rule that read bytes) x (places the rule returns to),
+      summed over rules.  A recursive rule called from inside a big repeat makes it quadratic:
+      ``root ::= ("[" root "]"){0,10000} | "x"`` is 20,000 x 10,000 = 2e8 (about 40 s
+      with the default tokenizer) and is refused at once; ``{0,3000}`` (1.8e7) compiles in
+      ~1.5 s.  The largest MaskBench schema needs 4.6e5;
     * ``max_compile_seconds``: wall-clock time of one compile (default 60 s; None:
       unbounded).  Checked between units of work, so the error comes shortly after the
       deadline, not exactly at it.  The default is a backstop for what the size limits do not
@@ -51,6 +57,7 @@ class CompileLimits:
     max_enum_values: int = 100_000
     max_alternatives: int = 2048
     max_compile_seconds: Optional[float] = 60.0
+    max_context_work: int = 20_000_000
 
     def __post_init__(self):
         t = self.max_compile_seconds

@@ -108,16 +108,30 @@ def test_repeat_product_is_checked_before_building(kind, text):
     assert "nested repeat counts multiply" in report["message"], report
 
 
-def test_recursion_inside_a_big_repeat_builds_a_bounded_automaton():
-    text = 'root ::= ("[" root "]"){0,10000} | "x"'
-    assert_bounded(run_bounded("automaton", text))
+RECURSIVE_IN_REPEAT = 'root ::= ("[" root "]"){0,10000} | "x"'
+
+
+@pytest.mark.parametrize("kind", ["automaton", "ebnf"])
+def test_recursion_inside_a_big_repeat_is_refused_before_classifying(kind):
+    # the token-mask cache would walk each of its 20,000 byte-reading states into each of the
+    # 10,000 return sites of root (2e8 pairs, ~40 s); refused when the automaton is built
+    assert_bounded(run_bounded(kind, RECURSIVE_IN_REPEAT), "max_context_work")
 
 
 def test_recursion_inside_a_big_repeat_honours_the_deadline():
-    # its token-mask cache walks every classified state into each of the 10,000 return sites;
-    # the compile deadline (default 60 s) stops it, here set low to keep the test short
-    report = run_bounded("ebnf", 'root ::= ("[" root "]"){0,10000} | "x"', max_compile_seconds=2)
+    # with the context-work cap lifted, the compile deadline (default 60 s) still stops it;
+    # set low here to keep the test short
+    report = run_bounded("ebnf", RECURSIVE_IN_REPEAT, max_compile_seconds=2,
+                         max_context_work=10**12)
     assert_bounded(report, "max_compile_seconds")
+
+
+def test_recursion_inside_a_smaller_repeat_compiles_with_exact_masks():
+    g = 'root ::= ("[" root "]"){0,300} | "x"'
+    info = xmask.default_tokenizer_info()
+    with pytest.raises(xmask.GrammarLimitError, match=r"CompileLimits\.max_context_work"):
+        xmask.GrammarCompiler(info, limits=xmask.CompileLimits(max_context_work=10_000)).compile_grammar(g)
+    _walk_masks_equal(xmask.GrammarCompiler(info).compile_grammar(g), "[[x][x]][x]")
 
 
 def test_default_limits_have_a_deadline():

@@ -49,12 +49,13 @@ class AutomatonLimits:
     max_states: int = 200_000
     max_repeat: int = 10_000
     inline_size: int = 400  # non-recursive rules up to this expanded size are inlined
+    max_context_work: int = 20_000_000
 
     @classmethod
     def from_compile_limits(cls, limits) -> "AutomatonLimits":
         """The automaton caps of a public :class:`xmask.CompileLimits`."""
         return cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
-                   max_repeat=limits.max_repeat)
+                   max_repeat=limits.max_repeat, max_context_work=limits.max_context_work)
 
 
 @lru_cache(maxsize=4096)
@@ -693,7 +694,25 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         raw_calls=raw_calls,
     )
     _analyze(auto)
+    _check_context_work(auto, limits.max_context_work)
     return auto
+
+
+def _check_context_work(auto: Automaton, cap: int) -> None:
+    """Refuse, before any token is classified, an automaton whose token-mask cache would walk
+    each byte-reading state of a rule into every place the rule returns to, when that product
+    passes ``cap``: a recursive rule called from inside ``{0,10000}`` has 10,000 return
+    sites and 20,000 such states, and classifying them takes minutes."""
+    n_rules = len(auto.rule_names)
+    reads = np.bincount(auto.state_rule[(auto.flags & FLAG_HAS_BYTES) != 0], minlength=n_rules)
+    work = 0
+    for r in np.nonzero(reads)[0].tolist():
+        work += int(reads[r]) * len(auto.rule_ctx_states[r])
+        if work > cap:
+            raise GrammarLimitError(
+                f"the token-mask cache would walk more than {cap} (state, return site) pairs "
+                "(CompileLimits.max_context_work): a recursive rule is called from too many "
+                "places (inside a large repeat?)", rule=auto.rule_names[r])
 
 
 def _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names) -> None:
