@@ -312,7 +312,7 @@ def test_long_bounded_pattern_property_grammar_prints():
 
 # ------------------------------------------------------------ property test: mutated schemas
 
-hypothesis = pytest.importorskip("hypothesis")
+import hypothesis  # noqa: E402  (in the test extra)
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
