@@ -24,7 +24,7 @@ from xmask.runtime.matcher cimport GrammarMatcher
 
 from xmask.errors import BitmaskError, InvalidTokenError, XmaskError
 from xmask.runtime.bitmask_rows import bitmask_rows, row_address, row_index
-from xmask.runtime.matcher import as_count, as_token_id
+from xmask.runtime.matcher import as_count, as_input_bytes, as_token_id
 
 
 cdef void _fill_noexcept(FillJob* job, char* failed) noexcept nogil:
@@ -270,14 +270,7 @@ cdef class BatchGrammarMatcher:
         cdef GrammarMatcher m
         ms = _check_matchers(matchers)
         strs = _check_len("strings", strings, len(ms))
-        data = []
-        for i, s in enumerate(strs):
-            if isinstance(s, str):
-                data.append(s.encode("utf-8"))
-            elif isinstance(s, (bytes, bytearray, memoryview)):
-                data.append(bytes(s))
-            else:
-                raise TypeError(f"strings[{i}] must be str or bytes, got {type(s).__name__}")
+        data = [as_input_bytes(s, f"strings[{i}]") for i, s in enumerate(strs)]
         _enter_all(ms)
         try:
             out = [bool(m._accept_data(d)) for m, d in zip(ms, data)]

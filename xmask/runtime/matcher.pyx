@@ -160,6 +160,16 @@ def as_token_id(value, what="token id"):
         ) from None
 
 
+def as_input_bytes(value, what):
+    """The bytes to accept: a str UTF-8 encoded, bytes-like as bytes; TypeError naming
+    ``what`` otherwise."""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"{what} must be str or bytes, got {type(value).__name__}")
+
+
 def as_count(value, what="num_tokens"):
     """A non-negative integer (as ``as_token_id``), e.g. a rollback count; InvalidTokenError
     (a ValueError) otherwise."""
@@ -579,12 +589,7 @@ cdef class GrammarMatcher:
         """Advance by the bytes of ``input_str`` (str is UTF-8 encoded), which need not align with
         tokens.  Returns False (state unchanged) if rejected.  Counts as one step for rollback."""
         cdef int ok
-        if isinstance(input_str, str):
-            data = input_str.encode("utf-8")
-        elif isinstance(input_str, (bytes, bytearray, memoryview)):
-            data = bytes(input_str)
-        else:
-            raise TypeError(f"accept_string needs str or bytes, got {type(input_str).__name__}")
+        data = as_input_bytes(input_str, "accept_string input")
         self._enter()
         try:
             ok = self._accept_data(data)
