@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import BitmaskError
+from .runtime._apply import can_fill, fill_rows
 
 
 def is_torch_bitmask(bitmask) -> bool:
@@ -127,8 +128,6 @@ def fill_disallowed(rows_l: np.ndarray, bitmask_rows: np.ndarray, width: int, ro
         >>> logits.tolist()
         [[0.0, -inf, 0.0, -inf]]
     """
-    from .runtime._apply import can_fill, fill_rows
-
     if can_fill(rows_l, bitmask_rows):
         fill_rows(rows_l, bitmask_rows, width, rows, np.asarray(value, dtype=rows_l.dtype))
         return
