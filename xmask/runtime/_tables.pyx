@@ -5,6 +5,7 @@ copy, at construction) and keeps them in ``arrays`` so introspection can read th
 """
 
 from libc.stdlib cimport calloc, free
+from libc.string cimport memset
 
 import numpy as np
 
@@ -180,6 +181,47 @@ cdef class VocabTables:
         skip.setflags(write=False)
         self.arrays["skip"] = skip
         self.c.skip = &sk[0]
+        self._split_plain()
+
+    cdef _split_plain(self):
+        # plain-string tokens vs the others (see VocabC)
+        cdef intp_t n = self.c.n_sorted, i, k, length, n_plain = 0, n_other = 0
+        cdef int64_t off, prev_off = 0, prev_len = 0
+        plain = np.empty(max(n, 1), dtype=np.int32)
+        other = np.empty(max(n, 1), dtype=np.int32)
+        other_lcp = np.zeros(max(n, 1), dtype=np.int32)
+        cdef int32_t[::1] pv = plain, ov = other, lv = other_lcp
+        with nogil:
+            for i in range(n):
+                off = self.c.tok_offsets[i]
+                length = self.c.tok_offsets[i + 1] - off
+                if plain_string_token(self.c.tok_bytes + off, length):
+                    pv[n_plain] = <int32_t>i
+                    n_plain += 1
+                    continue
+                k = 0
+                if n_other > 0:
+                    while (k < length and k < prev_len
+                           and self.c.tok_bytes[prev_off + k] == self.c.tok_bytes[off + k]):
+                        k += 1
+                ov[n_other] = <int32_t>i
+                lv[n_other] = <int32_t>k
+                n_other += 1
+                prev_off = off
+                prev_len = length
+        for name, a, m in (("plain_pos", plain, n_plain), ("other_pos", other, n_other),
+                           ("other_lcp", other_lcp, n_other)):
+            a = np.ascontiguousarray(a[:max(m, 1)])
+            a.setflags(write=False)
+            self.arrays[name] = a
+        cdef const int32_t[::1] p1 = self.arrays["plain_pos"]
+        cdef const int32_t[::1] p2 = self.arrays["other_pos"]
+        cdef const int32_t[::1] p3 = self.arrays["other_lcp"]
+        self.c.n_plain = n_plain
+        self.c.plain_pos = &p1[0]
+        self.c.n_other = n_other
+        self.c.other_pos = &p2[0]
+        self.c.other_lcp = &p3[0]
 
     @property
     def nbytes(self):
@@ -210,3 +252,56 @@ cdef void _prefix_group_ends(const VocabC* v, int32_t* skip) noexcept nogil:
                 skip[off + d] = <int32_t>(i + 1)
             else:
                 skip[off + d] = skip[nxt + d]
+
+
+# Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF) over the bytes a JSON string holds
+# unescaped: states 0 = at a character boundary, 1-3 = that many continuation bytes to go,
+# 4-7 = the restricted second byte after E0 / ED / F0 / F4.  255 = no transition.
+cdef uint8_t PLAIN_UTF8[8][256]
+
+
+cdef void _init_plain_utf8() noexcept nogil:
+    cdef int b
+    memset(PLAIN_UTF8, 255, sizeof(PLAIN_UTF8))
+    for b in range(0x20, 0x80):
+        if b != 0x22 and b != 0x5C:
+            PLAIN_UTF8[0][b] = 0
+    for b in range(0xC2, 0xE0):
+        PLAIN_UTF8[0][b] = 1
+    for b in range(0xE1, 0xF0):
+        PLAIN_UTF8[0][b] = 2
+    PLAIN_UTF8[0][0xE0] = 4
+    PLAIN_UTF8[0][0xED] = 5
+    for b in range(0xF1, 0xF4):
+        PLAIN_UTF8[0][b] = 3
+    PLAIN_UTF8[0][0xF0] = 6
+    PLAIN_UTF8[0][0xF4] = 7
+    for b in range(0x80, 0xC0):
+        PLAIN_UTF8[1][b] = 0
+        PLAIN_UTF8[2][b] = 1
+        PLAIN_UTF8[3][b] = 2
+    for b in range(0xA0, 0xC0):
+        PLAIN_UTF8[4][b] = 1
+    for b in range(0x80, 0xA0):
+        PLAIN_UTF8[5][b] = 1
+    for b in range(0x90, 0xC0):
+        PLAIN_UTF8[6][b] = 2
+    for b in range(0x80, 0x90):
+        PLAIN_UTF8[7][b] = 2
+
+
+_init_plain_utf8()
+
+
+cdef uint8_t plain_utf8_step(uint8_t u, uint8_t b) noexcept nogil:
+    return PLAIN_UTF8[u][b]
+
+
+cdef bint plain_string_token(const uint8_t* data, intp_t n) noexcept nogil:
+    cdef intp_t i
+    cdef uint8_t u = 0
+    for i in range(n):
+        u = PLAIN_UTF8[u][data[i]]
+        if u == 255:
+            return False
+    return True
