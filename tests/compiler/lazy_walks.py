@@ -141,7 +141,8 @@ class Tok:
         return out
 
     def compiler(self, **kw):
-        return xmask.GrammarCompiler(self.info, max_threads=2, cache_enabled=False, **kw)
+        kw.setdefault("max_threads", 2)
+        return xmask.GrammarCompiler(self.info, cache_enabled=False, **kw)
 
     def bitmask(self, rows: int) -> np.ndarray:
         """A bitmask filled with a pattern no real row has (catches words left unwritten)."""

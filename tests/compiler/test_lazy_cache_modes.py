@@ -135,6 +135,45 @@ def test_precompute_rejects_bad_max_threads():
     assert g.cache_summary()["classified"] == 0
 
 
+# ---- every entry point that reads the cache classifies on demand ------------------------------
+
+def _chain_with_siblings(chain, alts):
+    """Draft tree arrays: root, a chain of ``chain`` tokens, each chain node with a sibling."""
+    n = 1 + 2 * len(chain)
+    nxt, sib, tokens = [-1] * n, [-1] * n, [0] * n
+    for j, (a, b) in enumerate(zip(chain, alts)):
+        nxt[j] = j + 1
+        tokens[j + 1], sib[j + 1] = a, len(chain) + 1 + j
+        tokens[len(chain) + 1 + j] = b
+    return nxt, sib, tokens
+
+
+@pytest.mark.parametrize("case", ["builtin-json", "mb-Github_hard---o74005"])
+def test_draft_tree_fork_and_jump_forward_on_a_fresh_lazy_grammar(case):
+    t = tok("llama3")
+    docs = [t.encode(d) for d in case_docs(case)]
+    ids, other = docs[0], docs[-1] if len(docs) > 1 else t.encode(JSON_DOCS[1])
+    fresh = compile_case(t.compiler(), case)
+    eager = compile_case(t.compiler(precompute=True), case)
+    lazy_m, eager_m = xmask.GrammarMatcher(fresh), xmask.GrammarMatcher(eager)
+    pos = 0
+    for start in range(0, len(ids) - 12, max(1, len(ids) // 5)):
+        for tid in ids[pos:start]:  # advance without filling
+            assert lazy_m.accept_token(tid) and eager_m.accept_token(tid)
+        pos = start
+        nxt, sib, tokens = _chain_with_siblings(ids[start:start + 12], other[start:start + 12])
+        got, want = t.bitmask(len(tokens)), t.bitmask(len(tokens))
+        assert lazy_m.traverse_draft_tree(nxt, sib, tokens, got) is True
+        assert eager_m.traverse_draft_tree(nxt, sib, tokens, want) is True
+        assert np.array_equal(got, want), f"draft tree from token {start}: rows differ"
+        assert lazy_m.find_jump_forward_string() == eager_m.find_jump_forward_string()
+        forked, row = lazy_m.fork(), t.bitmask(2)
+        forked.fill_next_token_bitmask(row, 0)
+        forked._reference_fill_next_token_bitmask(row, 1)
+        assert np.array_equal(row[0], row[1]) and np.array_equal(row[0], want[0])
+    assert fresh.cache_summary()["classified"] > 0
+
+
 # ---- serialization ---------------------------------------------------------------------------
 
 def _round_trip(g, how):
