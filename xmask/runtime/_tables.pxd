@@ -26,19 +26,12 @@ ctypedef struct VocabC:
     const int64_t* tok_offsets     # [n_sorted + 1] byte range of each sorted token
     const uint8_t* tok_bytes
     const int32_t* lcp             # [n_sorted] common prefix length with the previous token
+    const int32_t* skip            # [len(tok_bytes)] at tok_offsets[i] + d: the first sorted
+                                   # position after i whose token does not start with the
+                                   # first d + 1 bytes of token i (the end of that prefix group)
     const int32_t* id_pos          # [vocab_size] sorted position of an id, -1 if special
     const word_t* eligible         # [n_words] bitset of non-special ids
 
-
-ctypedef struct MaskCacheC:
-    const int32_t* state_entry     # [n_states] entry index, -1 if the state cannot be a top
-    const uint8_t* entry_kind      # XM_KIND_*
-    const int64_t* entry_off       # range of the entry's ids / bitset words in data
-    const int64_t* entry_len
-    const int64_t* unc_off         # range of the entry's uncertain sorted positions in unc
-    const int64_t* unc_len
-    const int32_t* data
-    const int32_t* unc
 
 
 cdef class AutomatonTables:
@@ -50,9 +43,4 @@ cdef class AutomatonTables:
 
 cdef class VocabTables:
     cdef VocabC c
-    cdef readonly object arrays
-
-
-cdef class MaskCacheTables:
-    cdef MaskCacheC c
     cdef readonly object arrays

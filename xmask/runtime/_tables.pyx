@@ -173,6 +173,13 @@ cdef class VocabTables:
         self.c.id_pos = _i32(own["id_pos"])
         self.c.eligible = _words(own["eligible"])
         self.arrays = {k: v[0] for k, v in own.items()}
+        skip = np.empty(max(own["tok_bytes"][1], 1), dtype=np.int32)
+        cdef int32_t[::1] sk = skip
+        with nogil:
+            _prefix_group_ends(&self.c, &sk[0])
+        skip.setflags(write=False)
+        self.arrays["skip"] = skip
+        self.c.skip = &sk[0]
 
     @property
     def nbytes(self):
@@ -188,23 +195,18 @@ cdef class VocabTables:
         return self.c.vocab_size
 
 
-cdef class MaskCacheTables:
-    """The adaptive token-mask cache (per-state entries, deduplicated) as a ``MaskCacheC``."""
-
-    def __init__(self, dict arrays):
-        own = _own(arrays, {"state_entry": np.int32, "entry_kind": np.uint8, "entry_off": np.int64,
-                            "entry_len": np.int64, "unc_off": np.int64, "unc_len": np.int64,
-                            "data": np.int32, "unc": np.int32})
-        self.c.state_entry = _i32(own["state_entry"])
-        self.c.entry_kind = _u8(own["entry_kind"])
-        self.c.entry_off = _i64(own["entry_off"])
-        self.c.entry_len = _i64(own["entry_len"])
-        self.c.unc_off = _i64(own["unc_off"])
-        self.c.unc_len = _i64(own["unc_len"])
-        self.c.data = _i32(own["data"])
-        self.c.unc = _i32(own["unc"])
-        self.arrays = {k: v[0] for k, v in own.items()}
-
-    @property
-    def nbytes(self):
-        return sum(a.nbytes for a in self.arrays.values())
+cdef void _prefix_group_ends(const VocabC* v, int32_t* skip) noexcept nogil:
+    # skip[off(i) + d] = first j > i with lcp[j] <= d.  Token i + 1 either leaves the group
+    # (lcp <= d) or shares its first d + 1 bytes, and then its own group end at depth d is ours:
+    # one backward pass, O(total token bytes).
+    cdef intp_t i, d, n = v.n_sorted, length
+    cdef int64_t off, nxt
+    for i in range(n - 1, -1, -1):
+        off = v.tok_offsets[i]
+        length = v.tok_offsets[i + 1] - off
+        nxt = v.tok_offsets[i + 1]  # offset of token i + 1 (when i + 1 < n)
+        for d in range(length):
+            if i + 1 == n or v.lcp[i + 1] <= d:
+                skip[off + d] = <int32_t>(i + 1)
+            else:
+                skip[off + d] = skip[nxt + d]
