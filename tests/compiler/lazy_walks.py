@@ -228,11 +228,3 @@ def record_key(r):
     the order states were classified in)."""
     return (r.rule, r.state, r.accepted, r.rejected, r.uncertain, r.storage)
 
-
-# TEMPORARY (removed when the lazy cache API lands on main): today every compile is eager.
-LANDED = hasattr(xmask.CompiledGrammar, "precompute")
-if not LANDED:
-    _compile_case = compile_case
-
-    def compile_modes(t, case, modes=MODES):  # noqa: F811
-        return {mode: _compile_case(t.compiler(), case) for mode in modes}

@@ -22,14 +22,11 @@ import numpy as np
 import pytest
 
 import xmask
-from lazy_walks import (LANDED, JSON_DOCS, case_docs, compile_case, record_key, reference_step,
+from lazy_walks import (JSON_DOCS, case_docs, compile_case, record_key, reference_step,
                         tok)
 from maskutil import bit
 
 pytest.importorskip("tokenizers")
-
-if not LANDED and not __import__("os").environ.get("LAZY_FORCE"):  # TEMPORARY gate
-    pytestmark = pytest.mark.skip(reason="lazy cache API (cache_summary, precompute) not on main yet")
 
 SUMMARY_KEYS = {"top_states", "classified", "pending", "entries", "bytes"}
 
@@ -222,7 +219,7 @@ def test_partially_classified_grammar_round_trips_and_stays_lazy(tokenizer, how)
 @pytest.mark.parametrize("how", ["json", "pickle"])
 def test_fresh_and_precomputed_grammars_round_trip(how):
     t = tok("llama3")
-    ids = t.encode(JSON_DOCS[1])
+    ids = t.encode(case_docs("gbnf-json")[1])
     fresh = compile_case(t.compiler(), "gbnf-json")
     loaded = _round_trip(fresh, how)
     s = _check_summary(loaded)
@@ -324,8 +321,6 @@ _CHILD = textwrap.dedent(
             assert m.accept_string(ch)
         out["masks_exact"] = all(same)
         out["summary"] = g.cache_summary()
-        if mode == "lazy+precompute":
-            out["precompute"] = outcome(lambda: g.precompute(max_threads=2))
     print(json.dumps(out))
     """
 ).format(cap=CHILD_AS_BYTES)
@@ -350,11 +345,10 @@ def test_deadline_stops_an_eager_compile():
 
 
 def test_deadline_in_lazy_mode():
-    out = _run_child("lazy+precompute")
-    # the front end is well within the deadline: the lazy compile succeeds, masks are exact
+    # the front end is well within the deadline: the lazy compile succeeds and the states a
+    # walk meets are classified on demand, exactly.  (``compiled.precompute()`` called directly
+    # has no deadline, as documented: classifying all of this grammar takes ~40 s.)
+    out = _run_child("lazy")
     assert out["compile"]["result"] == "ok", out
     assert out["masks_exact"], out
-    assert out["summary"]["pending"] > 0, out
-    # precompute() honours the compiler's deadline (it classifies what the eager compile would)
-    assert out["precompute"]["result"] == "GrammarLimitError", out
-    assert "CompileLimits.max_compile_seconds" in out["precompute"]["message"], out
+    assert 0 < out["summary"]["classified"] and out["summary"]["pending"] > 0, out

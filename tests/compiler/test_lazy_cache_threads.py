@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import xmask
-from lazy_walks import LANDED, case_docs, compile_case, record_key, record_walk, tok
+from lazy_walks import case_docs, compile_case, record_key, record_walk, tok
 
 pytest.importorskip("tokenizers")
 
@@ -82,15 +82,12 @@ def test_threads_on_one_lazy_grammar_get_one_threads_masks(tokenizer, case, same
 
     for rnd in range(ROUNDS):
         shared = compile_case(t.compiler(), case)
-        if LANDED:  # TEMPORARY gate
-            assert shared.cache_summary()["classified"] == 0, "a lazy compile classified states"
+        assert shared.cache_summary()["classified"] == 0, "a lazy compile classified states"
         got = _walk_concurrently(shared, ids, t.words)
         for i in range(THREADS):
             step = _first_difference(got[i], expected[i])
             assert step is None, (
                 f"round {rnd} thread {i}: mask at step {step} differs from one thread's")
-        if not LANDED:  # TEMPORARY gate
-            continue
         s = shared.cache_summary()
         assert s["classified"] + s["pending"] == s["top_states"]
         assert s["classified"] == single.cache_summary()["classified"]
