@@ -5,7 +5,9 @@ threads publish entries for the same states (first writer wins).  Eight threads,
 own matcher, walk documents concurrently on one fresh grammar -- different documents, and all
 the same document (the most races on one entry) -- and must get exactly the masks one thread
 computes sequentially on its own fresh grammar; afterwards the shared grammar has classified
-exactly the states the sequential walks classified.  ``BatchGrammarMatcher`` with
+exactly the states the sequential walks classified.  ``precompute()`` running in two threads while
+four others fill, and ``serialize_json`` / pickle snapshots taken while threads fill, change no
+mask (a snapshot is a consistent, exact grammar).  ``BatchGrammarMatcher`` with
 ``max_threads`` > 1 on a fresh lazy grammar fills the same rows as per-matcher fills.
 """
 
@@ -134,3 +136,100 @@ def test_batch_fill_with_threads_on_a_fresh_lazy_grammar(tokenizer, case):
             pos[i] += 1
         step += 1
     assert step > 20
+
+
+def _start_walkers(compiled, docs_ids, words, extra=()):
+    """Threads walking ``docs_ids`` (``record_walk``) plus ``extra`` callables, released
+    together; returns (join function -> walk results, errors list)."""
+    n = len(docs_ids) + len(extra)
+    barrier = threading.Barrier(n)
+    results = [None] * len(docs_ids)
+    errors = []
+
+    def walk(i):
+        try:
+            barrier.wait()
+            results[i] = record_walk(compiled, docs_ids[i], words)
+        except BaseException as e:
+            errors.append(("walk", i, repr(e)))
+
+    def call(fn):
+        try:
+            barrier.wait()
+            fn()
+        except BaseException as e:
+            errors.append(("extra", repr(e)))
+
+    threads = [threading.Thread(target=walk, args=(i,)) for i in range(len(docs_ids))]
+    threads += [threading.Thread(target=call, args=(fn,)) for fn in extra]
+    for th in threads:
+        th.start()
+
+    def join():
+        for th in threads:
+            th.join(timeout=300)
+        assert not any(th.is_alive() for th in threads), "a thread did not finish"
+        assert not errors, errors
+        return results
+
+    return join
+
+
+@pytest.mark.parametrize("tokenizer,case", [("llama3", "mb-Github_hard---o74005"),
+                                            ("qwen2.5", "builtin-json")])
+def test_precompute_while_threads_fill(tokenizer, case):
+    t = tok(tokenizer)
+    docs = [t.encode(d) for d in case_docs(case)]
+    ids = [docs[i % len(docs)] for i in range(4)]
+    single = compile_case(t.compiler(), case)
+    expected = [record_walk(single, x, t.words) for x in ids]
+    eager = compile_case(t.compiler(precompute=True), case)
+    shared = compile_case(t.compiler(), case)
+    got = _start_walkers(shared, ids, t.words, extra=[lambda: shared.precompute(max_threads=2),
+                                                      lambda: shared.precompute(max_threads=1)])()
+    for i in range(len(ids)):
+        step = _first_difference(got[i], expected[i])
+        assert step is None, f"thread {i}: mask at step {step} differs from one thread's"
+    s = shared.cache_summary()
+    assert s["pending"] == 0 and s["entries"] == eager.cache_summary()["entries"], s
+    assert sorted(map(record_key, shared.cache_stats())) == sorted(map(record_key, eager.cache_stats()))
+
+
+@pytest.mark.parametrize("how", ["json", "pickle"])
+def test_serialize_while_threads_fill(how):
+    import pickle
+
+    t = tok("llama3")
+    case = "mb-Github_hard---o74005"
+    docs = [t.encode(d) for d in case_docs(case)]
+    ids = [docs[i % len(docs)] for i in range(4)]
+    single = compile_case(t.compiler(), case)
+    expected = [record_walk(single, x, t.words) for x in ids]
+    shared = compile_case(t.compiler(), case)
+    snapshots = []
+
+    def snapshot():
+        for _ in range(6):
+            if how == "json":
+                snapshots.append(shared.serialize_json())
+            else:
+                snapshots.append(pickle.dumps(shared))
+
+    got = _start_walkers(shared, ids, t.words, extra=[snapshot])()
+    for i in range(len(ids)):
+        assert _first_difference(got[i], expected[i]) is None
+    top = shared.cache_summary()["top_states"]
+    classified = []
+    for blob in snapshots:
+        if how == "json":
+            loaded = xmask.CompiledGrammar.deserialize_json(blob, t.info)
+        else:
+            loaded = pickle.loads(blob)
+        s = loaded.cache_summary()
+        assert s["classified"] + s["pending"] == s["top_states"] == top, s
+        assert len(loaded.cache_stats()) == s["classified"]
+        classified.append(s["classified"])
+        # a snapshot taken mid-walk is a consistent, exact grammar
+        for x, want in zip(ids[:2], expected[:2]):
+            assert _first_difference(record_walk(loaded, x, t.words), want) is None
+    assert classified == sorted(classified), classified
