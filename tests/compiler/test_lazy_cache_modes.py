@@ -248,6 +248,15 @@ def test_disk_cache_of_a_lazy_compiler_does_not_leak_pending_states_into_eager(t
     _walk_exact(t, again, t.encode("{ab:12,c:3}"))
 
 
+def test_pickled_compilers_keep_their_mode():
+    info = xmask.default_tokenizer_info()
+    text = 'root ::= ("a" | "bc")+ "."'
+    for precompute in (False, True):
+        compiler = pickle.loads(pickle.dumps(xmask.GrammarCompiler(info, precompute=precompute)))
+        s = compiler.compile_grammar(text).cache_summary()
+        assert (s["pending"] == 0) == precompute and s["top_states"] > 0, (precompute, s)
+
+
 # ---- compile limits and the deadline ---------------------------------------------------------
 
 MODE_KW = {"lazy": {}, "eager": {"precompute": True}}
@@ -261,23 +270,26 @@ LIMIT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("mode", list(MODE_KW))
 @pytest.mark.parametrize("field,limits,kind,what", LIMIT_CASES, ids=[c[0] for c in LIMIT_CASES])
-def test_compile_limits_hold_in_every_mode(mode, field, limits, kind, what):
+def test_compile_limits_hold_in_every_mode(field, limits, kind, what):
     info = xmask.default_tokenizer_info()
-    compiler = xmask.GrammarCompiler(info, cache_enabled=False, limits=xmask.CompileLimits(**limits),
-                                     **MODE_KW[mode])
-    with pytest.raises(xmask.GrammarLimitError) as err:
-        if kind == "ebnf":
-            compiler.compile_grammar(what)
-        elif kind == "gbnf":
-            compile_case(compiler, what)
-        elif kind == "regex":
-            compiler.compile_regex(what)
-        else:
-            compiler.compile_json_schema(what)
-    if field != "max_enum_values":
-        assert f"CompileLimits.{field}" in str(err.value), str(err.value)
+    messages = {}
+    for mode, kw in MODE_KW.items():
+        compiler = xmask.GrammarCompiler(info, cache_enabled=False,
+                                         limits=xmask.CompileLimits(**limits), **kw)
+        with pytest.raises(xmask.GrammarLimitError) as err:
+            if kind == "ebnf":
+                compiler.compile_grammar(what)
+            elif kind == "gbnf":
+                compile_case(compiler, what)
+            elif kind == "regex":
+                compiler.compile_regex(what)
+            else:
+                compiler.compile_json_schema(what)
+        messages[mode] = str(err.value)
+    assert messages["lazy"] == messages["eager"], messages
+    if field != "max_enum_values":  # its message predates the field names ("enum with more than")
+        assert f"CompileLimits.{field}" in messages["lazy"], messages
 
 
 # A recursive rule inside a big repeat: a fast front end (~0.3 s), then ~2e8 classification walks
