@@ -130,6 +130,9 @@ def test_precompute_rejects_bad_max_threads():
         with pytest.raises(ValueError, match="max_threads"):
             g.precompute(max_threads=bad)
     assert g.cache_summary()["classified"] == 0
+    for bad in ("no", 1, None):  # a truthy string would silently mean "eager"
+        with pytest.raises(TypeError, match="precompute must be a bool"):
+            xmask.GrammarCompiler(t.info, precompute=bad)
 
 
 # ---- every entry point that reads the cache classifies on demand ------------------------------
@@ -333,6 +336,9 @@ _CHILD = textwrap.dedent(
             assert m.accept_string(ch)
         out["masks_exact"] = all(same)
         out["summary"] = g.cache_summary()
+        if mode == "lazy":  # a later warm-up is bounded by the compiler's deadline too
+            out["precompute"] = outcome(lambda: g.precompute(max_threads=2))
+            out["after"] = g.cache_summary()
     print(json.dumps(out))
     """
 ).format(cap=CHILD_AS_BYTES)
@@ -358,9 +364,15 @@ def test_deadline_stops_an_eager_compile():
 
 def test_deadline_in_lazy_mode():
     # the front end is well within the deadline: the lazy compile succeeds and the states a
-    # walk meets are classified on demand, exactly.  (``compiled.precompute()`` called directly
-    # has no deadline, as documented: classifying all of this grammar takes ~40 s.)
+    # walk meets are classified on demand, exactly.  ``compiled.precompute()`` afterwards
+    # (classifying all of this grammar takes ~40 s) stops at the compiler's deadline, keeping
+    # what it classified.
     out = _run_child("lazy")
     assert out["compile"]["result"] == "ok", out
     assert out["masks_exact"], out
     assert 0 < out["summary"]["classified"] and out["summary"]["pending"] > 0, out
+    assert out["precompute"]["result"] == "GrammarLimitError", out
+    assert "CompileLimits.max_compile_seconds" in out["precompute"]["message"], out
+    after = out["after"]
+    assert out["summary"]["classified"] <= after["classified"] and after["pending"] > 0, out
+    assert after["classified"] + after["pending"] == after["top_states"], out

@@ -63,6 +63,8 @@ class GrammarCompiler:
             )
         if max_threads < 1:
             raise ValueError(f"max_threads must be >= 1, got {max_threads}")
+        if not isinstance(precompute, bool):
+            raise TypeError(f"precompute must be a bool, got {type(precompute).__name__}")
         if limits is not None and not isinstance(limits, CompileLimits):
             raise TypeError(f"limits must be an xmask.CompileLimits, got {type(limits).__name__}")
         self._limits = DEFAULT_LIMITS if limits is None else limits

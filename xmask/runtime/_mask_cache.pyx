@@ -310,11 +310,12 @@ cdef class MaskCache:
                 raise ValueError(f"state {r[i]} is not classified")
             _share(&self.c, m[i], e)
 
-    cdef _check_states(self, const int32_t[::1] st):
+    cdef int _check_states(self, const int32_t[::1] st) except -1:
         cdef intp_t i
         for i in range(st.shape[0]):
             if not 0 <= st[i] < self.c.n_states:
                 raise ValueError(f"state {st[i]} out of range")
+        return 0
 
     def summary(self):
         """``(classified states, distinct entries, entry bytes)``."""

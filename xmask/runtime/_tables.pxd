@@ -51,7 +51,7 @@ cdef class AutomatonTables:
 cdef class VocabTables:
     cdef VocabC c
     cdef readonly object arrays
-    cdef _split_plain(self)
+    cdef int _split_plain(self) except -1
 
 
 # The automaton of plain string bytes (see _tables.pyx): states 0-7, 0 = at a character

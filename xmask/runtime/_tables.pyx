@@ -183,7 +183,7 @@ cdef class VocabTables:
         self.c.skip = &sk[0]
         self._split_plain()
 
-    cdef _split_plain(self):
+    cdef int _split_plain(self) except -1:
         # plain-string tokens vs the others (see VocabC)
         cdef intp_t n = self.c.n_sorted, i, k, length, n_plain = 0, n_other = 0
         cdef int64_t off, prev_off = 0, prev_len = 0
@@ -222,6 +222,7 @@ cdef class VocabTables:
         self.c.n_other = n_other
         self.c.other_pos = &p2[0]
         self.c.other_lcp = &p3[0]
+        return 0
 
     @property
     def nbytes(self):
