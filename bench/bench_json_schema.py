@@ -81,14 +81,19 @@ class _CompilerPerSchema:
 
     compiled = None
     compiler_options: dict = {}
+    max_threads = None  # None: the engine's default
 
     def prepare(self):
         self.info = self.make_tokenizer_info()
-        self.compiler = self.mod.GrammarCompiler(self.info, cache_enabled=False, **self.compiler_options)
+        opts = dict(self.compiler_options)
+        if self.max_threads is not None:
+            opts["max_threads"] = self.max_threads
+        self.compiler = self.mod.GrammarCompiler(self.info, cache_enabled=False, **opts)
         self.bitmask = self.mod.allocate_token_bitmask(1, self.vocab_size)
         self.words = self._words_view(self.bitmask)
-        opts = "".join(f", {k}={v!r}" for k, v in self.compiler_options.items())
-        self.notes.append(f"GrammarCompiler(info, cache_enabled=False{opts}), default max_threads")
+        text = "".join(f", {k}={v!r}" for k, v in opts.items())
+        self.notes.append(f"GrammarCompiler(info, cache_enabled=False{text})"
+                          + ("" if "max_threads" in opts else ", default max_threads"))
 
     def first_matcher(self):
         return self.new_matcher()
