@@ -22,7 +22,9 @@ Two rounds, every engine one after the other per schema:
 Per engine and round: compile and job (compile + first mask) times, the longest stall, the p99
 of the stalls (gaps of at least ``--min-stall-us``, default 100 us), stalls over 5 ms, and the
 share of the job's wall time the main thread ran.  A baseline (the background thread sleeps)
-shows the machine's own noise.  Writes ``bench/results/gil_stall.json``.  No assertions.
+shows the machine's own noise: on a loaded machine the OS also takes the CPU from the main
+thread (a thread waiting for the GIL wakes every switch interval, and can be preempted then),
+so compare engines in the same run and rerun when the baseline shows long gaps.  Writes ``bench/results/gil_stall.json``.  No assertions.
 
 Usage:  python bench/bench_gil_stall.py [--schemas 100] [--slowest 10] [--reps 1]
                                         [--engines xmask,xgrammar,llguidance] [--xmask-mode lazy|precompute|both]
@@ -45,6 +47,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
 import bench_json_schema as bjs  # noqa: E402  -- engine adapters, sample, tokenizer setup
+from json_schema_report import print_table  # noqa: E402
 
 DEFAULT_OUT = bj.REPO / "bench" / "results" / "gil_stall.json"
 STALL_LIMIT_NS = 5_000_000  # the target: no stall over 5 ms
@@ -100,9 +103,16 @@ def measure(target, min_stall_ns: int) -> dict:
     with tempfile.TemporaryFile() as sink:
         os.dup2(sink.fileno(), 2)
         try:
-            th = threading.Thread(target=target, args=(out, done), daemon=True)
-            t0 = perf()
+            go = threading.Event()
+
+            def run():
+                go.wait()  # start only once the main thread is in its loop: no stall goes unseen
+                target(out, done)
+
+            th = threading.Thread(target=run, daemon=True)
             th.start()
+            t0 = perf()
+            go.set()
             n, stalls = spin_until(done, min_stall_ns)
             wall = perf() - t0
             th.join()
@@ -146,8 +156,8 @@ def summarize(recs: dict) -> dict:
         worst = max(ok, key=lambda r: r["max_stall_ms"], default=None)
         out[e] = {
             "runs": len(rs), "ok": len(ok),
-            "compile_ms": bjs._dist([r["compile_ms"] for r in ok]),
-            "ttfm_ms": bjs._dist([r["ttfm_ms"] for r in ok]),
+            "compile_ms": bjs.dist_stats([r["compile_ms"] for r in ok]),
+            "ttfm_ms": bjs.dist_stats([r["ttfm_ms"] for r in ok]),
             "longest_stall_ms": worst["max_stall_ms"] if worst else None,
             "longest_stall_file": worst["file"] if worst else None,
             "stall_p99_ms": float(np.percentile(stalls, 99)) / 1e6 if stalls else 0.0,
@@ -172,7 +182,7 @@ def print_summary(title, summ, engines):
         ("main thread ran (share of wall)", lambda s: "-" if s["main_thread_ran_share"] is None
          else f"{100 * s['main_thread_ran_share']:.0f}%"),
     ]
-    bjs.print_table(["metric", *engines], [[label, *[get(summ[e]) for e in engines]] for label, get in rows])
+    print_table(["metric", *engines], [[label, *[get(summ[e]) for e in engines]] for label, get in rows])
 
 
 def main(argv=None):

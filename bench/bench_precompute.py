@@ -34,6 +34,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
 import bench_json_schema as bjs  # noqa: E402  -- sample, tokenizer setup, timed compile
+from json_schema_report import print_table, ratio  # noqa: E402
 
 DEFAULT_OUT = bj.REPO / "bench" / "results" / "precompute.json"
 
@@ -130,13 +131,13 @@ def summarize(modes, recs):
         wall = sum(r["wall_ms"] for r in rs)
         s = out["modes"][m.name] = {
             "engine": m.engine, "ok": sum(r["status"] == "ok" for r in recs[m.name]),
-            "total_s": wall / 1e3, "wall_ms": bjs._dist([r["wall_ms"] for r in rs]),
+            "total_s": wall / 1e3, "wall_ms": bjs.dist_stats([r["wall_ms"] for r in rs]),
             "cpu_over_wall": sum(r["cpu_ms"] for r in rs) / wall if wall else None,
             "pending_after": sum(r.get("pending") or 0 for r in rs),
         }
         if rs and "compile_ms" in rs[0]:
-            s["compile_ms"] = bjs._dist([r["compile_ms"] for r in rs])
-            s["precompute_ms"] = bjs._dist([r["precompute_ms"] for r in rs])
+            s["compile_ms"] = bjs.dist_stats([r["compile_ms"] for r in rs])
+            s["precompute_ms"] = bjs.dist_stats([r["precompute_ms"] for r in rs])
     return out
 
 
@@ -155,7 +156,7 @@ def print_report(summ, modes, threads):
             for st in ("p50", "p90"):
                 rows.append([f"  {key[:-3]} {st} (ms)",
                              *[bj._fmt(g[n][key][st]) if key in g[n] else "" for n in names]])
-    bjs.print_table(["metric", *names], rows)
+    print_table(["metric", *names], rows)
     if len(threads) >= 2:
         lo, hi = threads[0], threads[-1]
         print(f"\nspeed-up t{lo}/t{hi} (> 1: more threads faster), same schemas")
@@ -164,13 +165,13 @@ def print_report(summ, modes, threads):
         for e in engines:
             a, b = g.get(f"{e} t{lo}"), g.get(f"{e} t{hi}")
             if a and b:
-                srows.append([e, *[bj._ratio(a["wall_ms"][st] if st != "total" else a["total_s"],
+                srows.append([e, *[ratio(a["wall_ms"][st] if st != "total" else a["total_s"],
                                              b["wall_ms"][st] if st != "total" else b["total_s"])
                                    for st in ("total", "p50", "p90")]])
-        bjs.print_table(["engine", "total", "p50", "p90"], srows)
+        print_table(["engine", "total", "p50", "p90"], srows)
         if "xmask-eager t1" in g and "xgrammar t1" in g:
             print("\nxmask-eager / xgrammar (< 1: xmask faster): " + ", ".join(
-                f"t{k} total {bj._ratio(g[f'xmask-eager t{k}']['total_s'], g[f'xgrammar t{k}']['total_s'])}"
+                f"t{k} total {ratio(g[f'xmask-eager t{k}']['total_s'], g[f'xgrammar t{k}']['total_s'])}"
                 for k in threads if f"xgrammar t{k}" in g and f"xmask-eager t{k}" in g))
 
 
