@@ -123,8 +123,9 @@ def xmask_has_precompute() -> bool | None:
 
 class _PhaseClock:
     """Splits xmask's compile into schema -> Grammar, automaton and mask cache, cheaply:
-    ``CompiledGrammar.compile_seconds`` is the Grammar -> CompiledGrammar part, and the module's
-    ``build_mask_cache`` (the eager classification), where it exists, is wrapped with a timer."""
+    ``CompiledGrammar.compile_seconds`` is the Grammar -> CompiledGrammar part, and the eager
+    classification the compiled module calls (``build_mask_cache`` before the lazy cache,
+    ``precompute_mask_cache`` after it), where it exists, is wrapped with a timer."""
 
     mask_cache_ns = 0
     calls = 0
@@ -139,10 +140,13 @@ class _PhaseClock:
             from xmask.compiler import compiled as mod
         except ImportError:
             return
-        inner = getattr(mod, "build_mask_cache", None)
-        if not callable(inner):
-            return
+        for name in ("build_mask_cache", "precompute_mask_cache"):  # before / after the lazy cache
+            inner = getattr(mod, name, None)
+            if callable(inner):
+                setattr(mod, name, cls._timed(inner))
 
+    @classmethod
+    def _timed(cls, inner):
         def timed(*a, **k):
             t0 = perf()
             try:
@@ -151,7 +155,7 @@ class _PhaseClock:
                 cls.mask_cache_ns += perf() - t0
                 cls.calls += 1
 
-        mod.build_mask_cache = timed
+        return timed
 
 
 class XmaskSchema(_CompilerPerSchema, bj.XmaskEngine):
