@@ -32,13 +32,14 @@ DIRECTIVES = {
 MODULES = [
     "xmask.runtime._tables",
     "xmask.runtime._stack",
+    "xmask.runtime._classify",
+    "xmask.runtime._mask_cache",
     "xmask.runtime._fill",
     "xmask.runtime._bitmask_view",
     "xmask.runtime._draft_tree",
     "xmask.runtime.matcher",
     "xmask.runtime.batch",
     "xmask.runtime._apply",
-    "xmask.compiler._kernels",
     "xmask.compiler._partition",
 ]
 
