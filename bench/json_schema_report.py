@@ -94,10 +94,11 @@ def report_main(summ, engines, limit_s):
                  for st in ("mean", "p50", "p99", "p99.9", "max")]
     lazy = [e for e in engines if (g[e].get("classified_share_after_first_pass") or {}).get("n")]
     if lazy:
-        rows.append(["-- lazy cache: classified / top states (own sets) --"])
+        rows.append(["-- lazy cache: classified / top states, per schema (own sets) --"])
         for key, name in (("classified_share_after_first_mask", "after first mask"),
                           ("classified_share_after_first_pass", "after first pass")):
-            rows += [row(f"{name} {st}", summ, engines, lambda s, k=key, st=st: s[k][st]) for st in ("p50", "p90")]
+            rows += [row(f"{name} {st} (%)", summ, engines, lambda s, k=key, st=st: 100 * s[k][st])
+                     for st in ("p50", "p90")]
     rows.append(["-- correctness, own compiled schemas --"])
     for k, label in (("valid", "valid instances walked"), ("valid_accepted", "valid accepted (tokens + stop)"),
                      ("mask_disallows_token", "mask_disallows_token (tokens)"),
