@@ -22,7 +22,8 @@ Two rounds, every engine one after the other per schema:
 Per engine and round: compile and job (compile + first mask) times, the longest stall, the p99
 of the stalls (gaps of at least ``--min-stall-us``, default 100 us), stalls over 5 ms, and the
 share of the job's wall time the main thread ran.  A baseline (the background thread sleeps)
-shows the machine's own noise: on a loaded machine the OS also takes the CPU from the main
+and a reference (the background thread runs pure Python for 1 s: the stalls any Python work
+causes) frame the engines' figures.  Noise: on a loaded machine the OS also takes the CPU from the main
 thread (a thread waiting for the GIL wakes every switch interval, and can be preempted then),
 so compare engines in the same run and rerun when the baseline shows long gaps.  Writes ``bench/results/gil_stall.json``.  No assertions.
 
@@ -133,6 +134,21 @@ def baseline(seconds: float, min_stall_ns: int) -> dict:
     return r
 
 
+def python_reference(seconds: float, min_stall_ns: int) -> dict:
+    """What any Python code in the background costs: the background thread runs a pure-Python
+    loop (it holds the GIL whenever it runs, so every switch makes the main thread wait)."""
+    def busy(out, done):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+        done[0] = True
+
+    r = measure(busy, min_stall_ns)
+    stalls = r.pop("stall_ns")
+    r["stall_p99_ms"] = float(np.percentile(stalls, 99)) / 1e6 if stalls else 0.0
+    return r
+
+
 def run_round(engines, items, walk, min_stall_ns, label) -> dict:
     """{engine: [record per item]}, engines one after the other per schema."""
     recs = {e: [] for e in engines}
@@ -232,6 +248,7 @@ def main(argv=None):
           f"switch interval={sys.getswitchinterval() * 1e3:g} ms, xmask git {bjs.xmask_git()}")
 
     base_before = baseline(1.0, min_stall_ns)
+    py_ref = python_reference(1.0, min_stall_ns)
     sample = run_round(engines, items, args.walk, min_stall_ns, "sample")
     xcols = [e for e in names if e in bjs.XMASK_VARIANTS] or names
 
@@ -253,6 +270,9 @@ def main(argv=None):
     for label, b in (("before", base_before), ("after", base_after)):
         print(f"baseline {label} (background thread sleeps 1 s): longest gap {b['max_stall_ms']:.2f} ms, "
               f"gaps over 5 ms: {b['stalls_over_5ms']}")
+    print(f"reference (background thread runs pure Python for 1 s): longest stall {py_ref['max_stall_ms']:.2f} ms, "
+          f"stall p99 {py_ref['stall_p99_ms']:.2f} ms, stalls over 5 ms: {py_ref['stalls_over_5ms']}, "
+          f"main thread ran {100 * (1 - py_ref['stalled_ms'] / py_ref['wall_ms']):.0f}%")
 
     def strip(recs):
         return {e: [{k: v for k, v in r.items() if k != "stall_ns"} for r in rs] for e, rs in recs.items()}
@@ -265,7 +285,7 @@ def main(argv=None):
         "hardware": {"platform": platform.platform(), "cpu_model": bj._cpu_model(), "cores": os.cpu_count()},
         "software": {"python": platform.python_version(), "xmask_git": bjs.xmask_git(),
                      **{d: bj._version(d) for d in ("xmask", "xgrammar", "llguidance")}},
-        "baseline": {"before": base_before, "after": base_after},
+        "baseline": {"before": base_before, "after": base_after, "pure_python_reference": py_ref},
         "summary": {"sample": summ_sample, "slowest": summ_slow},
         "slowest_files": [it["file"] for it in slow_items],
         "runs": {"sample": strip(sample), "slowest": strip(slow)},
