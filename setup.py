@@ -40,6 +40,7 @@ MODULES = [
     "xmask.runtime._apply",
     "xmask.compiler._kernels",
     "xmask.compiler._partition",
+    "xmask.compiler._determinize",
 ]
 
 compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]

@@ -24,17 +24,17 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
-from .. import _deadline as deadline
 from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
-from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
-from .utf8 import utf8_sequences
+from ..grammar.ir import Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
 from ._partition import refine_round
+from .dfa import dfa_of_fragment, rule_dfas
+from .nfa import NFA, byte_classes, rule_size
+from .nfa import flatten_repeat as _flatten_repeat  # noqa: F401  (tests import it from here)
 
 FLAG_FINAL = 1
 FLAG_HAS_BYTES = 2
@@ -56,238 +56,6 @@ class AutomatonLimits:
         """The automaton caps of a public :class:`xmask.CompileLimits`."""
         return cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
                    max_repeat=limits.max_repeat, max_context_work=limits.max_context_work)
-
-
-@lru_cache(maxsize=4096)
-def _utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
-    """UTF-8 byte-range paths of a code-point class (memoized: long repeats rebuild the same
-    JSON-string character class thousands of times)."""
-    return tuple(seq for lo, hi in cls.positive_ranges() for seq in utf8_sequences(lo, hi))
-
-
-class _NFA:
-    """Thompson NFA for one rule: epsilon, byte-range and call edges."""
-
-    __slots__ = ("eps", "byte_edges", "calls", "limits", "rule", "templates", "size_memo")
-
-    def __init__(self, limits: AutomatonLimits, rule: str, templates: Optional[dict] = None):
-        self.eps: List[List[int]] = []
-        self.byte_edges: List[List[Tuple[int, int, int]]] = []
-        self.calls: List[List[Tuple[int, int]]] = []
-        self.limits = limits
-        self.rule = rule
-        # repeat item -> its minimal DFA fragment, shared by all rules of one grammar
-        self.templates = {} if templates is None else templates
-        # expression id -> estimated expansion size (the expressions outlive this NFA)
-        self.size_memo: Dict[int, int] = {}
-
-    def new(self) -> int:
-        if not len(self.eps) & 4095:
-            deadline.check()
-        if len(self.eps) >= self.limits.max_nfa_states:
-            raise GrammarLimitError(
-                f"grammar expands to more than {self.limits.max_nfa_states} NFA states "
-                "(CompileLimits.max_nfa_states) "
-                "(large repeat counts?)",
-                rule=self.rule,
-            )
-        self.eps.append([])
-        self.byte_edges.append([])
-        self.calls.append([])
-        return len(self.eps) - 1
-
-    def build(self, expr, start: int, rule_index: Dict[str, int], end: Optional[int] = None) -> int:
-        """Add ``expr`` starting at ``start``; return its end state (``end`` when given).
-
-        Passing the enclosing construct's ``end`` down to the last piece of a sequence or a
-        choice's branches lets nested optionals (``a (b (c)?)?`` as pattern DFAs emit them) all
-        finish at one state: otherwise every nesting level adds its own end state and an
-        epsilon edge to the next, and each closure walks the whole chain (quadratic).
-        """
-        if isinstance(expr, Bytes):
-            cur = start
-            last = len(expr.data) - 1
-            for i, b in enumerate(expr.data):
-                nxt = end if end is not None and i == last else self.new()
-                self.byte_edges[cur].append((b, b, nxt))
-                cur = nxt
-            return self._finish(cur, end)
-        if isinstance(expr, CharClass):
-            if end is None:
-                end = self.new()
-            if expr.byte_level:
-                for lo, hi in expr.positive_ranges():
-                    self.byte_edges[start].append((lo, hi, end))
-                return end
-            # paths share their common suffixes (the continuation bytes), so the sub-automaton
-            # is already minimal and determinization does not multiply equivalent states
-            suffix_state: Dict[tuple, int] = {(): end}
-            for seq in _utf8_paths(expr):
-                nxt = end
-                for k in range(len(seq) - 1, 0, -1):
-                    got = suffix_state.get(seq[k:])
-                    if got is None:
-                        got = suffix_state[seq[k:]] = self.new()
-                        self.byte_edges[got].append((seq[k][0], seq[k][1], nxt))
-                    nxt = got
-                self.byte_edges[start].append((seq[0][0], seq[0][1], nxt))
-            return end
-        if isinstance(expr, Seq):
-            cur = start
-            last = len(expr.items) - 1
-            for i, item in enumerate(expr.items):
-                cur = self.build(item, cur, rule_index, end if i == last else None)
-            return self._finish(cur, end)
-        if isinstance(expr, Choice):
-            if end is None:
-                end = self.new()
-            for item in expr.items:
-                s = self.new()
-                self.eps[start].append(s)
-                self.build(item, s, rule_index, end)
-            return end
-        if isinstance(expr, RuleRef):
-            if end is None:
-                end = self.new()
-            self.calls[start].append((rule_index[expr.name], end))
-            return end
-        if isinstance(expr, Repeat):
-            return self._finish(self._repeat(expr, start, rule_index), end)
-        raise TypeError(f"unknown grammar node {expr!r}")
-
-    def _finish(self, cur: int, end: Optional[int]) -> int:
-        """``cur`` if no end was asked for, else ``end`` (joined by an epsilon edge if apart)."""
-        if end is None:
-            return cur
-        if cur != end:
-            self.eps[cur].append(end)
-        return end
-
-    def _repeat(self, expr: Repeat, start: int, rule_index) -> int:
-        expr = _flatten_repeat(expr, self.limits.max_repeat)
-        lo, hi = expr.min, expr.max
-        bound = hi if hi is not None else lo
-        if bound > self.limits.max_repeat:
-            raise GrammarLimitError(
-                f"repeat count {bound} exceeds the limit {self.limits.max_repeat} "
-                "(CompileLimits.max_repeat)", rule=self.rule
-            )
-        # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
-        # the product before building any of it, not when the NFA has already grown.
-        cap = self.limits.max_nfa_states
-        size = _rule_size(expr, {}, cap + 1, self.size_memo)
-        if len(self.eps) + size > cap:
-            raise GrammarLimitError(
-                f"a repeat expands to {'more than' if size > cap else 'about'} {min(size, cap)} "
-                f"NFA states, which with {len(self.eps)} already built passes the limit {cap} "
-                "(CompileLimits.max_nfa_states) (nested repeat counts multiply)", rule=self.rule)
-        copies = _Copies(self, expr.item, rule_index, lo + (hi - lo if hi is not None else 0))
-        cur = start
-        for _ in range(lo):
-            cur = copies.place(cur)
-        if hi is None:
-            # star: loop state with an epsilon back edge
-            loop = self.new()
-            self.eps[cur].append(loop)
-            body_end = self.build(expr.item, loop, rule_index)
-            self.eps[body_end].append(loop)
-            return loop
-        end = self.new()
-        for _ in range(hi - lo):
-            self.eps[cur].append(end)
-            cur = copies.place(cur)
-        self.eps[cur].append(end)
-        return end
-
-    def _add_shifted(self, eps, byte_edges, calls, delta: int) -> None:
-        self.new()
-        self.eps[-1] = [t + delta for t in eps]
-        self.byte_edges[-1] = [(a, b, t + delta) for a, b, t in byte_edges]
-        self.calls[-1] = [(r, t + delta) for r, t in calls]
-
-
-def _flatten_repeat(expr: Repeat, max_repeat: int) -> Repeat:
-    """``(x{a,b}){c,d}`` as ``x{ac,bd}`` when the two mean the same, i.e. when the counts the
-    nesting can produce, the union of ``[ka, kb]`` over ``k`` in ``c..d``, have no gap.
-
-    The nested form builds ``d`` copies of a ``b``-copy automaton whose determinization holds
-    ~``(bd)^2/2`` NFA states when ``x{a,b}`` can be empty; the flat form is one linear chain.
-    Example: ``(a{0,100}){0,100}`` -> ``a{0,10000}``.  A product past ``max_repeat`` stays
-    nested (chunked repeats, such as a long ``maxLength``, are built that way on purpose).
-    """
-    while isinstance(expr.item, Repeat):
-        inner = expr.item
-        a, b, c, d = inner.min, inner.max, expr.min, expr.max
-        if b == 0 or d == 0:
-            break
-        # consecutive intervals [ka, kb] and [(k+1)a, (k+1)b] touch iff k(b - a) >= a - 1;
-        # the left side grows with k, so the first step (k = c) decides; a fixed outer count
-        # (d == c) has one interval
-        if b is None:
-            if a > 1 and c == 0:
-                break
-            if c * a > max_repeat:
-                break
-            expr = Repeat(inner.item, c * a, None)
-        else:
-            if d != c and c * (b - a) < a - 1:
-                break
-            if max(c * a, d * b if d is not None else 0) > max_repeat:
-                break
-            expr = Repeat(inner.item, c * a, None if d is None else d * b)
-    return expr
-
-
-class _Copies:
-    """Bounded repeats place ``count`` copies of one item.  The item is built once, as its own
-    minimal DFA (so equivalent states are not multiplied by the copy count: a JSON string
-    character's UTF-8 and escape paths would otherwise determinize into ~2x the states per
-    copy), and each copy is that DFA's states shifted to fresh numbers, entered by an epsilon
-    edge and left by epsilon edges from its final states."""
-
-    __slots__ = ("nfa", "item", "rule_index", "count", "template")
-
-    def __init__(self, nfa: "_NFA", item, rule_index, count: int):
-        self.nfa, self.item, self.rule_index, self.count = nfa, item, rule_index, count
-        self.template = None
-
-    def _make_template(self):
-        frag = _NFA(self.nfa.limits, self.nfa.rule, self.nfa.templates)
-        s = frag.new()
-        e = frag.build(self.item, s, self.rule_index)
-        byte_class = _byte_classes([frag])
-        n_classes = int(byte_class.max()) + 1
-        t, c, f = _determinize(frag, s, e, byte_class, self.nfa.limits, 0)
-        t, c, f = _minimize(t, c, f, n_classes)
-        lo = [256] * n_classes
-        hi = [-1] * n_classes
-        for b, cls in enumerate(byte_class.tolist()):
-            lo[cls] = min(lo[cls], b)
-            hi[cls] = max(hi[cls], b)  # classes are contiguous byte ranges
-        m = len(t)
-        states = [
-            ([m] if f[k] else [],
-             [(lo[cls], hi[cls], dst) for cls, dst in sorted(t[k].items())],
-             sorted(c[k].items()))
-            for k in range(m)
-        ]
-        states.append(([], [], []))  # the copy's end state
-        return m, states
-
-    def place(self, cur: int) -> int:
-        nfa = self.nfa
-        if self.count < 2:
-            return nfa.build(self.item, cur, self.rule_index)
-        if self.template is None:
-            self.template = nfa.templates.get(self.item)
-            if self.template is None:
-                self.template = nfa.templates[self.item] = self._make_template()
-        m, states = self.template
-        base = len(nfa.eps)
-        for eps, byte_edges, calls in states:
-            nfa._add_shifted(eps, byte_edges, calls, base)
-        nfa.eps[cur].append(base)
-        return base + m
 
 
 class Automaton:
@@ -326,32 +94,6 @@ def _reachable_rules(grammar: Grammar) -> List[str]:
     pos = {n: i for i, n in enumerate(rules)}
     order.sort(key=lambda n: (n != grammar.root, pos[n]))
     return order
-
-
-def _rule_size(expr, sizes: Dict[str, int], cap: int, memo: Dict[int, int]) -> int:
-    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``.
-    ``memo`` (by object id) makes shared sub-expressions cost one visit."""
-    if isinstance(expr, Bytes):
-        return len(expr.data)
-    if isinstance(expr, CharClass):
-        return 1 + len(expr.ranges)
-    if isinstance(expr, RuleRef):
-        return sizes.get(expr.name, 1)
-    got = memo.get(id(expr))
-    if got is not None:
-        return got
-    if isinstance(expr, (Seq, Choice)):
-        total = 1
-        for e in expr.items:
-            total += _rule_size(e, sizes, cap, memo)
-            if total >= cap:
-                break
-        size = min(cap, total)
-    else:  # Repeat
-        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
-        size = min(cap, 1 + n * _rule_size(expr.item, sizes, cap, memo))
-    memo[id(expr)] = size
-    return size
 
 
 def _substitute(expr, bodies: Dict[str, object], memo: Dict[int, object]):
@@ -421,7 +163,7 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> Grammar:
     size_memo: Dict[int, int] = {}
     for name in order:
         body = _substitute(rules[name], bodies, sub_memo)
-        size = _rule_size(body, sizes, cap, size_memo)
+        size = rule_size(body, sizes, cap, size_memo)
         sizes[name] = size
         if size <= limits.inline_size:
             bodies[name] = body
@@ -430,112 +172,6 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> Grammar:
     final_memo: Dict[int, object] = {}  # fresh: every body is decided now
     new_rules = {n: _substitute(e, bodies, final_memo) for n, e in rules.items()}
     return Grammar(new_rules, root=grammar.root)
-
-
-def _byte_classes(nfas: List[_NFA]) -> np.ndarray:
-    cuts = {0, 256}
-    for nfa in nfas:
-        for edges in nfa.byte_edges:
-            for lo, hi, _ in edges:
-                cuts.add(lo)
-                cuts.add(hi + 1)
-    bounds = sorted(cuts)
-    cls = np.zeros(256, dtype=np.uint8)
-    for i in range(len(bounds) - 1):
-        cls[bounds[i] : bounds[i + 1]] = i
-    return cls
-
-
-def _determinize(nfa: _NFA, start: int, end: int, byte_class: np.ndarray, limits, total_so_far):
-    """Subset construction; returns (trans list of dict cls->dst, calls list of dict rule->dst, finals)."""
-    eps = nfa.eps
-    cls_of = byte_class.tolist()
-    closure_memo: Dict[frozenset, frozenset] = {}
-
-    def closure(states) -> frozenset:
-        key = frozenset(states)
-        got = closure_memo.get(key)
-        if got is not None:
-            return got
-        seen = set(key)
-        stack = list(key)
-        while stack:
-            s = stack.pop()
-            for t in eps[s]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        # only states with outgoing non-epsilon edges (or the end) matter for identity
-        res = frozenset(s for s in seen if nfa.byte_edges[s] or nfa.calls[s] or s == end)
-        closure_memo[key] = res
-        return res
-
-    s0 = closure([start])
-    index = {s0: 0}
-    todo = [s0]
-    # NFA states held by all subsets so far: the memory and time the construction really costs.
-    # The DFA can stay small while its subsets grow with it (nested repeats of nullable items:
-    # (a{0,100}){0,100} has 10,001 DFA states holding ~50M NFA states), so bound their sum.
-    held = len(s0)
-    held_cap = limits.max_nfa_states
-    trans: List[Dict[int, int]] = []
-    calls: List[Dict[int, int]] = []
-    finals: List[bool] = []
-    while len(trans) < len(todo):
-        d = todo[len(trans)]  # states are numbered in discovery order
-        if not len(trans) & 255:
-            deadline.check()
-        by_cls: Dict[int, set] = {}
-        by_rule: Dict[int, set] = {}
-        for s in d:
-            for lo, hi, t in nfa.byte_edges[s]:
-                for c in range(cls_of[lo], cls_of[hi] + 1):
-                    by_cls.setdefault(c, set()).add(t)
-            for r, t in nfa.calls[s]:
-                by_rule.setdefault(r, set()).add(t)
-        row_t: Dict[int, int] = {}
-        target_memo: Dict[frozenset, int] = {}
-        for c, ts in by_cls.items():
-            key = frozenset(ts)
-            dst = target_memo.get(key)
-            if dst is None:
-                dd = closure(ts)
-                dst = index.get(dd)
-                if dst is None:
-                    dst = index[dd] = len(todo)
-                    todo.append(dd)
-                    if total_so_far + len(todo) > limits.max_states:
-                        raise GrammarLimitError(
-                            f"grammar needs more than {limits.max_states} automaton states "
-                            "(CompileLimits.max_automaton_states)",
-                            rule=nfa.rule,
-                        )
-                    held += len(dd)
-                    if held > held_cap:
-                        _subset_limit(held_cap, nfa.rule)
-                target_memo[key] = dst
-            row_t[c] = dst
-        row_c: Dict[int, int] = {}
-        for r, ts in by_rule.items():
-            dd = closure(ts)
-            dst = index.get(dd)
-            if dst is None:
-                dst = index[dd] = len(todo)
-                todo.append(dd)
-                held += len(dd)
-                if held > held_cap:
-                    _subset_limit(held_cap, nfa.rule)
-            row_c[r] = dst
-        trans.append(row_t)
-        calls.append(row_c)
-        finals.append(end in d)
-    return trans, calls, finals
-
-
-def _subset_limit(cap: int, rule: str) -> None:
-    raise GrammarLimitError(
-        f"determinizing the grammar holds more than {cap} NFA states in its state sets "
-        "(CompileLimits.max_nfa_states) (nested or ambiguous repeats?)", rule=rule)
 
 
 def refine_partition(block: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -570,101 +206,60 @@ def refine_partition_reference(block: np.ndarray, table: np.ndarray) -> np.ndarr
     return key
 
 
-def _minimize(trans, calls, finals, n_classes: int, budget: int = 5_000_000):
-    """Moore partition refinement, vectorized; returns (trans, calls, finals), start stays 0.
-
-    Refinement needs up to n rounds (a chain of n states splits one state per round), so the
-    work is capped: past ``budget`` cell updates the automaton is returned unminimized, which is
-    equally correct, only larger.
-    """
-    n = len(trans)
-    callees = sorted({r for row in calls for r in row})
-    col_of = {r: nc for nc, r in enumerate(callees, start=n_classes)}
-    width = n_classes + len(callees)
-    table = np.full((n, width), -1, dtype=np.int32)
-    for st in range(n):
-        for c, t in trans[st].items():
-            table[st, c] = t
-        for r, t in calls[st].items():
-            table[st, col_of[r]] = t
-    block = np.asarray(finals, dtype=np.int64)
-    n_blocks = len(set(finals))
-    work = 0
-    while True:
-        new_block = refine_partition(block, table)
-        m = int(new_block.max()) + 1
-        if m == n_blocks:
-            break
-        block, n_blocks = new_block, m
-        work += n * (width + 1)
-        if work > budget:
-            return trans, calls, finals
-    if n_blocks == n:
-        return trans, calls, finals
-    # renumber blocks in order of first appearance so the start state stays 0
-    order: Dict[int, int] = {}
-    for b in block.tolist():
-        order.setdefault(b, len(order))
-    rep: Dict[int, int] = {}
-    for st, b in enumerate(block.tolist()):
-        rep.setdefault(order[b], st)
-    blk = [order[b] for b in block.tolist()]
-    new_trans = [{c: blk[t] for c, t in trans[rep[i]].items()} for i in range(n_blocks)]
-    new_calls = [{r: blk[t] for r, t in calls[rep[i]].items()} for i in range(n_blocks)]
-    new_finals = [finals[rep[i]] for i in range(n_blocks)]
-    return new_trans, new_calls, new_finals
-
-
-def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits()) -> Automaton:
-    """Compile ``grammar`` into an :class:`Automaton` (raises GrammarError on left recursion)."""
-    grammar = _inline_small_rules(grammar, limits)
-    names = _reachable_rules(grammar)
+def _build_nfas(grammar: Grammar, names: List[str], limits: AutomatonLimits, reference: bool):
+    """One NFA for every rule in ``names``; returns (arrays, starts, ends)."""
     rule_index = {n: i for i, n in enumerate(names)}
     rules = grammar.rules
-    nfas, bounds = [], []
-    templates: dict = {}
+    nfa = NFA(limits, dfa_of_fragment(reference))
+    starts, ends = [], []
     for name in names:
-        nfa = _NFA(limits, name, templates)
-        s = nfa.new()
-        e = nfa.build(rules[name], s, rule_index)
-        nfas.append(nfa)
-        bounds.append((s, e))
-    byte_class = _byte_classes(nfas)
-    n_classes = int(byte_class.max()) + 1
+        s, e = nfa.add_rule(name, rules[name], rule_index)
+        starts.append(s)
+        ends.append(e)
+    return nfa.arrays(), starts, ends
 
-    per_rule = []
-    total = 0
-    for nfa, (s, e) in zip(nfas, bounds):
-        t, c, f = _determinize(nfa, s, e, byte_class, limits, total)
-        t, c, f = _minimize(t, c, f, n_classes)
-        per_rule.append((t, c, f))
-        total += len(t)
+
+def _byte_classes(arrays) -> np.ndarray:
+    return byte_classes(arrays)
+
+
+def _build_rule_dfas(arrays, byte_class, starts, ends, names, limits, reference):
+    return rule_dfas(arrays, byte_class, starts, ends, names, limits, 0, reference)
+
+
+def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(), *,
+                    reference: bool = False) -> Automaton:
+    """Compile ``grammar`` into an :class:`Automaton` (raises GrammarError on left recursion).
+
+    ``reference=True`` determinizes and minimizes with the slow pure-Python twin (tests
+    compare the two; the languages are equal, state numbers may differ).
+    """
+    grammar = _inline_small_rules(grammar, limits)
+    names = _reachable_rules(grammar)
+    arrays, starts, ends = _build_nfas(grammar, names, limits, reference)
+    byte_class = _byte_classes(arrays)
+    n_classes = int(byte_class.max()) + 1
+    rule_base, table, finals, csrc, crule, cdst = _build_rule_dfas(
+        arrays, byte_class, starts, ends, names, limits, reference)
+    total = int(rule_base[-1])
     if total > limits.max_states:
         raise GrammarLimitError(f"grammar needs {total} automaton states (limit {limits.max_states}, "
                                 "CompileLimits.max_automaton_states)")
-
-    rule_start = np.zeros(len(names), dtype=np.int32)
-    off = 0
-    for r, (t, _, _) in enumerate(per_rule):
-        rule_start[r] = off
-        off += len(t)
-    n_states = off
-    trans = np.full(n_states * n_classes, -1, dtype=np.int32)
+    n_states = total
+    rule_start = np.ascontiguousarray(rule_base[:-1], dtype=np.int32)
+    trans = np.ascontiguousarray(table, dtype=np.int32).reshape(-1)
     flags = np.zeros(n_states, dtype=np.uint8)
-    state_rule = np.zeros(n_states, dtype=np.int32)
+    flags[finals != 0] |= FLAG_FINAL
+    if n_states:
+        flags[(table >= 0).any(axis=1)] |= FLAG_HAS_BYTES
+    state_rule = np.repeat(np.arange(len(names), dtype=np.int32), np.diff(rule_base))
     raw_calls: List[List[Tuple[int, int]]] = [[] for _ in range(n_states)]
-    for r, (t, c, f) in enumerate(per_rule):
-        base = int(rule_start[r])
-        for i in range(len(t)):
-            g = base + i
-            state_rule[g] = r
-            for cls, dst in t[i].items():
-                trans[g * n_classes + cls] = base + dst
-            if t[i]:
-                flags[g] |= FLAG_HAS_BYTES
-            if f[i]:
-                flags[g] |= FLAG_FINAL
-            raw_calls[g] = sorted((int(rule_start[callee]), base + dst) for callee, dst in c[i].items())
+    if len(csrc):
+        callee_start = rule_start[crule]
+        order = np.lexsort((cdst, callee_start, csrc))
+        for g, c, r in zip(csrc[order].tolist(), callee_start[order].tolist(),
+                           cdst[order].tolist()):
+            raw_calls[g].append((c, r))
     _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names)
     for g in range(n_states):
         if flags[g] & FLAG_FINAL and not flags[g] & FLAG_HAS_BYTES and not raw_calls[g]:

@@ -1,0 +1,718 @@
+"""Compile-time kernel: per-rule subset construction + Moore minimization, GIL released.
+
+Input is every rule's Thompson NFA as flat CSR arrays (epsilon edges, byte edges as inclusive
+class ranges, call edges as (callee rule, target)).  Each rule is determinized (a DFA state is
+the sorted list of NFA states of an epsilon closure that have an outgoing edge, plus the rule's
+end), minimized (Moore rounds, capped by a work budget like the Python twin in
+``dfa_reference``), and appended to one global numbering.  DFA states are numbered in discovery
+order (classes ascending, then callees ascending), minimized blocks by first appearance, so the
+start state of each rule is its first state.
+
+Limits are reported, not raised (no GIL here): ``status`` 1 = more DFA states than
+``max_states`` (``total_so_far`` + this rule's), 2 = the subsets hold more than ``held_cap`` NFA
+states, 3 = the deadline passed, 4 = out of memory; ``bad_rule`` names the rule.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.string cimport memcmp, memcpy, memset
+
+ctypedef Py_ssize_t isz
+
+cdef extern from *:
+    """
+    #ifdef _WIN32
+    #include <windows.h>
+    static double xm_now(void) {
+        LARGE_INTEGER f, c;
+        QueryPerformanceFrequency(&f); QueryPerformanceCounter(&c);
+        return (double)c.QuadPart / (double)f.QuadPart;
+    }
+    #else
+    #include <time.h>
+    static double xm_now(void) {
+        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    #endif
+    """
+    double xm_now() nogil
+
+cdef enum:
+    ST_OK = 0
+    ST_STATES = 1
+    ST_HELD = 2
+    ST_DEADLINE = 3
+    ST_NOMEM = 4
+
+
+# ------------------------------------------------------------------------- growable arrays
+
+cdef struct IVec:
+    int32_t* d
+    isz n
+    isz cap
+
+cdef struct LVec:
+    int64_t* d
+    isz n
+    isz cap
+
+
+cdef int iv_reserve(IVec* v, isz need) noexcept nogil:
+    cdef isz cap
+    cdef int32_t* p
+    if need <= v.cap:
+        return 0
+    cap = v.cap * 2 if v.cap else 64
+    while cap < need:
+        cap *= 2
+    p = <int32_t*>realloc(v.d, cap * sizeof(int32_t))
+    if p == NULL:
+        return -1
+    v.d = p
+    v.cap = cap
+    return 0
+
+
+cdef inline int iv_push(IVec* v, int32_t x) noexcept nogil:
+    if v.n == v.cap and iv_reserve(v, v.n + 1):
+        return -1
+    v.d[v.n] = x
+    v.n += 1
+    return 0
+
+
+cdef int lv_reserve(LVec* v, isz need) noexcept nogil:
+    cdef isz cap
+    cdef int64_t* p
+    if need <= v.cap:
+        return 0
+    cap = v.cap * 2 if v.cap else 64
+    while cap < need:
+        cap *= 2
+    p = <int64_t*>realloc(v.d, cap * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    v.d = p
+    v.cap = cap
+    return 0
+
+
+cdef inline int lv_push(LVec* v, int64_t x) noexcept nogil:
+    if v.n == v.cap and lv_reserve(v, v.n + 1):
+        return -1
+    v.d[v.n] = x
+    v.n += 1
+    return 0
+
+
+cdef int cmp_i32(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*>a)[0], y = (<const int32_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef int cmp_i64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*>a)[0], y = (<const int64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef isz sort_unique(int32_t* a, isz n) noexcept nogil:
+    """Sort ``a[:n]`` ascending and drop duplicates; returns the new length."""
+    cdef isz i, j, k
+    cdef int32_t x
+    if n < 2:
+        return n
+    if n <= 16:
+        for i in range(1, n):
+            x = a[i]
+            j = i
+            while j > 0 and a[j - 1] > x:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
+    else:
+        qsort(a, n, sizeof(int32_t), cmp_i32)
+    k = 1
+    for i in range(1, n):
+        if a[i] != a[k - 1]:
+            a[k] = a[i]
+            k += 1
+    return k
+
+
+# ------------------------------------------------------- map: int32 sequence -> int32 value
+
+cdef struct SeqMap:
+    int32_t* slots   # entry index, -1 = empty
+    isz cap          # power of two
+    IVec pool        # keys, concatenated
+    LVec off         # entry i's key is pool[off[i] : off[i + 1]]
+    IVec val
+    LVec hsh
+
+
+cdef inline uint64_t seq_hash(const int32_t* k, isz n) noexcept nogil:
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef isz i
+    for i in range(n):
+        h = (h ^ <uint32_t>k[i]) * 0x100000001B3ULL
+        h ^= h >> 31
+    return h
+
+
+cdef int sm_init(SeqMap* m) noexcept nogil:
+    memset(m, 0, sizeof(SeqMap))
+    m.cap = 64
+    m.slots = <int32_t*>malloc(m.cap * sizeof(int32_t))
+    if m.slots == NULL:
+        return -1
+    memset(m.slots, 0xFF, m.cap * sizeof(int32_t))
+    return lv_push(&m.off, 0)
+
+
+cdef void sm_clear(SeqMap* m) noexcept nogil:
+    memset(m.slots, 0xFF, m.cap * sizeof(int32_t))
+    m.pool.n = 0
+    m.off.n = 1
+    m.val.n = 0
+    m.hsh.n = 0
+
+
+cdef void sm_free(SeqMap* m) noexcept nogil:
+    free(m.slots)
+    free(m.pool.d)
+    free(m.off.d)
+    free(m.val.d)
+    free(m.hsh.d)
+
+
+cdef int32_t sm_get(SeqMap* m, const int32_t* k, isz n, uint64_t h) noexcept nogil:
+    cdef isz i = <isz>(h & <uint64_t>(m.cap - 1))
+    cdef int32_t e
+    while True:
+        e = m.slots[i]
+        if e < 0:
+            return -1
+        if (<uint64_t>m.hsh.d[e] == h and m.off.d[e + 1] - m.off.d[e] == n
+                and memcmp(m.pool.d + m.off.d[e], k, n * sizeof(int32_t)) == 0):
+            return m.val.d[e]
+        i = (i + 1) & (m.cap - 1)
+
+
+cdef int sm_put(SeqMap* m, const int32_t* k, isz n, uint64_t h, int32_t v) noexcept nogil:
+    """Insert a key known to be absent.  ``k`` must not point into ``m.pool``."""
+    cdef isz i, e, count = m.val.n, ncap
+    cdef int32_t* ns
+    if 2 * (count + 1) > m.cap:
+        ncap = m.cap * 2
+        ns = <int32_t*>malloc(ncap * sizeof(int32_t))
+        if ns == NULL:
+            return -1
+        memset(ns, 0xFF, ncap * sizeof(int32_t))
+        for e in range(count):
+            i = <isz>(<uint64_t>m.hsh.d[e] & <uint64_t>(ncap - 1))
+            while ns[i] >= 0:
+                i = (i + 1) & (ncap - 1)
+            ns[i] = <int32_t>e
+        free(m.slots)
+        m.slots = ns
+        m.cap = ncap
+    if iv_reserve(&m.pool, m.pool.n + n):
+        return -1
+    memcpy(m.pool.d + m.pool.n, k, n * sizeof(int32_t))
+    m.pool.n += n
+    if lv_push(&m.off, m.pool.n) or iv_push(&m.val, v) or lv_push(&m.hsh, <int64_t>h):
+        return -1
+    i = <isz>(h & <uint64_t>(m.cap - 1))
+    while m.slots[i] >= 0:
+        i = (i + 1) & (m.cap - 1)
+    m.slots[i] = <int32_t>count
+    return 0
+
+
+# ------------------------------------------------------------------------------ the context
+
+cdef struct Ctx:
+    # NFA (CSR)
+    const int32_t* eps_off
+    const int32_t* eps_dst
+    const int32_t* b_off
+    const int32_t* b_clo
+    const int32_t* b_chi
+    const int32_t* b_dst
+    const int32_t* c_off
+    const int32_t* c_rule
+    const int32_t* c_dst
+    isz nc
+    int32_t end
+    # limits
+    int64_t max_states
+    int64_t held_cap
+    int64_t total_so_far
+    int64_t budget
+    double deadline       # xm_now() value, or < 0 for none
+    # closure scratch
+    int32_t* mark
+    int32_t stamp
+    IVec stack
+    IVec clos
+    # per-rule DFA under construction
+    SeqMap index         # subset -> DFA state (entry i <-> state i)
+    SeqMap memo          # raw target set -> DFA state
+    IVec trans           # n_dfa x nc
+    IVec finals
+    IVec call_src
+    IVec call_rule
+    IVec call_dst
+    int64_t held
+    # per-state scratch
+    IVec cur
+    IVec cnt
+    IVec pos
+    IVec buf
+    LVec pairs
+    IVec tmp
+
+
+cdef int closure(Ctx* c, const int32_t* raw, isz nraw) noexcept nogil:
+    """c.clos = sorted NFA states of the epsilon closure of ``raw`` that matter for identity."""
+    cdef isz i, k
+    cdef int32_t s, t
+    c.stamp += 1
+    if c.stamp == 0x7FFFFFFF:
+        return -1  # never in practice: 2^31 closures
+    c.clos.n = 0
+    c.stack.n = 0
+    for i in range(nraw):
+        s = raw[i]
+        if c.mark[s] != c.stamp:
+            c.mark[s] = c.stamp
+            if iv_push(&c.stack, s):
+                return -1
+    while c.stack.n:
+        c.stack.n -= 1
+        s = c.stack.d[c.stack.n]
+        if c.b_off[s + 1] > c.b_off[s] or c.c_off[s + 1] > c.c_off[s] or s == c.end:
+            if iv_push(&c.clos, s):
+                return -1
+        for k in range(c.eps_off[s], c.eps_off[s + 1]):
+            t = c.eps_dst[k]
+            if c.mark[t] != c.stamp:
+                c.mark[t] = c.stamp
+                if iv_push(&c.stack, t):
+                    return -1
+    c.clos.n = sort_unique(c.clos.d, c.clos.n)
+    return 0
+
+
+cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* status) noexcept nogil:
+    """The DFA state reached on the raw NFA target set ``raw`` (created if new), or -1."""
+    cdef uint64_t h = seq_hash(raw, n), h2
+    cdef int32_t v = sm_get(&c.memo, raw, n, h)
+    cdef isz i, nd
+    if v >= 0:
+        return v
+    if closure(c, raw, n):
+        status[0] = ST_NOMEM
+        return -1
+    h2 = seq_hash(c.clos.d, c.clos.n)
+    v = sm_get(&c.index, c.clos.d, c.clos.n, h2)
+    if v < 0:
+        nd = c.index.val.n
+        v = <int32_t>nd
+        if sm_put(&c.index, c.clos.d, c.clos.n, h2, v):
+            status[0] = ST_NOMEM
+            return -1
+        if iv_reserve(&c.trans, (nd + 1) * c.nc):
+            status[0] = ST_NOMEM
+            return -1
+        for i in range(c.nc):
+            c.trans.d[nd * c.nc + i] = -1
+        c.trans.n = (nd + 1) * c.nc
+        if check_states and c.total_so_far + nd + 1 > c.max_states:
+            status[0] = ST_STATES
+            return -1
+        c.held += c.clos.n
+        if c.held > c.held_cap:
+            status[0] = ST_HELD
+            return -1
+    if sm_put(&c.memo, raw, n, h, v):
+        status[0] = ST_NOMEM
+        return -1
+    return v
+
+
+cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
+    """Subset construction of one rule into c.trans / c.finals / c.call_*; returns a status."""
+    cdef int status = ST_OK
+    cdef isz d = 0, i, k, p, nsub, total, L, prev_off, prev_len, g, j
+    cdef int32_t s, cl, dst, prev_dst, rule
+    cdef const int32_t* sub
+    cdef bint fin
+    sm_clear(&c.index)
+    sm_clear(&c.memo)
+    c.trans.n = 0
+    c.finals.n = 0
+    c.call_src.n = 0
+    c.call_rule.n = 0
+    c.call_dst.n = 0
+    c.held = 0
+    if iv_reserve(&c.cnt, c.nc + 1) or iv_reserve(&c.pos, c.nc + 1):
+        return ST_NOMEM
+    if target(c, &start, 1, False, &status) < 0:
+        return status
+    while d < c.index.val.n:
+        if not (d & 255) and c.deadline >= 0 and xm_now() > c.deadline:
+            return ST_DEADLINE
+        nsub = c.index.off.d[d + 1] - c.index.off.d[d]
+        c.cur.n = 0
+        if iv_reserve(&c.cur, nsub):
+            return ST_NOMEM
+        memcpy(c.cur.d, c.index.pool.d + c.index.off.d[d], nsub * sizeof(int32_t))
+        c.cur.n = nsub
+        sub = c.cur.d
+        # byte targets bucketed by class
+        memset(c.cnt.d, 0, (c.nc + 1) * sizeof(int32_t))
+        fin = False
+        for i in range(nsub):
+            s = sub[i]
+            if s == c.end:
+                fin = True
+            for k in range(c.b_off[s], c.b_off[s + 1]):
+                for cl in range(c.b_clo[k], c.b_chi[k] + 1):
+                    c.cnt.d[cl] += 1
+        total = 0
+        for cl in range(c.nc):
+            c.pos.d[cl] = <int32_t>total
+            total += c.cnt.d[cl]
+        if iv_reserve(&c.buf, total):
+            return ST_NOMEM
+        for i in range(nsub):
+            s = sub[i]
+            for k in range(c.b_off[s], c.b_off[s + 1]):
+                for cl in range(c.b_clo[k], c.b_chi[k] + 1):
+                    c.buf.d[c.pos.d[cl]] = c.b_dst[k]
+                    c.pos.d[cl] += 1
+        prev_len = -1
+        prev_off = 0
+        prev_dst = -1
+        p = 0
+        for cl in range(c.nc):
+            L = c.cnt.d[cl]
+            if L == 0:
+                continue
+            L = sort_unique(c.buf.d + p, L)
+            if (L == prev_len
+                    and memcmp(c.buf.d + p, c.buf.d + prev_off, L * sizeof(int32_t)) == 0):
+                dst = prev_dst
+            else:
+                dst = target(c, c.buf.d + p, L, True, &status)
+                if dst < 0:
+                    return status
+            c.trans.d[d * c.nc + cl] = dst
+            prev_len = L
+            prev_off = p
+            prev_dst = dst
+            p += c.cnt.d[cl]
+        # call targets grouped by callee
+        c.pairs.n = 0
+        for i in range(nsub):
+            s = sub[i]
+            for k in range(c.c_off[s], c.c_off[s + 1]):
+                if lv_push(&c.pairs, (<int64_t>c.c_rule[k] << 32) | <int64_t>c.c_dst[k]):
+                    return ST_NOMEM
+        if c.pairs.n > 1:
+            qsort(c.pairs.d, c.pairs.n, sizeof(int64_t), cmp_i64)
+        g = 0
+        while g < c.pairs.n:
+            rule = <int32_t>(c.pairs.d[g] >> 32)
+            c.tmp.n = 0
+            j = g
+            while j < c.pairs.n and <int32_t>(c.pairs.d[j] >> 32) == rule:
+                if iv_push(&c.tmp, <int32_t>(c.pairs.d[j] & <int64_t>0xFFFFFFFF)):
+                    return ST_NOMEM
+                j += 1
+            L = sort_unique(c.tmp.d, c.tmp.n)
+            dst = target(c, c.tmp.d, L, False, &status)
+            if dst < 0:
+                return status
+            if iv_push(&c.call_src, <int32_t>d) or iv_push(&c.call_rule, rule) or iv_push(&c.call_dst, dst):
+                return ST_NOMEM
+            g = j
+        if iv_push(&c.finals, fin):
+            return ST_NOMEM
+        d += 1
+    return ST_OK
+
+
+# ---------------------------------------------------------------------------- minimization
+
+cdef int refine(const int32_t* block, const int32_t* table, isz n, isz w, int32_t* out,
+                int32_t* slots, isz cap) noexcept nogil:
+    """One Moore round: ``out`` = dense new block ids (first appearance); returns their count."""
+    cdef isz s, c, i, r
+    cdef uint64_t h
+    cdef int32_t next_id = 0, t, u
+    cdef bint same
+    for i in range(cap):
+        slots[i] = -1
+    for s in range(n):
+        h = <uint64_t>block[s] * 0x9E3779B97F4A7C15ULL
+        for c in range(w):
+            t = table[s * w + c]
+            h = (h ^ <uint64_t>((block[t] if t >= 0 else -1) + 1)) * 0x100000001B3ULL
+            h ^= h >> 29
+        i = <isz>(h & <uint64_t>(cap - 1))
+        while True:
+            r = slots[i]
+            if r < 0:
+                slots[i] = <int32_t>s
+                out[s] = next_id
+                next_id += 1
+                break
+            same = block[r] == block[s]
+            if same:
+                for c in range(w):
+                    t = table[s * w + c]
+                    u = table[r * w + c]
+                    if (block[t] if t >= 0 else -1) != (block[u] if u >= 0 else -1):
+                        same = False
+                        break
+            if same:
+                out[s] = out[r]
+                break
+            i = (i + 1) & (cap - 1)
+    return next_id
+
+
+cdef isz minimize(Ctx* c, int32_t* blk_out, int* status) noexcept nogil:
+    """Moore refinement of c's DFA; fills ``blk_out[state]`` with its block (first-appearance
+    numbering, start = 0) and returns the block count (== n_dfa when nothing merges or the
+    budget ran out, then ``blk_out`` is the identity)."""
+    cdef isz n = c.finals.n, nc = c.nc, w, i, k, cap = 1, m, n_blocks, ncal = c.call_rule.n
+    cdef isz lo_i, hi_i, mid
+    cdef int64_t work = 0
+    cdef int32_t* cols = NULL
+    cdef int32_t* table = NULL
+    cdef int32_t* block = NULL
+    cdef int32_t* nb = NULL
+    cdef int32_t* slots = NULL
+    cdef int32_t* tmpp
+    cdef IVec callees
+    cdef bint has0 = False, has1 = False
+    callees.d = NULL
+    callees.n = callees.cap = 0
+    for i in range(n):
+        blk_out[i] = <int32_t>i
+        if c.finals.d[i]:
+            has1 = True
+        else:
+            has0 = True
+    if n < 2:
+        return n
+    # the callee rules called in this DFA, each its own column after the classes
+    for k in range(ncal):
+        if iv_push(&callees, c.call_rule.d[k]):
+            status[0] = ST_NOMEM
+            return -1
+    callees.n = sort_unique(callees.d, callees.n)
+    w = nc + callees.n
+    while cap < 2 * n:
+        cap <<= 1
+    table = <int32_t*>malloc(n * w * sizeof(int32_t))
+    block = <int32_t*>malloc(n * sizeof(int32_t))
+    nb = <int32_t*>malloc(n * sizeof(int32_t))
+    slots = <int32_t*>malloc(cap * sizeof(int32_t))
+    if table == NULL or block == NULL or nb == NULL or slots == NULL:
+        status[0] = ST_NOMEM
+        m = -1
+    else:
+        for i in range(n):
+            memcpy(table + i * w, c.trans.d + i * nc, nc * sizeof(int32_t))
+            for k in range(nc, w):
+                table[i * w + k] = -1
+        for k in range(ncal):
+            # column of this callee: binary search in the sorted callee list
+            lo_i = 0
+            hi_i = callees.n
+            while lo_i < hi_i:
+                mid = (lo_i + hi_i) // 2
+                if callees.d[mid] < c.call_rule.d[k]:
+                    lo_i = mid + 1
+                else:
+                    hi_i = mid
+            table[c.call_src.d[k] * w + nc + lo_i] = c.call_dst.d[k]
+        for i in range(n):
+            block[i] = c.finals.d[i]
+        n_blocks = (<isz>has0) + (<isz>has1)
+        while True:
+            m = refine(block, table, n, w, nb, slots, cap)
+            if m == n_blocks:
+                break
+            tmpp = block
+            block = nb
+            nb = tmpp
+            n_blocks = m
+            work += n * (w + 1)
+            if work > c.budget:
+                n_blocks = n
+                break
+        if n_blocks == n:
+            m = n
+        else:
+            # renumber by first appearance (start stays 0); nb reused as the block -> new map
+            for i in range(n):
+                nb[i] = -1
+            m = 0
+            for i in range(n):
+                if nb[block[i]] < 0:
+                    nb[block[i]] = <int32_t>m
+                    m += 1
+                blk_out[i] = nb[block[i]]
+    free(table)
+    free(block)
+    free(nb)
+    free(slots)
+    free(callees.d)
+    return m
+
+
+cdef int emit(Ctx* c, const int32_t* blk, isz m, IVec* g_trans, IVec* g_final, IVec* g_csrc,
+              IVec* g_crule, IVec* g_cdst, int32_t base) noexcept nogil:
+    """Append the quotient DFA (blocks ``blk``, ``m`` of them) to the global arrays."""
+    cdef isz n = c.finals.n, nc = c.nc, i, k, b, t0 = g_trans.n
+    cdef int32_t t
+    cdef int32_t* seen = <int32_t*>malloc((m + 1) * sizeof(int32_t))
+    if seen == NULL:
+        return -1
+    for b in range(m):
+        seen[b] = -1
+    if iv_reserve(g_trans, t0 + m * nc) or iv_reserve(g_final, g_final.n + m):
+        free(seen)
+        return -1
+    # each block's representative: its first state (blocks are numbered by first appearance)
+    for i in range(n):
+        b = blk[i]
+        if seen[b] >= 0:
+            continue
+        seen[b] = <int32_t>i
+        for k in range(nc):
+            t = c.trans.d[i * nc + k]
+            g_trans.d[t0 + b * nc + k] = blk[t] + base if t >= 0 else -1
+        g_final.d[g_final.n + b] = c.finals.d[i]
+    g_trans.n = t0 + m * nc
+    g_final.n += m
+    for k in range(c.call_src.n):
+        i = c.call_src.d[k]
+        if seen[blk[i]] != i:
+            continue
+        if (iv_push(g_csrc, blk[i] + base) or iv_push(g_crule, c.call_rule.d[k])
+                or iv_push(g_cdst, blk[c.call_dst.d[k]] + base)):
+            free(seen)
+            return -1
+    free(seen)
+    return 0
+
+
+cdef object to_array(IVec* v, object dtype):
+    out = np.empty(v.n, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    if v.n:
+        memcpy(&o[0], v.d, v.n * sizeof(int32_t))
+    return out.astype(dtype, copy=False)
+
+
+def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
+                    const int32_t[::1] b_off, const int32_t[::1] b_clo, const int32_t[::1] b_chi,
+                    const int32_t[::1] b_dst, const int32_t[::1] c_off, const int32_t[::1] c_rule,
+                    const int32_t[::1] c_dst, const int32_t[::1] r_start, const int32_t[::1] r_end,
+                    int n_classes, int64_t max_states, int64_t held_cap, int64_t total_so_far,
+                    int64_t budget, double seconds_left):
+    """Determinize and minimize every rule (NFA in CSR form, byte edges as class ranges).
+
+    Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst)``:
+    rule ``r`` owns global states ``rule_base[r] .. rule_base[r + 1]`` (its start first),
+    ``trans`` is ``n x n_classes`` (global targets, -1 none), ``finals`` uint8, and the calls
+    are (global state, callee rule index, global return state) triples.
+    """
+    cdef Ctx c
+    cdef isz n_nfa = eps_off.shape[0] - 1, R = r_start.shape[0], r, m
+    cdef int status = ST_OK
+    cdef int32_t bad = -1
+    cdef IVec g_trans, g_final, g_csrc, g_crule, g_cdst, rule_base
+    cdef int32_t* blk = NULL
+    cdef isz blk_cap = 0
+    memset(&c, 0, sizeof(Ctx))
+    memset(&g_trans, 0, sizeof(IVec))
+    memset(&g_final, 0, sizeof(IVec))
+    memset(&g_csrc, 0, sizeof(IVec))
+    memset(&g_crule, 0, sizeof(IVec))
+    memset(&g_cdst, 0, sizeof(IVec))
+    memset(&rule_base, 0, sizeof(IVec))
+    if n_nfa == 0:
+        raise ValueError("empty NFA")
+    c.eps_off = &eps_off[0]
+    c.eps_dst = &eps_dst[0] if eps_dst.shape[0] else NULL
+    c.b_off = &b_off[0]
+    c.b_clo = &b_clo[0] if b_clo.shape[0] else NULL
+    c.b_chi = &b_chi[0] if b_chi.shape[0] else NULL
+    c.b_dst = &b_dst[0] if b_dst.shape[0] else NULL
+    c.c_off = &c_off[0]
+    c.c_rule = &c_rule[0] if c_rule.shape[0] else NULL
+    c.c_dst = &c_dst[0] if c_dst.shape[0] else NULL
+    c.nc = n_classes
+    c.max_states = max_states
+    c.held_cap = held_cap
+    c.total_so_far = total_so_far
+    c.budget = budget
+    c.mark = <int32_t*>malloc(n_nfa * sizeof(int32_t))
+    try:
+        with nogil:
+            c.deadline = xm_now() + seconds_left if seconds_left >= 0 else -1.0
+            if c.mark == NULL or sm_init(&c.index) or sm_init(&c.memo):
+                status = ST_NOMEM
+            else:
+                memset(c.mark, 0, n_nfa * sizeof(int32_t))
+                if iv_push(&rule_base, 0):
+                    status = ST_NOMEM
+            r = 0
+            while status == ST_OK and r < R:
+                c.end = r_end[r]
+                status = determinize(&c, r_start[r])
+                if status == ST_OK:
+                    if c.finals.n > blk_cap:
+                        free(blk)
+                        blk_cap = c.finals.n * 2
+                        blk = <int32_t*>malloc(blk_cap * sizeof(int32_t))
+                        if blk == NULL:
+                            status = ST_NOMEM
+                if status == ST_OK:
+                    m = minimize(&c, blk, &status)
+                    if m >= 0 and emit(&c, blk, m, &g_trans, &g_final, &g_csrc, &g_crule, &g_cdst,
+                                       rule_base.d[rule_base.n - 1]):
+                        status = ST_NOMEM
+                if status == ST_OK:
+                    c.total_so_far += m
+                    if iv_push(&rule_base, rule_base.d[rule_base.n - 1] + <int32_t>m):
+                        status = ST_NOMEM
+                if status != ST_OK:
+                    bad = <int32_t>r
+                r += 1
+        if status == ST_NOMEM:
+            raise MemoryError()
+        return (status, bad, to_array(&rule_base, np.int32), to_array(&g_trans, np.int32),
+                to_array(&g_final, np.uint8), to_array(&g_csrc, np.int32),
+                to_array(&g_crule, np.int32), to_array(&g_cdst, np.int32))
+    finally:
+        free(c.mark)
+        free(blk)
+        sm_free(&c.index)
+        sm_free(&c.memo)
+        free(c.stack.d); free(c.clos.d); free(c.trans.d); free(c.finals.d)
+        free(c.call_src.d); free(c.call_rule.d); free(c.call_dst.d); free(c.cur.d)
+        free(c.cnt.d); free(c.pos.d); free(c.buf.d); free(c.tmp.d); free(c.pairs.d)
+        free(g_trans.d); free(g_final.d); free(g_csrc.d); free(g_crule.d); free(g_cdst.d)
+        free(rule_base.d)
