@@ -41,6 +41,7 @@ MODULES = [
     "xmask.compiler._kernels",
     "xmask.compiler._partition",
     "xmask.compiler._determinize",
+    "xmask.compiler._analysis",
 ]
 
 compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]

@@ -31,6 +31,7 @@ import numpy as np
 from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
+from ._analysis import analyze, prune_unproductive
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
 from .nfa import NFA, byte_classes, rule_size
@@ -63,6 +64,27 @@ class Automaton:
 
     def __init__(self, **arrays):
         self.__dict__.update(arrays)
+
+    @property
+    def raw_calls(self) -> List[List[Tuple[int, int]]]:
+        """Per state, its calls as sorted ``(callee start, return state)`` pairs, the return
+        state never -1 (built on first use from the compiler's call arrays)."""
+        got = self.__dict__.get("_raw_calls")
+        if got is None:
+            got = [[] for _ in range(self.n_states)]
+            target = self.rule_start[self._call_rule].tolist()
+            src = np.repeat(np.arange(self.n_states), np.diff(self.call_offsets)).tolist()
+            for s, c, r in zip(src, target, self._call_dst.tolist()):
+                got[s].append((c, r))
+            self._raw_calls = got
+        return got
+
+    @property
+    def first_bytes(self) -> List[int]:
+        """Per state, the bytes that can be read first from it (through calls of nullable
+        prefixes), as a 256-bit int (bit b = byte b)."""
+        words = np.ascontiguousarray(self._first_words, dtype="<u8")
+        return [int.from_bytes(row.tobytes(), "little") for row in words]
 
     @property
     def nbytes(self) -> int:
@@ -241,38 +263,26 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     n_classes = int(byte_class.max()) + 1
     rule_base, table, finals, csrc, crule, cdst = _build_rule_dfas(
         arrays, byte_class, starts, ends, names, limits, reference)
-    total = int(rule_base[-1])
-    if total > limits.max_states:
-        raise GrammarLimitError(f"grammar needs {total} automaton states (limit {limits.max_states}, "
+    n_states = int(rule_base[-1])
+    if n_states > limits.max_states:
+        raise GrammarLimitError(f"grammar needs {n_states} automaton states (limit {limits.max_states}, "
                                 "CompileLimits.max_automaton_states)")
-    n_states = total
     rule_start = np.ascontiguousarray(rule_base[:-1], dtype=np.int32)
-    trans = np.ascontiguousarray(table, dtype=np.int32).reshape(-1)
+    table = np.ascontiguousarray(table, dtype=np.int32)
     flags = np.zeros(n_states, dtype=np.uint8)
     flags[finals != 0] |= FLAG_FINAL
-    if n_states:
-        flags[(table >= 0).any(axis=1)] |= FLAG_HAS_BYTES
+    flags[(table >= 0).any(axis=1)] |= FLAG_HAS_BYTES
     state_rule = np.repeat(np.arange(len(names), dtype=np.int32), np.diff(rule_base))
-    raw_calls: List[List[Tuple[int, int]]] = [[] for _ in range(n_states)]
-    if len(csrc):
-        callee_start = rule_start[crule]
-        order = np.lexsort((cdst, callee_start, csrc))
-        for g, c, r in zip(csrc[order].tolist(), callee_start[order].tolist(),
-                           cdst[order].tolist()):
-            raw_calls[g].append((c, r))
-    _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names)
-    for g in range(n_states):
-        if flags[g] & FLAG_FINAL and not flags[g] & FLAG_HAS_BYTES and not raw_calls[g]:
-            flags[g] |= FLAG_EXIT_ONLY
-
+    # calls sorted by (state, callee start); one return state per (state, callee)
+    order = np.lexsort((rule_start[crule], csrc))
+    calls = _prune_unproductive(table, flags, csrc[order], crule[order], cdst[order], rule_start,
+                                names)
+    csrc, crule, cdst = calls
+    has_call = np.bincount(csrc, minlength=n_states)[:n_states] > 0
+    exit_only = ((flags & FLAG_FINAL) != 0) & ((flags & FLAG_HAS_BYTES) == 0) & ~has_call
+    flags[exit_only] |= FLAG_EXIT_ONLY
     call_offsets = np.zeros(n_states + 1, dtype=np.int32)
-    call_target, call_ret = [], []
-    for g in range(n_states):
-        for callee_start, ret in raw_calls[g]:
-            call_target.append(callee_start)
-            call_ret.append(-1 if flags[ret] & FLAG_EXIT_ONLY else ret)
-        call_offsets[g + 1] = len(call_target)
-
+    np.cumsum(np.bincount(csrc, minlength=n_states)[:n_states], out=call_offsets[1:])
     auto = Automaton(
         rule_names=names,
         root_start=int(rule_start[0]),
@@ -281,12 +291,13 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         n_states=n_states,
         n_classes=n_classes,
         byte_class=byte_class,
-        trans=trans,
+        trans=table.reshape(-1),
         flags=flags,
         call_offsets=call_offsets,
-        call_target=np.asarray(call_target, dtype=np.int32),
-        call_ret=np.asarray(call_ret, dtype=np.int32),
-        raw_calls=raw_calls,
+        call_target=np.ascontiguousarray(rule_start[crule], dtype=np.int32),
+        call_ret=np.where(exit_only[cdst], -1, cdst).astype(np.int32),
+        _call_rule=crule,
+        _call_dst=cdst,
     )
     _analyze(auto)
     _check_context_work(auto, limits.max_context_work)
@@ -310,163 +321,59 @@ def _check_context_work(auto: Automaton, cap: int) -> None:
                 "places (inside a large repeat?)", rule=auto.rule_names[r])
 
 
-def _prune_unproductive(trans, flags, raw_calls, rule_start, n_classes, names) -> None:
-    """Drop every edge into a state from which the rule can never finish.
+def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names):
+    """Drop every edge into a state from which the rule can never finish (``table`` and
+    ``flags`` in place); returns the calls kept ``(src, callee rule, return state)``.
 
     Such dead ends (``bad ::= "y" bad``) would let the matcher accept bytes after which no
     complete sentence exists; masks must only allow tokens that can still lead to the end.
     Raises GrammarError if the root rule itself can never finish.
     """
-    n = len(flags)
-    table = trans.reshape(n, n_classes) if n else trans.reshape(0, n_classes)
-    # Backward worklist over reversed edges: O(edges), where a round-based fixpoint costs
-    # O(states x chain length) on long string chains.
-    src_state, src_cls = np.nonzero(table >= 0)
-    dst = table[src_state, src_cls]
-    order = np.argsort(dst, kind="stable")
-    rev_src = src_state[order].tolist()
-    rev_off = np.searchsorted(dst[order], np.arange(n + 1)).tolist()
-    # call (callee, ret) at st fires once both ends are productive
-    call_waiters: Dict[int, List[Tuple[int, int, int]]] = {}
-    for st in range(n):
-        for c, r in raw_calls[st]:
-            call_waiters.setdefault(c, []).append((st, c, r))
-            if r != c:
-                call_waiters.setdefault(r, []).append((st, c, r))
-    prod = ((flags & FLAG_FINAL) != 0).tolist()
-    work = [st for st in range(n) if prod[st]]
-    while work:
-        t = work.pop()
-        for k in range(rev_off[t], rev_off[t + 1]):
-            s = rev_src[k]
-            if not prod[s]:
-                prod[s] = True
-                work.append(s)
-        for s, c, r in call_waiters.get(t, ()):
-            if not prod[s] and prod[c] and prod[r]:
-                prod[s] = True
-                work.append(s)
-    productive = np.asarray(prod, dtype=bool)
-    if n and not productive[int(rule_start[0])]:
+    productive, keep = prune_unproductive(table, flags, csrc, crule, cdst, rule_start)
+    if len(flags) and not productive[int(rule_start[0])]:
         raise GrammarError("the grammar has no complete sentence (its root can never finish)",
                            rule=names[0])
-    if productive.all():
-        return
-    dead = ~productive
-    table[dead, :] = -1
-    has = table >= 0
-    kill = np.zeros_like(has)
-    kill[has] = dead[table[has]]
-    table[kill] = -1
-    for st in range(n):
-        calls = raw_calls[st]
-        if calls:
-            raw_calls[st] = [(c, r) for c, r in calls if prod[c] and prod[r]]
-    flags[~(table >= 0).any(axis=1)] &= ~np.uint8(FLAG_HAS_BYTES)
+    keep = keep.view(bool)
+    return csrc[keep], crule[keep], cdst[keep]
 
 
 def _analyze(auto: Automaton) -> None:
-    """Nullable states, left-recursion check, FIRST byte sets and per-rule FOLLOW byte sets."""
+    """Nullable states, left-recursion check, FIRST byte sets and per-rule FOLLOW byte sets,
+    and each rule's return contexts."""
     n = auto.n_states
-    nc = auto.n_classes
-    flags = auto.flags
-    raw_calls = auto.raw_calls
-    rule_start = auto.rule_start.tolist()
-    start_rule = {s: r for r, s in enumerate(rule_start)}
-    # bytes leaving each state, as a 256-bit int
-    cls_bytes = [0] * nc
-    for b in range(256):
-        cls_bytes[int(auto.byte_class[b])] |= 1 << b
-    own = [0] * n
-    trans = auto.trans.reshape(n, nc) if n else auto.trans.reshape(0, nc)
-    for c in range(nc):
-        bits = cls_bytes[c]
-        for s in np.nonzero(trans[:, c] >= 0)[0].tolist():
-            own[s] |= bits
-    # the fixpoints below only change at states that call a rule
-    callers = [s for s in range(n) if raw_calls[s]]
-
-    nullable = (flags & FLAG_FINAL).astype(bool).tolist()
-    changed = True
-    while changed:
-        changed = False
-        for s in callers:
-            if not nullable[s]:
-                for callee, ret in raw_calls[s]:
-                    if nullable[callee] and nullable[ret]:
-                        nullable[s] = changed = True
-                        break
-
-    # Left recursion: rule A reaches a call of B without consuming a byte.
-    n_rules = len(rule_start)
+    n_rules = len(auto.rule_names)
+    crule, cdst = auto._call_rule, auto._call_dst
+    nullable, first, follow, left = analyze(
+        auto.trans.reshape(n, auto.n_classes), auto.flags, auto.byte_class, auto.call_offsets,
+        crule, cdst, auto.rule_start, auto.state_rule)
     left_edges: List[set] = [set() for _ in range(n_rules)]
-    for r in range(n_rules):
-        seen, stack = {rule_start[r]}, [rule_start[r]]
-        while stack:
-            s = stack.pop()
-            for callee, ret in raw_calls[s]:
-                left_edges[r].add(start_rule[callee])
-                if nullable[callee] and ret not in seen:
-                    seen.add(ret)
-                    stack.append(ret)
+    for r, callee in left.tolist():
+        left_edges[r].add(callee)
     _check_left_recursion(left_edges, auto.rule_names)
-
-    first = list(own)
-    changed = True
-    while changed:
-        changed = False
-        for s in callers:
-            m = first[s]
-            for callee, ret in raw_calls[s]:
-                m |= first[callee]
-                if nullable[callee]:
-                    m |= first[ret]
-            if m != first[s]:
-                first[s] = m
-                changed = True
-
-    follow = [0] * n_rules
-    changed = True
-    state_rule = auto.state_rule.tolist()
-    while changed:
-        changed = False
-        for s in callers:
-            p = state_rule[s]
-            for callee, ret in raw_calls[s]:
-                r = start_rule[callee]
-                m = follow[r] | first[ret]
-                if nullable[ret]:
-                    m |= follow[p]
-                if m != follow[r]:
-                    follow[r] = m
-                    changed = True
     # Return contexts: where each rule's frame can return to (following tail calls upward), and
     # the bytes that can follow those callers once they finish.  The cache builder continues
     # its walk there instead of giving up at the rule's end.
+    state_rule = auto.state_rule
     sites: List[List[Tuple[int, int]]] = [[] for _ in range(n_rules)]
-    call_ret = auto.call_ret.tolist()
-    call_target = auto.call_target.tolist()
-    offsets = auto.call_offsets.tolist()
-    for s in range(n):
-        for k in range(offsets[s], offsets[s + 1]):
-            sites[start_rule[call_target[k]]].append((state_rule[s], call_ret[k]))
+    caller_rule = np.repeat(state_rule, np.diff(auto.call_offsets)).tolist()
+    for callee, p, ret in zip(crule.tolist(), caller_rule, auto.call_ret.tolist()):
+        sites[callee].append((p, ret))
     auto.rule_ctx_states = []
-    auto.rule_ctx_follow = np.zeros((n_rules, 256), dtype=np.uint8)
-    sorted_memo: Dict[int, Tuple[List[int], int]] = {}
+    ctx_follow = np.zeros((n_rules, 4), dtype=np.uint64)
+    memo: Dict[int, Tuple[List[int], np.ndarray]] = {}
     for r, rets in enumerate(_return_contexts(sites)):
-        got = sorted_memo.get(id(rets))
+        got = memo.get(id(rets))
         if got is None:
-            m = 0
-            for rule in {state_rule[ret] for ret in rets}:
-                m |= follow[rule]
-            got = sorted_memo[id(rets)] = (sorted(rets), m)
+            ordered = sorted(rets)
+            callers = np.unique(state_rule[ordered]) if ordered else np.zeros(0, dtype=np.int32)
+            got = memo[id(rets)] = (ordered, np.bitwise_or.reduce(follow[callers], axis=0)
+                                    if len(callers) else np.zeros(4, dtype=np.uint64))
         auto.rule_ctx_states.append(got[0])
-        auto.rule_ctx_follow[r] = _bits256(got[1])
-    auto.nullable = np.asarray(nullable, dtype=np.bool_)
-    auto.first_bytes = first
-    auto.rule_follow = np.zeros((n_rules, 256), dtype=np.uint8)
-    for r in range(n_rules):
-        auto.rule_follow[r] = _bits256(follow[r])
+        ctx_follow[r] = got[1]
+    auto.rule_ctx_follow = _bit_rows(ctx_follow)
+    auto.nullable = nullable.view(np.bool_)
+    auto._first_words = first
+    auto.rule_follow = _bit_rows(follow)
 
 
 def _return_contexts(sites: List[List[Tuple[int, int]]]) -> List[frozenset]:
@@ -489,9 +396,10 @@ def _return_contexts(sites: List[List[Tuple[int, int]]]) -> List[frozenset]:
     return result
 
 
-def _bits256(m: int) -> np.ndarray:
-    """A 256-bit int as 256 uint8 flags (bit b -> index b)."""
-    return np.unpackbits(np.frombuffer(m.to_bytes(32, "little"), dtype=np.uint8), bitorder="little")
+def _bit_rows(words: np.ndarray) -> np.ndarray:
+    """Rows of four uint64 words (bit b of word b >> 6) as rows of 256 uint8 flags."""
+    as_bytes = np.ascontiguousarray(words, dtype="<u8").view(np.uint8).reshape(len(words), 32)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")
 
 
 def _check_left_recursion(edges: List[set], names: List[str]) -> None:
