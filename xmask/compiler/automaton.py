@@ -30,7 +30,7 @@ import numpy as np
 
 from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
-from ..grammar.ir import Choice, Grammar, Repeat, RuleRef, Seq, iter_refs
+from ..grammar.ir import Grammar, iter_refs
 from ._analysis import analyze, prune_unproductive
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
@@ -102,71 +102,77 @@ class Automaton:
         )
 
 
-def _reachable_rules(grammar: Grammar) -> List[str]:
-    rules = grammar.rules
-    order, seen, stack = [], {grammar.root}, [grammar.root]
+class _Inlined:
+    """A grammar with its inlining decided: ``bodies`` maps each inlined rule to its body as
+    written (it may reference other inlined rules; the NFA builder expands them in place),
+    ``sizes`` their expanded sizes, ``refs`` every rule's distinct references in order."""
+
+    __slots__ = ("rules", "root", "bodies", "sizes", "refs")
+
+    def __init__(self, rules, root, bodies, sizes, refs):
+        self.rules, self.root, self.bodies, self.sizes, self.refs = rules, root, bodies, sizes, refs
+
+
+def _reachable_rules(inl: _Inlined) -> List[str]:
+    """The called (not inlined) rules reachable from the root, root first, then in grammar
+    order."""
+    bodies, refs = inl.bodies, inl.refs
+    expanded: Dict[str, List[str]] = {}
+
+    def called(name: str) -> List[str]:
+        # the non-inlined rules an inlined rule's expansion calls (inlined rules never recurse)
+        got = expanded.get(name)
+        if got is None:
+            got = []
+            for r in refs[name]:
+                got.extend(called(r) if r in bodies else (r,))
+            expanded[name] = got
+        return got
+
+    order, seen, stack = [], {inl.root}, [inl.root]
     while stack:
         name = stack.pop()
         order.append(name)
-        for ref in iter_refs(rules[name]):
-            if ref not in seen:
-                seen.add(ref)
-                stack.append(ref)
+        for r in refs[name]:
+            for ref in (called(r) if r in bodies else (r,)):
+                if ref not in seen:
+                    seen.add(ref)
+                    stack.append(ref)
     # keep the grammar's own order for readability of dumps
-    pos = {n: i for i, n in enumerate(rules)}
-    order.sort(key=lambda n: (n != grammar.root, pos[n]))
+    pos = {n: i for i, n in enumerate(inl.rules)}
+    order.sort(key=lambda n: (n != inl.root, pos[n]))
     return order
 
 
-def _substitute(expr, bodies: Dict[str, object], memo: Dict[int, object]):
-    """``expr`` with inlined rule bodies in place of their references; unchanged sub-trees are
-    returned as they are and shared sub-expressions are rebuilt once (``memo`` by object id)."""
-    if isinstance(expr, RuleRef):
-        return bodies.get(expr.name, expr)
-    if not isinstance(expr, (Seq, Choice, Repeat)):
-        return expr
-    got = memo.get(id(expr))
-    if got is not None:
-        return got
-    if isinstance(expr, Repeat):
-        item = _substitute(expr.item, bodies, memo)
-        out = expr if item is expr.item else Repeat(item, expr.min, expr.max)
-    else:
-        items = tuple(_substitute(e, bodies, memo) for e in expr.items)
-        same = all(a is b for a, b in zip(items, expr.items))
-        out = expr if same else type(expr)(items)
-    memo[id(expr)] = out
-    return out
-
-
-def _recursive_rules(rules: Dict[str, object]) -> set:
+def _recursive_rules(refs: Dict[str, List[str]]) -> set:
     """Rules on a reference cycle."""
-    refs = {n: sorted(set(iter_refs(e))) for n, e in rules.items()}
     out: set = set()
-    for comp in strongly_connected_components(rules, refs.__getitem__):
+    for comp in strongly_connected_components(refs, refs.__getitem__):
         if len(comp) > 1 or comp[0] in refs[comp[0]]:
             out.update(comp)
     return out
 
 
-def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> Grammar:
-    """Inline small non-recursive rules into their callers.
+def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> _Inlined:
+    """Decide which small non-recursive rules are inlined into their callers.
 
     A call into a tiny rule (a JSON string character, a digit run, whitespace) would otherwise
     make the rule's end a context-dependent point for almost every token; inside the caller the
-    same bytes are ordinary transitions and the cache can classify them exactly.
+    same bytes are ordinary transitions and the cache can classify them exactly.  Nothing is
+    rewritten here: the NFA builder expands references to inlined rules where it meets them.
     """
     rules = grammar.rules
-    recursive = _recursive_rules(rules)
+    root = grammar.root
+    refs = {n: list(dict.fromkeys(iter_refs(e))) for n, e in rules.items()}
+    recursive = _recursive_rules(refs)
     cap = limits.inline_size + 1
     bodies: Dict[str, object] = {}
     sizes: Dict[str, int] = {}
     # callees first: depth-first post-order over non-recursive rules (the rest stay calls)
-    refs = {n: [d for d in dict.fromkeys(iter_refs(e))] for n, e in rules.items()}
     order: List[str] = []
     seen: set = set()
     for start in rules:
-        if start in seen or start in recursive or start == grammar.root:
+        if start in seen or start in recursive or start == root:
             continue
         seen.add(start)
         stack = [(start, iter(refs[start]))]
@@ -176,24 +182,18 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> Grammar:
             if nxt is None:
                 stack.pop()
                 order.append(name)
-            elif nxt not in seen and nxt not in recursive and nxt != grammar.root:
+            elif nxt not in seen and nxt not in recursive and nxt != root:
                 seen.add(nxt)
                 stack.append((nxt, iter(refs[nxt])))
-    # memos are keyed by object id: every key object stays alive in ``rules``/``bodies``/memo
-    # values until this function returns
-    sub_memo: Dict[int, object] = {}
+    # A reference counts its callee's size, so a body's size is its expanded size.  The memo is
+    # keyed by object id: every key object stays alive in ``rules`` until this returns.
     size_memo: Dict[int, int] = {}
     for name in order:
-        body = _substitute(rules[name], bodies, sub_memo)
-        size = rule_size(body, sizes, cap, size_memo)
+        size = rule_size(rules[name], sizes, cap, size_memo)
         sizes[name] = size
         if size <= limits.inline_size:
-            bodies[name] = body
-    if not bodies:
-        return grammar
-    final_memo: Dict[int, object] = {}  # fresh: every body is decided now
-    new_rules = {n: _substitute(e, bodies, final_memo) for n, e in rules.items()}
-    return Grammar(new_rules, root=grammar.root)
+            bodies[name] = rules[name]
+    return _Inlined(rules, root, bodies, {n: sizes[n] for n in bodies}, refs)
 
 
 def refine_partition(block: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -228,11 +228,11 @@ def refine_partition_reference(block: np.ndarray, table: np.ndarray) -> np.ndarr
     return key
 
 
-def _build_nfas(grammar: Grammar, names: List[str], limits: AutomatonLimits, reference: bool):
+def _build_nfas(inl: _Inlined, names: List[str], limits: AutomatonLimits, reference: bool):
     """One NFA for every rule in ``names``; returns (arrays, starts, ends)."""
     rule_index = {n: i for i, n in enumerate(names)}
-    rules = grammar.rules
-    nfa = NFA(limits, dfa_of_fragment(reference))
+    rules = inl.rules
+    nfa = NFA(limits, dfa_of_fragment(reference), inline=(inl.bodies, inl.sizes))
     starts, ends = [], []
     for name in names:
         s, e = nfa.add_rule(name, rules[name], rule_index)
@@ -256,9 +256,9 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     ``reference=True`` determinizes and minimizes with the slow pure-Python twin (tests
     compare the two; the languages are equal, state numbers may differ).
     """
-    grammar = _inline_small_rules(grammar, limits)
-    names = _reachable_rules(grammar)
-    arrays, starts, ends = _build_nfas(grammar, names, limits, reference)
+    inl = _inline_small_rules(grammar, limits)
+    names = _reachable_rules(inl)
+    arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)
     n_classes = int(byte_class.max()) + 1
     rule_base, table, finals, csrc, crule, cdst = _build_rule_dfas(

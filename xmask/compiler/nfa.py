@@ -73,9 +73,10 @@ class NFA:
     """Thompson NFA of a whole grammar; limits are per rule (the rule being added)."""
 
     __slots__ = ("eps", "byte", "calls", "chunks", "n", "base", "limits", "rule", "templates",
-                 "size_memo", "dfa_of")
+                 "size_memo", "dfa_of", "bodies", "sizes")
 
-    def __init__(self, limits, dfa_of: Optional[Callable], templates: Optional[dict] = None):
+    def __init__(self, limits, dfa_of: Optional[Callable], templates: Optional[dict] = None,
+                 inline: Tuple[dict, dict] = ({}, {})):
         self.eps: List[int] = []     # src, dst, src, dst, ...
         self.byte: List[int] = []    # src, lo, hi, dst, ...
         self.calls: List[int] = []   # src, rule, dst, ...
@@ -90,6 +91,8 @@ class NFA:
         self.templates = {} if templates is None else templates
         # expression id -> estimated expansion size (the expressions outlive this NFA)
         self.size_memo: Dict[int, int] = {}
+        # inlined rule -> body (expanded where referenced) and its expanded size
+        self.bodies, self.sizes = inline
 
     def add_rule(self, name: str, expr, rule_index: Dict[str, int]) -> Tuple[int, int]:
         """Add rule ``name``'s states; returns its (start, end) NFA states."""
@@ -181,6 +184,9 @@ class NFA:
                 self.build(item, s, rule_index, end)
             return end
         if isinstance(expr, RuleRef):
+            body = self.bodies.get(expr.name)
+            if body is not None:
+                return self.build(body, start, rule_index, end)
             if end is None:
                 end = self.new()
             self.calls.extend((start, rule_index[expr.name], end))
@@ -209,7 +215,7 @@ class NFA:
         # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
         # the product before building any of it, not when the NFA has already grown.
         cap = self.limits.max_nfa_states
-        size = rule_size(expr, {}, cap + 1, self.size_memo)
+        size = rule_size(expr, self.sizes, cap + 1, self.size_memo)
         built = self.n - self.base
         if built + size > cap:
             raise GrammarLimitError(
@@ -309,7 +315,8 @@ class _Copies:
         self.template = None
 
     def _make_template(self):
-        frag = NFA(self.nfa.limits, self.nfa.dfa_of, self.nfa.templates)
+        frag = NFA(self.nfa.limits, self.nfa.dfa_of, self.nfa.templates,
+                   (self.nfa.bodies, self.nfa.sizes))
         s, e = frag.add_rule(self.nfa.rule, self.item, self.rule_index)
         trans, finals, call_src, call_rule, call_dst, byte_class = self.nfa.dfa_of(frag, s, e)
         m, n_classes = trans.shape
