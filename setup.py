@@ -42,6 +42,7 @@ MODULES = [
     "xmask.compiler._partition",
     "xmask.compiler._determinize",
     "xmask.compiler._analysis",
+    "xmask.compiler._nfa_build",
 ]
 
 compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]

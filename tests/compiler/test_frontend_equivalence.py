@@ -132,7 +132,8 @@ def test_deadline_is_checked_in_the_kernel():
     error; an expired deadline is also caught before the NFA is built."""
     from xmask import _deadline
     from xmask.compiler._determinize import build_rule_dfas
-    from xmask.compiler.nfa import NFA, byte_classes
+    from xmask.compiler._nfa_build import NFA
+    from xmask.compiler.nfa import byte_classes
 
     nfa = NFA(AutomatonLimits(), dfa_of=None)
     start, end = nfa.add_rule("root", Grammar.from_ebnf('root ::= [a-z] "x"').rules["root"], {})

@@ -16,7 +16,9 @@ states, 3 = the deadline passed, 4 = out of memory; ``bad_rule`` names the rule.
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
-from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.stdlib cimport malloc, free, qsort
+
+from xmask.compiler._ivec cimport IVec, LVec, iv_reserve, iv_push, lv_reserve, lv_push
 from libc.string cimport memcmp, memcpy, memset
 
 ctypedef Py_ssize_t isz
@@ -46,67 +48,6 @@ cdef enum:
     ST_HELD = 2
     ST_DEADLINE = 3
     ST_NOMEM = 4
-
-
-# ------------------------------------------------------------------------- growable arrays
-
-cdef struct IVec:
-    int32_t* d
-    isz n
-    isz cap
-
-cdef struct LVec:
-    int64_t* d
-    isz n
-    isz cap
-
-
-cdef int iv_reserve(IVec* v, isz need) noexcept nogil:
-    cdef isz cap
-    cdef int32_t* p
-    if need <= v.cap:
-        return 0
-    cap = v.cap * 2 if v.cap else 64
-    while cap < need:
-        cap *= 2
-    p = <int32_t*>realloc(v.d, cap * sizeof(int32_t))
-    if p == NULL:
-        return -1
-    v.d = p
-    v.cap = cap
-    return 0
-
-
-cdef inline int iv_push(IVec* v, int32_t x) noexcept nogil:
-    if v.n == v.cap and iv_reserve(v, v.n + 1):
-        return -1
-    v.d[v.n] = x
-    v.n += 1
-    return 0
-
-
-cdef int lv_reserve(LVec* v, isz need) noexcept nogil:
-    cdef isz cap
-    cdef int64_t* p
-    if need <= v.cap:
-        return 0
-    cap = v.cap * 2 if v.cap else 64
-    while cap < need:
-        cap *= 2
-    p = <int64_t*>realloc(v.d, cap * sizeof(int64_t))
-    if p == NULL:
-        return -1
-    v.d = p
-    v.cap = cap
-    return 0
-
-
-cdef inline int lv_push(LVec* v, int64_t x) noexcept nogil:
-    if v.n == v.cap and lv_reserve(v, v.n + 1):
-        return -1
-    v.d[v.n] = x
-    v.n += 1
-    return 0
 
 
 cdef int cmp_i32(const void* a, const void* b) noexcept nogil:

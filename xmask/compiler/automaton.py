@@ -34,7 +34,8 @@ from ..grammar.ir import Grammar, iter_refs
 from ._analysis import analyze, prune_unproductive
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
-from .nfa import NFA, byte_classes, rule_size
+from ._nfa_build import NFA
+from .nfa import byte_classes, rule_size
 from .nfa import flatten_repeat as _flatten_repeat  # noqa: F401  (tests import it from here)
 
 FLAG_FINAL = 1

@@ -7,14 +7,15 @@ errors, each naming the rule.
 Example::
 
     >>> from xmask.grammar.ir import Bytes
-    >>> from xmask.compiler.nfa import NFA, AutomatonLimitsLike, byte_classes
+    >>> from xmask.compiler._nfa_build import NFA
+    >>> from xmask.compiler.nfa import AutomatonLimitsLike, byte_classes
     >>> nfa = NFA(AutomatonLimitsLike(), dfa_of=None)
     >>> s, e = nfa.add_rule("root", Bytes(b"ab"), {})
     >>> arr = nfa.arrays()
     >>> rule_base, trans, finals, *_ = rule_dfas(arr, byte_classes(arr), [s], [e], ["root"],
     ...                                          AutomatonLimitsLike())
     >>> rule_base.tolist(), trans.shape, finals.tolist()
-    ([0, 3], (3, 3), [0, 0, 1])
+    ([0, 3], (3, 4), [0, 0, 1])
 """
 
 from __future__ import annotations

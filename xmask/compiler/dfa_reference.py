@@ -7,7 +7,8 @@ Slow: dicts and frozensets per DFA state.
 Example::
 
     >>> from xmask.grammar.ir import Bytes
-    >>> from xmask.compiler.nfa import NFA, AutomatonLimitsLike, byte_classes
+    >>> from xmask.compiler._nfa_build import NFA
+    >>> from xmask.compiler.nfa import AutomatonLimitsLike, byte_classes
     >>> nfa = NFA(AutomatonLimitsLike(), dfa_of=None)
     >>> s, e = nfa.add_rule("root", Bytes(b"ab"), {})
     >>> arr = nfa.arrays()

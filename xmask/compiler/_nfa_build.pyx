@@ -1,0 +1,342 @@
+"""Grammar IR -> one Thompson NFA for all rules (the builder behind :mod:`nfa`).
+
+Every rule gets a contiguous range of NFA states; edges are epsilon, byte ranges or calls of
+another rule (with the state the call returns to), appended to C int32 buffers and turned into
+CSR arrays once (:meth:`NFA.arrays`), the layout the determinizer reads.  The IR walk itself
+reads Python objects, so it holds the GIL; it is compiled to skip the interpreter's overhead.
+Bounded repeats place copies of one minimal DFA per repeated item (see :class:`_Copies`), held
+as shifted array chunks, so ``x{0,10000}`` costs 10,000 small appends.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free
+from libc.string cimport memcpy
+
+from xmask.compiler._ivec cimport IVec, iv_reserve
+
+from .. import _deadline as deadline
+from ..errors import GrammarLimitError
+from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from .nfa import NfaArrays, csr, flatten_repeat, rule_size, utf8_paths
+
+ctypedef Py_ssize_t isz
+
+
+cdef inline int push2(IVec* v, int32_t a, int32_t b) except -1:
+    if v.n + 2 > v.cap and iv_reserve(v, v.n + 2):
+        raise MemoryError()
+    v.d[v.n] = a
+    v.d[v.n + 1] = b
+    v.n += 2
+    return 0
+
+
+cdef inline int push3(IVec* v, int32_t a, int32_t b, int32_t c) except -1:
+    if v.n + 3 > v.cap and iv_reserve(v, v.n + 3):
+        raise MemoryError()
+    v.d[v.n] = a
+    v.d[v.n + 1] = b
+    v.d[v.n + 2] = c
+    v.n += 3
+    return 0
+
+
+cdef inline int push4(IVec* v, int32_t a, int32_t b, int32_t c, int32_t d) except -1:
+    if v.n + 4 > v.cap and iv_reserve(v, v.n + 4):
+        raise MemoryError()
+    v.d[v.n] = a
+    v.d[v.n + 1] = b
+    v.d[v.n + 2] = c
+    v.d[v.n + 3] = d
+    v.n += 4
+    return 0
+
+
+_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))
+
+
+def _kind_of(expr):
+    """The node kind of an instance of a subclass of one (built as that kind)."""
+    for kind in _KINDS:
+        if isinstance(expr, kind):
+            return kind
+    raise TypeError(f"unknown grammar node {expr!r}")
+
+
+cdef object _as_array(IVec* v, int width):
+    out = np.empty(v.n, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    if v.n:
+        memcpy(&o[0], v.d, v.n * sizeof(int32_t))
+    return out.reshape(-1, width)
+
+
+cdef class NFA:
+    """Thompson NFA of a whole grammar; limits are per rule (the rule being added).
+
+    ``dfa_of(nfa, start, end)`` returns a fragment's minimal DFA (see ``dfa.dfa_of_fragment``);
+    ``inline`` is ``(bodies, sizes)``: inlined rule -> body expanded where it is referenced,
+    and its expanded size.
+    """
+
+    cdef IVec eps      # src, dst, ...
+    cdef IVec byte     # src, lo, hi, dst, ...
+    cdef IVec calls    # src, rule, dst, ...
+    cdef list chunks   # (template arrays, state offset)
+    cdef readonly isz n
+    cdef isz base
+    cdef isz max_nfa
+    cdef readonly object limits
+    cdef readonly str rule
+    cdef readonly object dfa_of
+    cdef dict templates
+    cdef dict size_memo
+    cdef dict bodies
+    cdef dict sizes
+
+    def __init__(self, limits, dfa_of, templates=None, inline=({}, {})):
+        self.chunks = []
+        self.n = 0
+        self.base = 0
+        self.limits = limits
+        self.max_nfa = limits.max_nfa_states
+        self.rule = ""
+        self.dfa_of = dfa_of
+        # repeat item -> its minimal DFA as edge arrays, shared by all rules of one grammar
+        self.templates = {} if templates is None else templates
+        # expression id -> estimated expansion size (the expressions outlive this NFA)
+        self.size_memo = {}
+        self.bodies, self.sizes = inline
+
+    def __dealloc__(self):
+        free(self.eps.d)
+        free(self.byte.d)
+        free(self.calls.d)
+
+    def add_rule(self, str name, expr, dict rule_index):
+        """Add rule ``name``'s states; returns its (start, end) NFA states."""
+        self.rule = name
+        self.base = self.n
+        cdef isz s = self.new()
+        return s, self.build(expr, s, rule_index, -1)
+
+    cdef isz new(self) except -1:
+        cdef isz n = self.n, k = n - self.base
+        if not k & 4095:
+            deadline.check()
+        if k >= self.max_nfa:
+            self._too_many()
+        self.n = n + 1
+        return n
+
+    cdef int _too_many(self) except -1:
+        raise GrammarLimitError(
+            f"grammar expands to more than {self.max_nfa} NFA states "
+            "(CompileLimits.max_nfa_states) "
+            "(large repeat counts?)",
+            rule=self.rule,
+        )
+
+    cdef isz reserve(self, isz count) except -1:
+        """``count`` fresh consecutive states (as ``count`` calls of :meth:`new`)."""
+        cdef isz n = self.n, k = n - self.base
+        if k + count > self.max_nfa:
+            self._too_many()
+        if (k + count - 1) >> 12 != k >> 12 or not k & 4095:
+            deadline.check()
+        self.n = n + count
+        return n
+
+    cdef isz build(self, expr, isz start, dict rule_index, isz end) except -1:
+        """Add ``expr`` starting at ``start``; return its end state (``end`` when >= 0).
+
+        Passing the enclosing construct's ``end`` down to the last piece of a sequence or a
+        choice's branches lets nested optionals (``a (b (c)?)?`` as pattern DFAs emit them) all
+        finish at one state: otherwise every nesting level adds its own end state and an
+        epsilon edge to the next, and each closure walks the whole chain (quadratic).
+        """
+        cdef object t = type(expr)
+        if t not in _KINDS:
+            t = _kind_of(expr)
+        cdef isz cur, nxt, i, last, k, s, got
+        cdef bytes data
+        cdef const unsigned char* p
+        cdef tuple items
+        cdef dict suffix_state
+        if t is Bytes:
+            data = expr.data
+            p = data
+            last = len(data) - 1
+            cur = start
+            for i in range(last + 1):
+                nxt = end if end >= 0 and i == last else self.new()
+                push4(&self.byte, <int32_t>cur, p[i], p[i], <int32_t>nxt)
+                cur = nxt
+            return self.finish(cur, end)
+        if t is Seq:
+            items = expr.items
+            cur = start
+            last = len(items) - 1
+            for i in range(last + 1):
+                cur = self.build(items[i], cur, rule_index, end if i == last else -1)
+            return self.finish(cur, end)
+        if t is RuleRef:
+            body = self.bodies.get(expr.name)
+            if body is not None:
+                return self.build(body, start, rule_index, end)
+            if end < 0:
+                end = self.new()
+            push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
+            return end
+        if t is Choice:
+            if end < 0:
+                end = self.new()
+            for item in expr.items:
+                s = self.new()
+                push2(&self.eps, <int32_t>start, <int32_t>s)
+                self.build(item, s, rule_index, end)
+            return end
+        if t is CharClass:
+            if end < 0:
+                end = self.new()
+            if expr.byte_level:
+                for lo, hi in expr.positive_ranges():
+                    push4(&self.byte, <int32_t>start, lo, hi, <int32_t>end)
+                return end
+            # paths share their common suffixes (the continuation bytes), so the sub-automaton
+            # is already minimal and determinization does not multiply equivalent states
+            suffix_state = {(): end}
+            for seq in utf8_paths(expr):
+                nxt = end
+                for k in range(len(seq) - 1, 0, -1):
+                    key = seq[k:]
+                    g = suffix_state.get(key)
+                    if g is None:
+                        got = self.new()
+                        suffix_state[key] = got
+                        push4(&self.byte, <int32_t>got, seq[k][0], seq[k][1], <int32_t>nxt)
+                    else:
+                        got = g
+                    nxt = got
+                push4(&self.byte, <int32_t>start, seq[0][0], seq[0][1], <int32_t>nxt)
+            return end
+        if t is Repeat:
+            return self.finish(self.repeat(expr, start, rule_index), end)
+        raise TypeError(f"unknown grammar node {expr!r}")
+
+    cdef isz finish(self, isz cur, isz end) except -1:
+        """``cur`` if no end was asked for, else ``end`` (joined by an epsilon edge if apart)."""
+        if end < 0:
+            return cur
+        if cur != end:
+            push2(&self.eps, <int32_t>cur, <int32_t>end)
+        return end
+
+    cdef isz repeat(self, expr, isz start, dict rule_index) except -1:
+        cdef isz lo, hi, bound, cap, size, built, cur, loop, body_end, end, i, count
+        expr = flatten_repeat(expr, self.limits.max_repeat)
+        lo = expr.min
+        hi = expr.max if expr.max is not None else -1
+        bound = hi if hi >= 0 else lo
+        if bound > self.limits.max_repeat:
+            raise GrammarLimitError(
+                f"repeat count {bound} exceeds the limit {self.limits.max_repeat} "
+                "(CompileLimits.max_repeat)", rule=self.rule
+            )
+        # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
+        # the product before building any of it, not when the NFA has already grown.
+        cap = self.max_nfa
+        size = rule_size(expr, self.sizes, cap + 1, self.size_memo)
+        built = self.n - self.base
+        if built + size > cap:
+            raise GrammarLimitError(
+                f"a repeat expands to {'more than' if size > cap else 'about'} {min(size, cap)} "
+                f"NFA states, which with {built} already built passes the limit {cap} "
+                "(CompileLimits.max_nfa_states) (nested repeat counts multiply)", rule=self.rule)
+        count = hi if hi >= 0 else lo
+        copies = _Copies(self, expr.item, rule_index, count)
+        cur = start
+        for i in range(lo):
+            cur = copies.place(cur)
+        if hi < 0:
+            # star: loop state with an epsilon back edge
+            loop = self.new()
+            push2(&self.eps, <int32_t>cur, <int32_t>loop)
+            body_end = self.build(expr.item, loop, rule_index, -1)
+            push2(&self.eps, <int32_t>body_end, <int32_t>loop)
+            return loop
+        end = self.new()
+        for i in range(hi - lo):
+            push2(&self.eps, <int32_t>cur, <int32_t>end)
+            cur = copies.place(cur)
+        push2(&self.eps, <int32_t>cur, <int32_t>end)
+        return end
+
+    def arrays(self):
+        """The NFA in CSR form (:class:`nfa.NfaArrays`; edges in insertion order per state)."""
+        eps = [_as_array(&self.eps, 2)]
+        byte = [_as_array(&self.byte, 4)]
+        calls = [_as_array(&self.calls, 3)]
+        for (t_eps, t_byte, t_calls), base in self.chunks:
+            eps.append(t_eps + base)
+            byte.append(t_byte + np.array([base, 0, 0, base], dtype=np.int32))
+            calls.append(t_calls + np.array([base, 0, base], dtype=np.int32))
+        e = np.concatenate(eps) if len(eps) > 1 else eps[0]
+        b = np.concatenate(byte) if len(byte) > 1 else byte[0]
+        c = np.concatenate(calls) if len(calls) > 1 else calls[0]
+        n = self.n
+        eps_off, eps_dst = csr(n, e[:, 0], e[:, 1])
+        b_off, b_lo, b_hi, b_dst = csr(n, b[:, 0], b[:, 1], b[:, 2], b[:, 3])
+        c_off, c_rule, c_dst = csr(n, c[:, 0], c[:, 1], c[:, 2])
+        return NfaArrays(n, eps_off, eps_dst, b_off, b_lo, b_hi, b_dst, c_off, c_rule, c_dst)
+
+
+cdef class _Copies:
+    """Bounded repeats place ``count`` copies of one item.  The item is built once, as its own
+    minimal DFA (so equivalent states are not multiplied by the copy count: a JSON string
+    character's UTF-8 and escape paths would otherwise determinize into ~2x the states per
+    copy), and each copy is that DFA's states shifted to fresh numbers, entered by an epsilon
+    edge and left by epsilon edges from its final states."""
+
+    cdef NFA nfa
+    cdef object item
+    cdef dict rule_index
+    cdef isz count
+    cdef object template
+
+    def __init__(self, NFA nfa, item, dict rule_index, isz count):
+        self.nfa, self.item, self.rule_index, self.count = nfa, item, rule_index, count
+        self.template = None
+
+    cdef object make_template(self):
+        frag = NFA(self.nfa.limits, self.nfa.dfa_of, self.nfa.templates,
+                   (self.nfa.bodies, self.nfa.sizes))
+        s, e = frag.add_rule(self.nfa.rule, self.item, self.rule_index)
+        trans, finals, call_src, call_rule, call_dst, byte_class = self.nfa.dfa_of(frag, s, e)
+        m, n_classes = trans.shape
+        # classes are contiguous byte ranges: first and last byte of each
+        first = np.searchsorted(byte_class, np.arange(n_classes), side="left")
+        last = np.searchsorted(byte_class, np.arange(n_classes), side="right") - 1
+        src, cls = np.nonzero(trans >= 0)
+        byte = np.stack([src, first[cls], last[cls], trans[src, cls]], axis=1).astype(np.int32)
+        fin = np.nonzero(finals)[0]
+        eps = np.stack([fin, np.full(len(fin), m)], axis=1).astype(np.int32)
+        calls = np.stack([call_src, call_rule, call_dst], axis=1).astype(np.int32)
+        return m + 1, (eps.reshape(-1, 2), byte.reshape(-1, 4), calls.reshape(-1, 3))
+
+    cdef isz place(self, isz cur) except -1:
+        cdef NFA nfa = self.nfa
+        cdef isz size, base
+        if self.count < 2:
+            return nfa.build(self.item, cur, self.rule_index, -1)
+        if self.template is None:
+            self.template = nfa.templates.get(self.item)
+            if self.template is None:
+                self.template = nfa.templates[self.item] = self.make_template()
+        size, arrays = self.template
+        base = nfa.reserve(size)
+        nfa.chunks.append((arrays, base))
+        push2(&nfa.eps, <int32_t>cur, <int32_t>base)
+        return base + size - 1
