@@ -391,21 +391,41 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
 
 # ---------------------------------------------------------------------------- minimization
 
-cdef int refine(const int32_t* block, const int32_t* table, isz n, isz w, int32_t* out,
+cdef isz refine(const int32_t* block, const int32_t* run_off, const int32_t* run_col,
+                const int32_t* run_tgt, isz n, IVec* sig, int32_t* sig_off, int32_t* out,
                 int32_t* slots, isz cap) noexcept nogil:
-    """One Moore round: ``out`` = dense new block ids (first appearance); returns their count."""
-    cdef isz s, c, i, r
+    """One Moore round: ``out`` = dense new block ids (first appearance); returns their count,
+    or -1 when out of memory.
+
+    A state's signature is its block, then its row as maximal runs of columns whose targets lie
+    in one block ((first column, block) pairs, -1 for no target).  Rows are stored as runs of
+    equal targets, so a round costs O(runs), not O(states x columns); adjacent runs whose
+    targets now share a block merge, so equal rows give equal signatures."""
+    cdef isz s, k, i, r, L
     cdef uint64_t h
-    cdef int32_t next_id = 0, t, u
-    cdef bint same
+    cdef int32_t next_id = 0, t, b, prev
+    sig.n = 0
+    for s in range(n):
+        sig_off[s] = <int32_t>sig.n
+        if iv_reserve(sig, sig.n + 1 + 2 * (run_off[s + 1] - run_off[s])):
+            return -1
+        sig.d[sig.n] = block[s]
+        sig.n += 1
+        prev = -2
+        for k in range(run_off[s], run_off[s + 1]):
+            t = run_tgt[k]
+            b = block[t] if t >= 0 else -1
+            if b != prev:
+                sig.d[sig.n] = run_col[k]
+                sig.d[sig.n + 1] = b
+                sig.n += 2
+                prev = b
+    sig_off[n] = <int32_t>sig.n
     for i in range(cap):
         slots[i] = -1
     for s in range(n):
-        h = <uint64_t>block[s] * 0x9E3779B97F4A7C15ULL
-        for c in range(w):
-            t = table[s * w + c]
-            h = (h ^ <uint64_t>((block[t] if t >= 0 else -1) + 1)) * 0x100000001B3ULL
-            h ^= h >> 29
+        L = sig_off[s + 1] - sig_off[s]
+        h = seq_hash(sig.d + sig_off[s], L)
         i = <isz>(h & <uint64_t>(cap - 1))
         while True:
             r = slots[i]
@@ -414,15 +434,8 @@ cdef int refine(const int32_t* block, const int32_t* table, isz n, isz w, int32_
                 out[s] = next_id
                 next_id += 1
                 break
-            same = block[r] == block[s]
-            if same:
-                for c in range(w):
-                    t = table[s * w + c]
-                    u = table[r * w + c]
-                    if (block[t] if t >= 0 else -1) != (block[u] if u >= 0 else -1):
-                        same = False
-                        break
-            if same:
+            if (sig_off[r + 1] - sig_off[r] == L
+                    and memcmp(sig.d + sig_off[r], sig.d + sig_off[s], L * sizeof(int32_t)) == 0):
                 out[s] = out[r]
                 break
             i = (i + 1) & (cap - 1)
@@ -432,20 +445,25 @@ cdef int refine(const int32_t* block, const int32_t* table, isz n, isz w, int32_
 cdef isz minimize(Ctx* c, int32_t* blk_out, int* status) noexcept nogil:
     """Moore refinement of c's DFA; fills ``blk_out[state]`` with its block (first-appearance
     numbering, start = 0) and returns the block count (== n_dfa when nothing merges or the
-    budget ran out, then ``blk_out`` is the identity)."""
-    cdef isz n = c.finals.n, nc = c.nc, w, i, k, cap = 1, m, n_blocks, ncal = c.call_rule.n
-    cdef isz lo_i, hi_i, mid
+    budget ran out, then ``blk_out`` is the identity).  The budget counts states x columns per
+    round, as the Python twin does, so both give up on the same automata."""
+    cdef isz n = c.finals.n, nc = c.nc, w, i, k, cap = 1, m = -1, n_blocks, ncal = c.call_rule.n
+    cdef isz lo_i, hi_i, mid, kk, col
     cdef int64_t work = 0
-    cdef int32_t* cols = NULL
-    cdef int32_t* table = NULL
+    cdef int32_t prev, t
     cdef int32_t* block = NULL
     cdef int32_t* nb = NULL
     cdef int32_t* slots = NULL
+    cdef int32_t* run_off = NULL
+    cdef int32_t* sig_off = NULL
+    cdef int32_t* callrow = NULL
     cdef int32_t* tmpp
-    cdef IVec callees
+    cdef IVec callees, run_col, run_tgt, sig
     cdef bint has0 = False, has1 = False
-    callees.d = NULL
-    callees.n = callees.cap = 0
+    memset(&callees, 0, sizeof(IVec))
+    memset(&run_col, 0, sizeof(IVec))
+    memset(&run_tgt, 0, sizeof(IVec))
+    memset(&sig, 0, sizeof(IVec))
     for i in range(n):
         blk_out[i] = <int32_t>i
         if c.finals.d[i]:
@@ -463,34 +481,56 @@ cdef isz minimize(Ctx* c, int32_t* blk_out, int* status) noexcept nogil:
     w = nc + callees.n
     while cap < 2 * n:
         cap <<= 1
-    table = <int32_t*>malloc(n * w * sizeof(int32_t))
     block = <int32_t*>malloc(n * sizeof(int32_t))
     nb = <int32_t*>malloc(n * sizeof(int32_t))
     slots = <int32_t*>malloc(cap * sizeof(int32_t))
-    if table == NULL or block == NULL or nb == NULL or slots == NULL:
+    run_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    sig_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    callrow = <int32_t*>malloc((callees.n + 1) * sizeof(int32_t))
+    if not (block and nb and slots and run_off and sig_off and callrow):
         status[0] = ST_NOMEM
-        m = -1
     else:
+        # each row as runs of equal targets: (first column, target)
+        kk = 0
         for i in range(n):
-            memcpy(table + i * w, c.trans.d + i * nc, nc * sizeof(int32_t))
-            for k in range(nc, w):
-                table[i * w + k] = -1
-        for k in range(ncal):
-            # column of this callee: binary search in the sorted callee list
-            lo_i = 0
-            hi_i = callees.n
-            while lo_i < hi_i:
-                mid = (lo_i + hi_i) // 2
-                if callees.d[mid] < c.call_rule.d[k]:
-                    lo_i = mid + 1
-                else:
-                    hi_i = mid
-            table[c.call_src.d[k] * w + nc + lo_i] = c.call_dst.d[k]
+            run_off[i] = <int32_t>run_col.n
+            prev = -2
+            for col in range(nc):
+                t = c.trans.d[i * nc + col]
+                if t != prev:
+                    if iv_push(&run_col, <int32_t>col) or iv_push(&run_tgt, t):
+                        status[0] = ST_NOMEM
+                    prev = t
+            for k in range(callees.n):
+                callrow[k] = -1
+            while kk < ncal and c.call_src.d[kk] == i:
+                # column of this callee: binary search in the sorted callee list
+                lo_i = 0
+                hi_i = callees.n
+                while lo_i < hi_i:
+                    mid = (lo_i + hi_i) // 2
+                    if callees.d[mid] < c.call_rule.d[kk]:
+                        lo_i = mid + 1
+                    else:
+                        hi_i = mid
+                callrow[lo_i] = c.call_dst.d[kk]
+                kk += 1
+            for k in range(callees.n):
+                t = callrow[k]
+                if t != prev:
+                    if iv_push(&run_col, <int32_t>(nc + k)) or iv_push(&run_tgt, t):
+                        status[0] = ST_NOMEM
+                    prev = t
+        run_off[n] = <int32_t>run_col.n
+    if status[0] == ST_OK:
         for i in range(n):
             block[i] = c.finals.d[i]
         n_blocks = (<isz>has0) + (<isz>has1)
         while True:
-            m = refine(block, table, n, w, nb, slots, cap)
+            m = refine(block, run_off, run_col.d, run_tgt.d, n, &sig, sig_off, nb, slots, cap)
+            if m < 0:
+                status[0] = ST_NOMEM
+                break
             if m == n_blocks:
                 break
             tmpp = block
@@ -501,7 +541,9 @@ cdef isz minimize(Ctx* c, int32_t* blk_out, int* status) noexcept nogil:
             if work > c.budget:
                 n_blocks = n
                 break
-        if n_blocks == n:
+        if m < 0:
+            pass
+        elif n_blocks == n:
             m = n
         else:
             # renumber by first appearance (start stays 0); nb reused as the block -> new map
@@ -513,12 +555,17 @@ cdef isz minimize(Ctx* c, int32_t* blk_out, int* status) noexcept nogil:
                     nb[block[i]] = <int32_t>m
                     m += 1
                 blk_out[i] = nb[block[i]]
-    free(table)
     free(block)
     free(nb)
     free(slots)
+    free(run_off)
+    free(sig_off)
+    free(callrow)
     free(callees.d)
-    return m
+    free(run_col.d)
+    free(run_tgt.d)
+    free(sig.d)
+    return m if status[0] == ST_OK else -1
 
 
 cdef int emit(Ctx* c, const int32_t* blk, isz m, IVec* g_trans, IVec* g_final, IVec* g_csrc,
