@@ -65,6 +65,7 @@ class PhaseTimer:
         self.acc: dict = {}
         self.stack: list = []  # [label, start, child seconds]
         self.saved = []
+        self.log = None  # when a list: (label, start, end) of every phase call
 
     def install(self):
         for label, fname in PHASES:
@@ -87,7 +88,10 @@ class PhaseTimer:
                 return fn(*a, **k)
             finally:
                 self.stack.pop()
-                spent = perf() - frame[1]
+                end = perf()
+                spent = end - frame[1]
+                if self.log is not None:
+                    self.log.append((label, frame[1], end))
                 self.acc[label] = self.acc.get(label, 0.0) + spent - frame[2]
                 if self.stack:
                     self.stack[-1][2] += spent
@@ -121,6 +125,80 @@ def front_end(text: str, timer: PhaseTimer | None):
     return out
 
 
+def longest_stall(texts, timer: PhaseTimer | None, reps: int = 3) -> dict:
+    """Run the front end of each text in a background thread while this thread spins a
+    pure-Python loop; the longest gap between two loop iterations is how long the compile
+    kept the GIL from another Python thread (the switch interval, 5 ms, bounds pure-Python
+    phases; a C phase holding the GIL could exceed it)."""
+    import threading
+
+    worst = {}
+    for name, text in texts:
+        gap, where = 0.0, None
+        for _ in range(reps):
+            done = threading.Event()
+            marks = []
+
+            def work():
+                t0 = perf()
+                try:
+                    if timer is not None:
+                        timer.log = []
+                    front_end(text, timer)
+                finally:
+                    marks.append((t0, perf()))
+                    done.set()
+
+            th = threading.Thread(target=work)
+            last = perf()
+            th.start()
+            gaps = []
+            while not done.is_set():
+                now = perf()
+                if now - last > 1e-3:
+                    gaps.append((now - last, last, now))
+                last = now
+            th.join()
+            for g, a, b in gaps:
+                if g > gap:
+                    gap = g
+                    # the phase that ran longest inside the gap ("schema_ir/other": unwrapped)
+                    best, label = 0.0, "schema_ir/other"
+                    for lab, x, y in (timer.log or []) if timer is not None else []:
+                        overlap = min(b, y) - max(a, x)
+                        if overlap > best:
+                            best, label = overlap, lab
+                    where = label
+        worst[name] = (gap, where)
+    if timer is not None:
+        timer.log = None
+    return worst
+
+
+def baseline_stall(seconds: float = 0.5, reps: int = 3) -> float:
+    """The same measurement against a background thread running a pure-Python loop: the
+    floor set by the switch interval and the machine's load."""
+    import threading
+
+    gap = 0.0
+    for _ in range(reps):
+        def spin():
+            t0, x = perf(), 0
+            while perf() - t0 < seconds:
+                for i in range(1000):
+                    x += i
+
+        th = threading.Thread(target=spin)
+        last = perf()
+        th.start()
+        while th.is_alive():
+            now = perf()
+            gap = max(gap, now - last)
+            last = now
+        th.join()
+    return gap
+
+
 def pct(xs, q):
     return float(np.percentile(np.asarray(xs) * 1e3, q)) if xs else float("nan")
 
@@ -132,6 +210,8 @@ def main(argv=None):
     ap.add_argument("--data", type=pathlib.Path, default=pathlib.Path("/work/shared/data"))
     ap.add_argument("--cprofile", type=int, default=0, help="print the top N cProfile functions")
     ap.add_argument("--no-phases", action="store_true", help="time totals only (no wrappers)")
+    ap.add_argument("--stall", type=int, default=0,
+                    help="measure the longest GIL stall while compiling the N slowest schemas")
     ap.add_argument("--json", type=pathlib.Path)
     args = ap.parse_args(argv)
 
@@ -167,12 +247,28 @@ def main(argv=None):
         row = {"p50": pct(xs, 50), "p90": pct(xs, 90), "max": max(xs) * 1e3, "sum": sum(xs) * 1e3}
         table[lab] = row
         print(f"{lab:<14}{row['p50']:>10.3f}{row['p90']:>10.3f}{row['max']:>10.2f}{row['sum']:>10.1f}")
-    slow = sorted(per_schema.items(), key=lambda kv: -kv[1]["front_end"])[:5]
+    slow = sorted(per_schema.items(), key=lambda kv: -kv[1]["front_end"])
     print("slowest:")
-    for name, d in slow:
+    for name, d in slow[:5]:
         parts = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])
                           if k not in ("front_end",) and v > 1e-4)
         print(f"  {name}: {d['front_end'] * 1e3:.1f} ms ({parts})")
+
+    stalls = {}
+    if args.stall:
+        by_name = dict(texts)
+        if timer is not None:
+            timer.install()
+        stalls = longest_stall([(name, by_name[name]) for name, _ in slow[: args.stall]], timer)
+        if timer is not None:
+            timer.uninstall()
+        print(f"longest stall of a Python loop while compiling in a background thread "
+              f"(switch interval {sys.getswitchinterval() * 1e3:.1f} ms):")
+        for name, (gap, where) in stalls.items():
+            print(f"  {name}: {gap * 1e3:.2f} ms (during {where})")
+        base = baseline_stall()
+        stalls["(pure-Python thread, baseline)"] = (base, None)
+        print(f"  baseline, a pure-Python background loop: {base * 1e3:.2f} ms")
 
     if args.cprofile:
         prof = cProfile.Profile()
@@ -184,7 +280,8 @@ def main(argv=None):
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
     if args.json:
         args.json.write_text(json.dumps({"table": table, "rejected": rejected,
-                                         "per_schema": per_schema}, indent=1))
+                                         "per_schema": per_schema, "stall_ms": {k: v[0] * 1e3 for k, v in stalls.items()}},
+                                        indent=1))
 
 
 if __name__ == "__main__":

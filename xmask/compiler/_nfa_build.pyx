@@ -95,6 +95,7 @@ cdef class NFA:
     cdef dict size_memo
     cdef dict bodies
     cdef dict sizes
+    cdef isz ticks
 
     def __init__(self, limits, dfa_of, templates=None, inline=({}, {})):
         self.chunks = []
@@ -158,6 +159,12 @@ cdef class NFA:
         epsilon edge to the next, and each closure walks the whole chain (quadratic).
         """
         cdef object t = type(expr)
+        self.ticks += 1
+        if not self.ticks & 1023:
+            # compiled code never reaches the interpreter's switch check: let a thread that
+            # waits for the GIL run (it asked after the switch interval), about every 0.3 ms
+            with nogil:
+                pass
         if t not in _KINDS:
             t = _kind_of(expr)
         cdef isz cur, nxt, i, last, k, s, got
