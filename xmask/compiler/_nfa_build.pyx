@@ -19,7 +19,7 @@ from xmask.compiler._ivec cimport IVec, iv_reserve
 from .. import _deadline as deadline
 from ..errors import GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
-from .nfa import NfaArrays, csr, flatten_repeat, rule_size, utf8_paths
+from .nfa import NfaArrays, csr, flatten_repeat, utf8_paths
 
 ctypedef Py_ssize_t isz
 
@@ -347,3 +347,66 @@ cdef class _Copies:
         nfa.chunks.append((arrays, base))
         push2(&nfa.eps, <int32_t>cur, <int32_t>base)
         return base + size - 1
+
+
+cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
+    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``; a
+    reference counts ``sizes[name]`` (1 if absent).  ``memo`` (by object id) makes shared
+    sub-expressions cost one visit."""
+    cdef object t = type(expr)
+    cdef isz total, n
+    if t not in _KINDS:
+        t = _kind_of(expr)
+    if t is Bytes:
+        return len(expr.data)
+    if t is CharClass:
+        return 1 + len(expr.ranges)
+    if t is RuleRef:
+        return sizes.get(expr.name, 1)
+    key = id(expr)
+    got = memo.get(key)
+    if got is not None:
+        return got
+    if t is Seq or t is Choice:
+        total = 1
+        for e in expr.items:
+            total += rule_size(e, sizes, cap, memo)
+            if total >= cap:
+                break
+        total = min(cap, total)
+    else:  # Repeat
+        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
+        total = min(cap, 1 + n * rule_size(expr.item, sizes, cap, memo))
+    memo[key] = total
+    return total
+
+
+def distinct_refs(expr) -> list:
+    """The rule names referenced inside ``expr``, each once, in first-visit order of a
+    depth-first walk (shared sub-expressions are visited once)."""
+    cdef list out = []
+    cdef set names = set()
+    cdef set seen = {id(expr)}
+    cdef list stack = [expr]
+    cdef object t
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t not in _KINDS:
+            t = _kind_of(e)
+        if t is RuleRef:
+            if e.name not in names:
+                names.add(e.name)
+                out.append(e.name)
+            continue
+        if t is Seq or t is Choice:
+            items = e.items
+        elif t is Repeat:
+            items = (e.item,)
+        else:
+            continue
+        for item in items:
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.append(item)
+    return out

@@ -30,12 +30,12 @@ import numpy as np
 
 from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
-from ..grammar.ir import Grammar, iter_refs
+from ..grammar.ir import Grammar
 from ._analysis import analyze, prune_unproductive
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
-from ._nfa_build import NFA
-from .nfa import byte_classes, rule_size
+from ._nfa_build import NFA, distinct_refs, rule_size
+from .nfa import byte_classes
 from .nfa import flatten_repeat as _flatten_repeat  # noqa: F401  (tests import it from here)
 
 FLAG_FINAL = 1
@@ -164,7 +164,7 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> _Inlined:
     """
     rules = grammar.rules
     root = grammar.root
-    refs = {n: list(dict.fromkeys(iter_refs(e))) for n, e in rules.items()}
+    refs = {n: distinct_refs(e) for n, e in rules.items()}
     recursive = _recursive_rules(refs)
     cap = limits.inline_size + 1
     bodies: Dict[str, object] = {}

@@ -110,29 +110,3 @@ def flatten_repeat(expr: Repeat, max_repeat: int) -> Repeat:
                 break
             expr = Repeat(inner.item, c * a, None if d is None else d * b)
     return expr
-
-
-def rule_size(expr, sizes: Dict[str, int], cap: int, memo: Dict[int, int]) -> int:
-    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``.
-    ``memo`` (by object id) makes shared sub-expressions cost one visit."""
-    if isinstance(expr, Bytes):
-        return len(expr.data)
-    if isinstance(expr, CharClass):
-        return 1 + len(expr.ranges)
-    if isinstance(expr, RuleRef):
-        return sizes.get(expr.name, 1)
-    got = memo.get(id(expr))
-    if got is not None:
-        return got
-    if isinstance(expr, (Seq, Choice)):
-        total = 1
-        for e in expr.items:
-            total += rule_size(e, sizes, cap, memo)
-            if total >= cap:
-                break
-        size = min(cap, total)
-    else:  # Repeat
-        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
-        size = min(cap, 1 + n * rule_size(expr.item, sizes, cap, memo))
-    memo[id(expr)] = size
-    return size
