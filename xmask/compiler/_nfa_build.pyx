@@ -4,14 +4,14 @@ Every rule gets a contiguous range of NFA states; edges are epsilon, byte ranges
 another rule (with the state the call returns to), appended to C int32 buffers and turned into
 CSR arrays once (:meth:`NFA.arrays`), the layout the determinizer reads.  The IR walk itself
 reads Python objects, so it holds the GIL; it is compiled to skip the interpreter's overhead.
-Bounded repeats place copies of one minimal DFA per repeated item (see :class:`_Copies`), held
-as shifted array chunks, so ``x{0,10000}`` costs 10,000 small appends.
+Bounded repeats place copies of one minimal DFA per repeated item (see :class:`_Copies`),
+pasted shifted from its edge arrays, so ``x{0,10000}`` costs 10,000 small C copies.
 """
 
 import numpy as np
 
 from libc.stdint cimport int32_t
-from libc.stdlib cimport free
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from xmask.compiler._ivec cimport IVec, iv_reserve
@@ -19,7 +19,7 @@ from xmask.compiler._ivec cimport IVec, iv_reserve
 from .. import _deadline as deadline
 from ..errors import GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
-from .nfa import NfaArrays, csr, flatten_repeat, utf8_paths
+from .nfa import NfaArrays, flatten_repeat, utf8_paths
 
 ctypedef Py_ssize_t isz
 
@@ -65,14 +65,6 @@ def _kind_of(expr):
     raise TypeError(f"unknown grammar node {expr!r}")
 
 
-cdef object _as_array(IVec* v, int width):
-    out = np.empty(v.n, dtype=np.int32)
-    cdef int32_t[::1] o = out
-    if v.n:
-        memcpy(&o[0], v.d, v.n * sizeof(int32_t))
-    return out.reshape(-1, width)
-
-
 cdef class NFA:
     """Thompson NFA of a whole grammar; limits are per rule (the rule being added).
 
@@ -84,7 +76,6 @@ cdef class NFA:
     cdef IVec eps      # src, dst, ...
     cdef IVec byte     # src, lo, hi, dst, ...
     cdef IVec calls    # src, rule, dst, ...
-    cdef list chunks   # (template arrays, state offset)
     cdef readonly isz n
     cdef isz base
     cdef isz max_nfa
@@ -98,7 +89,6 @@ cdef class NFA:
     cdef isz ticks
 
     def __init__(self, limits, dfa_of, templates=None, inline=({}, {})):
-        self.chunks = []
         self.n = 0
         self.base = 0
         self.limits = limits
@@ -283,21 +273,56 @@ cdef class NFA:
 
     def arrays(self):
         """The NFA in CSR form (:class:`nfa.NfaArrays`; edges in insertion order per state)."""
-        eps = [_as_array(&self.eps, 2)]
-        byte = [_as_array(&self.byte, 4)]
-        calls = [_as_array(&self.calls, 3)]
-        for (t_eps, t_byte, t_calls), base in self.chunks:
-            eps.append(t_eps + base)
-            byte.append(t_byte + np.array([base, 0, 0, base], dtype=np.int32))
-            calls.append(t_calls + np.array([base, 0, base], dtype=np.int32))
-        e = np.concatenate(eps) if len(eps) > 1 else eps[0]
-        b = np.concatenate(byte) if len(byte) > 1 else byte[0]
-        c = np.concatenate(calls) if len(calls) > 1 else calls[0]
-        n = self.n
-        eps_off, eps_dst = csr(n, e[:, 0], e[:, 1])
-        b_off, b_lo, b_hi, b_dst = csr(n, b[:, 0], b[:, 1], b[:, 2], b[:, 3])
-        c_off, c_rule, c_dst = csr(n, c[:, 0], c[:, 1], c[:, 2])
+        cdef isz n = self.n
+        eps_off, (eps_dst,) = _csr(&self.eps, 2, n)
+        b_off, (b_lo, b_hi, b_dst) = _csr(&self.byte, 4, n)
+        c_off, (c_rule, c_dst) = _csr(&self.calls, 3, n)
         return NfaArrays(n, eps_off, eps_dst, b_off, b_lo, b_hi, b_dst, c_off, c_rule, c_dst)
+
+    cdef int paste(self, const int32_t[:, ::1] edges, IVec* v, isz base, int width,
+                   bint shift_last) except -1:
+        """Append template ``edges`` (rows: source, columns..., target) shifted by ``base``."""
+        cdef isz m = edges.shape[0], i, j
+        cdef int32_t* d
+        if v.n + m * width > v.cap and iv_reserve(v, v.n + m * width):
+            raise MemoryError()
+        d = v.d + v.n
+        for i in range(m):
+            d[i * width] = edges[i, 0] + <int32_t>base
+            for j in range(1, width - 1):
+                d[i * width + j] = edges[i, j]
+            d[i * width + width - 1] = edges[i, width - 1] + (<int32_t>base if shift_last else 0)
+        v.n += m * width
+        return 0
+
+
+cdef tuple _csr(IVec* v, int width, isz n):
+    """Counting sort of the ``width``-int rows of ``v`` by their first int (the source state,
+    < ``n``), stable: ``(offsets, (column 1, column 2, ...))``."""
+    cdef isz m = v.n // width, i, j, s, pos
+    off_a = np.zeros(n + 1, dtype=np.int32)
+    cols_a = np.empty((width - 1, m), dtype=np.int32)
+    cdef int32_t[::1] off = off_a
+    cdef int32_t[:, ::1] cols = cols_a
+    cdef int32_t* fill = NULL
+    with nogil:
+        for i in range(m):
+            off[v.d[i * width] + 1] += 1
+        for s in range(n):
+            off[s + 1] += off[s]
+    fill = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    if fill == NULL:
+        raise MemoryError()
+    with nogil:
+        memcpy(fill, &off[0], (n + 1) * sizeof(int32_t))
+        for i in range(m):
+            s = v.d[i * width]
+            pos = fill[s]
+            fill[s] += 1
+            for j in range(1, width):
+                cols[j - 1, pos] = v.d[i * width + j]
+    free(fill)
+    return off_a, tuple(cols_a)
 
 
 cdef class _Copies:
@@ -331,7 +356,9 @@ cdef class _Copies:
         fin = np.nonzero(finals)[0]
         eps = np.stack([fin, np.full(len(fin), m)], axis=1).astype(np.int32)
         calls = np.stack([call_src, call_rule, call_dst], axis=1).astype(np.int32)
-        return m + 1, (eps.reshape(-1, 2), byte.reshape(-1, 4), calls.reshape(-1, 3))
+        return m + 1, (np.ascontiguousarray(eps.reshape(-1, 2)),
+                       np.ascontiguousarray(byte.reshape(-1, 4)),
+                       np.ascontiguousarray(calls.reshape(-1, 3)))
 
     cdef isz place(self, isz cur) except -1:
         cdef NFA nfa = self.nfa
@@ -342,9 +369,11 @@ cdef class _Copies:
             self.template = nfa.templates.get(self.item)
             if self.template is None:
                 self.template = nfa.templates[self.item] = self.make_template()
-        size, arrays = self.template
+        size, (t_eps, t_byte, t_calls) = self.template
         base = nfa.reserve(size)
-        nfa.chunks.append((arrays, base))
+        nfa.paste(t_eps, &nfa.eps, base, 2, True)
+        nfa.paste(t_byte, &nfa.byte, base, 4, True)
+        nfa.paste(t_calls, &nfa.calls, base, 3, True)
         push2(&nfa.eps, <int32_t>cur, <int32_t>base)
         return base + size - 1
 

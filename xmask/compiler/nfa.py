@@ -61,15 +61,6 @@ class NfaArrays:
     c_dst: np.ndarray
 
 
-def csr(n: int, src: np.ndarray, *cols: np.ndarray):
-    """CSR offsets of ``n`` states for edges from ``src``, and the columns sorted by source
-    (stable: each state keeps its edges' insertion order)."""
-    order = np.argsort(src, kind="stable")
-    off = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(src, minlength=n), out=off[1:])
-    return (off,) + tuple(np.ascontiguousarray(c[order], dtype=np.int32) for c in cols)
-
-
 def byte_classes(arrays: NfaArrays) -> np.ndarray:
     """Global byte equivalence classes: bytes no edge distinguishes share one (uint8[256],
     classes numbered by their first byte)."""
