@@ -325,6 +325,12 @@ cdef tuple _csr(IVec* v, int width, isz n):
     return off_a, tuple(cols_a)
 
 
+# (item, dfa_of, limits...) -> template; bounded, oldest evicted first (dicts keep order).
+# Concurrent compiles may both build one entry; either result is the same template.
+_SHARED_TEMPLATES = {}
+_SHARED_TEMPLATES_MAX = 256
+
+
 cdef class _Copies:
     """Bounded repeats place ``count`` copies of one item.  The item is built once, as its own
     minimal DFA (so equivalent states are not multiplied by the copy count: a JSON string
@@ -360,6 +366,27 @@ cdef class _Copies:
                        np.ascontiguousarray(byte.reshape(-1, 4)),
                        np.ascontiguousarray(calls.reshape(-1, 3)))
 
+    cdef object shared_template(self):
+        """The template, from the process-wide memo when the item calls no rule (then it
+        depends only on the item, the limits and the DFA builder): most grammars repeat the
+        same few items (a \\u escape's hex digit, a JSON string character)."""
+        if distinct_refs(self.item):
+            return self.make_template()
+        lim = self.nfa.limits
+        key = (self.item, self.nfa.dfa_of, lim.max_nfa_states, lim.max_states, lim.max_repeat)
+        got = _SHARED_TEMPLATES.get(key)
+        if got is None:
+            got = self.make_template()
+            for a in got[1]:
+                a.setflags(write=False)
+            if len(_SHARED_TEMPLATES) >= _SHARED_TEMPLATES_MAX:
+                try:  # the oldest (another thread may be evicting too)
+                    _SHARED_TEMPLATES.pop(next(iter(_SHARED_TEMPLATES)), None)
+                except (StopIteration, RuntimeError):
+                    pass
+            _SHARED_TEMPLATES[key] = got
+        return got
+
     cdef isz place(self, isz cur) except -1:
         cdef NFA nfa = self.nfa
         cdef isz size, base
@@ -368,7 +395,7 @@ cdef class _Copies:
         if self.template is None:
             self.template = nfa.templates.get(self.item)
             if self.template is None:
-                self.template = nfa.templates[self.item] = self.make_template()
+                self.template = nfa.templates[self.item] = self.shared_template()
         size, (t_eps, t_byte, t_calls) = self.template
         base = nfa.reserve(size)
         nfa.paste(t_eps, &nfa.eps, base, 2, True)

@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 
 import numpy as np
 
@@ -67,9 +68,11 @@ def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limit
     return rule_base, trans.reshape(-1, n_classes), finals, csrc, crule, cdst
 
 
+@lru_cache(maxsize=None)
 def dfa_of_fragment(reference: bool):
     """The ``dfa_of`` callback of :class:`nfa.NFA`: one fragment's minimal DFA
-    ``(trans, finals, call_src, call_rule, call_dst, byte_class)``, its own byte classes."""
+    ``(trans, finals, call_src, call_rule, call_dst, byte_class)``, its own byte classes.
+    One function per mode (it keys the builder's process-wide template memo)."""
 
     def dfa_of(frag, start: int, end: int):
         arr = frag.arrays()
