@@ -32,8 +32,14 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
     keep_a = np.zeros(m, dtype=np.uint8)
     cdef uint8_t[::1] prod = prod_a
     cdef uint8_t[::1] keep = keep_a
+    cdef isz n_edges = 0
+    with nogil:
+        for s in range(n):
+            for c in range(nc):
+                if trans[s, c] >= 0:
+                    n_edges += 1
     cdef int32_t* rev_off = <int32_t*>malloc((n + 2) * sizeof(int32_t))
-    cdef int32_t* rev_src = <int32_t*>malloc((n * nc + 1) * sizeof(int32_t))
+    cdef int32_t* rev_src = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
     cdef int32_t* w_off = <int32_t*>malloc((n + 2) * sizeof(int32_t))
     cdef int32_t* w_call = <int32_t*>malloc((2 * m + 1) * sizeof(int32_t))
     cdef int32_t* stack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
