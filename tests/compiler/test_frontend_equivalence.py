@@ -150,3 +150,17 @@ def test_deadline_is_checked_in_the_kernel():
     with _deadline.compile_deadline(1e-9), pytest.raises(GrammarLimitError,
                                                           match="max_compile_seconds"):
         build_automaton(grammar)
+
+
+def test_concurrent_builds_agree():
+    """The kernels run with the GIL released and repeat templates are memoized process-wide:
+    automata built by several threads at once equal one built alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = ['root ::= "\\\\u" [0-9a-fA-F]{4} | [a-z]{2,30} "x"',
+             'root ::= ("[" root "]" | [0-9]{1,5}) ("," [0-9a-f]{0,20})*',
+             'root ::= ([a-c] [a-c]?){3,40}']
+    grammars = [Grammar.from_ebnf(t) for t in texts] * 4
+    alone = [outcome(g) for g in grammars]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(outcome, grammars)) == alone

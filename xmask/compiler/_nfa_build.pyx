@@ -439,7 +439,8 @@ cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
 
 def distinct_refs(expr) -> list:
     """The rule names referenced inside ``expr``, each once, in first-visit order of a
-    depth-first walk (shared sub-expressions are visited once)."""
+    depth-first walk (shared sub-expressions are visited once): ``grammar.ir.iter_refs``
+    deduplicated, compiled (the inliner calls it for every rule of every grammar)."""
     cdef list out = []
     cdef set names = set()
     cdef set seen = {id(expr)}

@@ -13,6 +13,10 @@ numbering so the runtime needs only flat arrays:
 
 Left recursion is rejected with the cycle named; nullable rules and epsilon alternatives are fine.
 
+Phases: inlining decisions (here), one NFA for all rules (``_nfa_build``, compiled), a minimal
+DFA per rule (``dfa`` -> ``_determinize``, GIL released; ``dfa_reference`` is its pure-Python
+twin), assembly, pruning and analysis (``_analysis``, GIL released).
+
 Example::
 
     >>> from xmask.grammar.ir import Grammar, Bytes, Repeat, CharClass
