@@ -361,6 +361,7 @@ def _analyze(auto: Automaton) -> None:
     state_rule = auto.state_rule
     sites: List[List[Tuple[int, int]]] = [[] for _ in range(n_rules)]
     caller_rule = np.repeat(state_rule, np.diff(auto.call_offsets)).tolist()
+    rule_of = state_rule.tolist()
     for callee, p, ret in zip(crule.tolist(), caller_rule, auto.call_ret.tolist()):
         sites[callee].append((p, ret))
     auto.rule_ctx_states = []
@@ -370,9 +371,9 @@ def _analyze(auto: Automaton) -> None:
         got = memo.get(id(rets))
         if got is None:
             ordered = sorted(rets)
-            callers = np.unique(state_rule[ordered]) if ordered else np.zeros(0, dtype=np.int32)
+            callers = sorted({rule_of[s] for s in ordered})
             got = memo[id(rets)] = (ordered, np.bitwise_or.reduce(follow[callers], axis=0)
-                                    if len(callers) else np.zeros(4, dtype=np.uint64))
+                                    if callers else np.zeros(4, dtype=np.uint64))
         auto.rule_ctx_states.append(got[0])
         ctx_follow[r] = got[1]
     auto.rule_ctx_follow = _bit_rows(ctx_follow)
