@@ -216,13 +216,14 @@ def test_concurrent_compiles_share_one_object(info):
 def test_compiled_grammar_is_immutable(info):
     cg = xmask.GrammarCompiler(info).compile_grammar(G_A)
     grammar = cg.grammar
-    for name in ["grammar", "tokenizer_info", "memory_size_bytes", "_grammar", "_records", "new"]:
+    for name in ["grammar", "tokenizer_info", "memory_size_bytes", "_grammar", "_mask_cache",
+                 "new"]:
         with pytest.raises(AttributeError):
             setattr(cg, name, None)
     assert cg.grammar is grammar
     assert cg.memory_size_bytes > 0
     assert not hasattr(cg, "__dict__")
-    stats = cg.cache_stats()
+    stats = cg.precompute().cache_stats()
     stats.clear()  # a copy: the grammar's own records are untouched
     assert cg.cache_stats()
     rec = cg.cache_stats()[0]
@@ -244,8 +245,8 @@ def _check_stats(cg):
     info = cg.tokenizer_info
     n_text = info.vocab_size - len(info.special_token_ids)  # grammar-eligible tokens
     n_words = (info.vocab_size + 31) // 32
-    records = cg.cache_stats()
-    assert records
+    records = cg.precompute().cache_stats()
+    assert records and len(records) == cg.cache_summary()["top_states"]
     rule_names = set(cg.grammar.rules)
     seen_states = set()
     for r in records:
@@ -293,8 +294,8 @@ def test_max_threads_does_not_change_the_result(llama3):
         "json": ('{"a": [1, {"b": null}], "c": "d\\u00e9\u4f60"}', None),
         "record": (RECORD_DOC, G_RECORD),
     }
-    c1 = xmask.GrammarCompiler(info, max_threads=1)
-    c4 = xmask.GrammarCompiler(info, max_threads=4)
+    c1 = xmask.GrammarCompiler(info, max_threads=1, precompute=True)
+    c4 = xmask.GrammarCompiler(info, max_threads=4, precompute=True)
     for name, (doc, grammar) in docs.items():
         if grammar is None:
             g1, g4 = c1.compile_builtin_json_grammar(), c4.compile_builtin_json_grammar()

@@ -2,7 +2,8 @@
 
 Nested bounded repeats multiply and a recursive rule inside a big repeat calls itself from
 thousands of sites; under the default ``CompileLimits`` each such compile must end in a result
-or a ``GrammarLimitError`` naming the limit, in bounded time and memory.  The repros run in a
+or a ``GrammarLimitError`` naming the limit, in bounded time and memory, even in the warm-up
+mode that classifies every state of the token-mask cache (``precompute=True``).  The repros run in a
 child process with an address-space cap and a wall timeout, so a regression fails the test
 instead of taking the machine down.
 """
@@ -34,12 +35,12 @@ _CHILD = textwrap.dedent(
     t = time.monotonic()
     try:
         if kind == "ebnf":
-            xmask.GrammarCompiler(xmask.default_tokenizer_info(), limits=lim).compile_grammar(text)
+            xmask.GrammarCompiler(xmask.default_tokenizer_info(), limits=lim, precompute=True).compile_grammar(text)
         elif kind == "regex":
-            xmask.GrammarCompiler(xmask.default_tokenizer_info(), limits=lim).compile_regex(text)
+            xmask.GrammarCompiler(xmask.default_tokenizer_info(), limits=lim, precompute=True).compile_regex(text)
         elif kind == "schema":
             xmask.Grammar.from_json_schema(text, limits=lim)
-            xmask.GrammarCompiler(xmask.default_tokenizer_info(), limits=lim).compile_json_schema(text)
+            xmask.GrammarCompiler(xmask.default_tokenizer_info(), limits=lim, precompute=True).compile_json_schema(text)
         elif kind == "automaton":
             from xmask.compiler.automaton import AutomatonLimits, build_automaton
             build_automaton(xmask.Grammar.from_ebnf(text), AutomatonLimits.from_compile_limits(lim))

@@ -11,10 +11,9 @@ separators), tokenized without BOS, and accepted token by token; then the filled
 the stop token and the matcher must accept it.  A valid instance passes iff all of that holds;
 an invalid one passes iff it does not.
 
-Compiles skip the token-mask cache (``GrammarCompiler._classify_tokens = False``): acceptance never
-reads the cache and the final mask is then computed by checking every token against the real
-stack, which is exact.  The cache itself is checked against the slow reference on a sample in
-the test module.
+Compiles leave the token-mask cache lazy (the default): acceptance never reads the cache, and the
+final mask classifies only the states on top of the stack at the end.  The cache itself is
+checked against the slow reference on a sample in the test module.
 """
 
 from __future__ import annotations
@@ -53,7 +52,6 @@ def init_worker(tokenizer_dir: str) -> None:
 
     info = xmask.TokenizerInfo.from_huggingface(tokenizer_dir)
     compiler = xmask.GrammarCompiler(info, max_threads=1, cache_enabled=False)
-    compiler._classify_tokens = False
     _ENV.update(
         info=info,
         compiler=compiler,

@@ -22,8 +22,8 @@ def info():
 
 @pytest.fixture(scope="module")
 def compiled(info):
-    # a recursive rule (a call edge) and a bounded repeat
-    return xmask.GrammarCompiler(info).compile_grammar(
+    # a recursive rule (a call edge) and a bounded repeat, every cache entry classified
+    return xmask.GrammarCompiler(info, precompute=True).compile_grammar(
         'root ::= "(" root ")" | [a-z]{1,3}'
     )
 
@@ -158,15 +158,20 @@ CRAFTED = [
     ("automaton", "call_target", set_first(1), r"automaton\.call_target"),
     ("automaton", "call_ret", set_first(-7), r"automaton\.call_ret"),
     ("automaton", "flags", lambda a: a[:-1], r"automaton\.flags"),
-    ("mask_cache", "state_entry", lambda a: np.full_like(a, -1), r"mask_cache\.state_entry"),
+    ("automaton", "rule_ctx_flat", set_first(10**6), r"automaton\.rule_ctx_flat"),
+    ("automaton", "rule_ctx_offsets", lambda a: a[::-1].copy(), r"automaton\.rule_ctx_offsets"),
+    ("mask_cache", "state_entry", lambda a: np.full_like(a, 10**6), r"mask_cache\.state_entry"),
+    ("mask_cache", "state_entry", lambda a: np.zeros_like(a), r"cannot be a stack top"),
     ("mask_cache", "entry_len", lambda a: a + 10**6, r"mask_cache\.entry_len"),
     ("mask_cache", "unc", lambda a: a + 10**6, r"mask_cache\.unc"),
     ("mask_cache", "entry_kind", lambda a: np.full_like(a, 9), r"mask_cache\.entry_kind"),
-    ("records", "state", set_first(10**6), r"records\.state"),
+    ("mask_cache", "entry_accepted", lambda a: a + 10**6, r"mask_cache\.entry_accepted"),
+    ("mask_cache", "entry_kind", lambda a: (a + 1) % 3, r"mask_cache\.entry_len"),
 ]
 
 
-@pytest.mark.parametrize("section,name,change,where", CRAFTED, ids=[c[1] for c in CRAFTED])
+@pytest.mark.parametrize("section,name,change,where", CRAFTED,
+                         ids=[f"{c[1]}-{i}" for i, c in enumerate(CRAFTED)])
 def test_crafted_tables_are_rejected(info, compiled, section, name, change, where):
     text = recrafted(compiled.serialize_json(), edit_array(section, name, change))
     with pytest.raises(xmask.DeserializeFormatError, match=where):
@@ -176,7 +181,7 @@ def test_crafted_tables_are_rejected(info, compiled, section, name, change, wher
 def test_crafted_token_id_out_of_vocabulary_is_rejected(info):
     # an accepted-list entry whose token id lies past the vocabulary (the runtime would write
     # outside the bitmask row)
-    compiled = xmask.GrammarCompiler(info).compile_grammar('root ::= "{"')
+    compiled = xmask.GrammarCompiler(info, precompute=True).compile_grammar('root ::= "{"')
     kinds = get_arr(json.loads(compiled.serialize_json())["body"]["mask_cache"]["entry_kind"])
     assert 0 in kinds.tolist()
     text = recrafted(compiled.serialize_json(),

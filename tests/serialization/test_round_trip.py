@@ -29,11 +29,15 @@ def same_compiled(a, b):
     assert a.grammar == b.grammar
     assert a.cache_stats() == b.cache_stats()
     assert a.memory_size_bytes == b.memory_size_bytes and repr(a) == repr(b)
-    for x, y in ((a._automaton_tables, b._automaton_tables),
-                 (a._mask_cache_tables, b._mask_cache_tables)):
-        assert x.arrays.keys() == y.arrays.keys()
-        for k in x.arrays:
-            np.testing.assert_array_equal(x.arrays[k], y.arrays[k], err_msg=k)
+    assert a.cache_summary() == b.cache_summary()
+    x, y = a._automaton_tables.arrays, b._automaton_tables.arrays
+    assert x.keys() == y.keys()
+    for k in x:
+        np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+    x, y = a._mask_cache.export(), b._mask_cache.export()
+    assert x.keys() == y.keys()
+    for k in x:
+        np.testing.assert_array_equal(x[k], y[k], err_msg=k)
 
 
 # ------------------------------------------------------------------------------ version
@@ -224,23 +228,33 @@ def test_compiled_grammar_round_trip_masks_identical(which, request):
         same_compiled(again, compiled)
         assert again.tokenizer_info is tok.info
         assert again._vocab_tables is compiled._vocab_tables  # shared, not rebuilt
+        # serializing the deserialized grammar gives the same text
+        assert again.serialize_json() == text
         original = walk_masks(compiled, ids)
         restored = walk_masks(again, ids, reference_every=9)
         for step, (a, b) in enumerate(zip(original, restored)):
             np.testing.assert_array_equal(a, b, err_msg=f"step {step}")
-        # serializing the deserialized grammar gives the same text
-        assert again.serialize_json() == text
+        # the same walk classified the same states in both
+        assert again.serialize_json() == compiled.serialize_json()
 
 
-def test_compiled_grammar_without_token_classification_round_trips(llama3):
+def test_unclassified_and_partly_classified_grammars_round_trip(llama3):
+    # the token-mask cache fills lazily: a grammar serialized before any fill, or halfway
+    # through a walk, loads with the same states pending and classifies them on demand
     compiler = xmask.GrammarCompiler(llama3.info, cache_enabled=False)
-    compiler._classify_tokens = False  # the scoring tools' mode: every token checked at runtime
-    compiled = compiler.compile_grammar('root ::= "[" [0-9]+ ("," [0-9]+)* "]"')
+    compiled = compiler.compile_json_schema(SCHEMA)
+    assert compiled.cache_summary()["classified"] == 0
     again = xmask.CompiledGrammar.deserialize_json(compiled.serialize_json(), llama3.info)
     same_compiled(again, compiled)
-    ids = llama3.encode("[12,345,6]")
-    for a, b in zip(walk_masks(compiled, ids), walk_masks(again, ids, reference_every=4)):
+    ids = doc_ids(llama3)
+    walk_masks(compiled, ids[:3])
+    partly = compiled.cache_summary()
+    assert 0 < partly["classified"] < partly["top_states"]
+    again = xmask.CompiledGrammar.deserialize_json(compiled.serialize_json(), llama3.info)
+    same_compiled(again, compiled)
+    for a, b in zip(walk_masks(compiled, ids), walk_masks(again, ids, reference_every=1)):
         np.testing.assert_array_equal(a, b)
+    assert again.cache_summary()["classified"] > partly["classified"]
 
 
 def test_compiled_grammar_pickle_carries_its_tokenizer(llama3):

@@ -5,9 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any, Dict
 
+from .._deadline import compile_deadline
+from ..limits import DEFAULT_LIMITS
 from ..runtime._tables import AutomatonTables
 from .automaton import AutomatonLimits, build_automaton
-from .mask_cache import build_mask_cache, build_unclassified_cache
+from .mask_cache import (
+    cache_records, cache_summary, new_mask_cache, precompute_mask_cache,
+)
 
 
 class CompiledGrammar:
@@ -30,42 +34,41 @@ class CompiledGrammar:
         "_automaton",
         "_automaton_tables",
         "_vocab_tables",
-        "_mask_cache_tables",
-        "_records",
+        "_mask_cache",
         "_compile_seconds",
+        "_limits",
     )
 
     def __init__(self, *args, **kwargs):
         raise TypeError("CompiledGrammar is created by GrammarCompiler.compile_grammar()")
 
     @classmethod
-    def _build(cls, grammar, tokenizer_info, vocab_tables, max_threads=1,
-               classify_tokens=True, limits=None) -> "CompiledGrammar":
-        # classify_tokens=False skips the token-mask cache (see build_unclassified_cache): same
-        # acceptance and exact masks, slow fills; used to score many grammars quickly.
+    def _build(cls, grammar, tokenizer_info, vocab_tables, max_threads=1, precompute=False,
+               limits=None) -> "CompiledGrammar":
+        # precompute=False leaves the token-mask cache empty: fills classify states on demand
         t0 = time.perf_counter()
         automaton = build_automaton(
             grammar, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits))
         at = AutomatonTables(automaton)
-        if classify_tokens:
-            ct, records = build_mask_cache(automaton, at, vocab_tables, max_threads=max_threads)
-        else:
-            ct, records = build_unclassified_cache(automaton, vocab_tables), []
-        return cls._assemble(grammar, tokenizer_info, automaton, at, vocab_tables, ct, records,
-                             time.perf_counter() - t0)
+        cache = new_mask_cache(automaton)
+        if precompute:
+            precompute_mask_cache(cache, automaton, at, vocab_tables, max_threads=max_threads)
+        return cls._assemble(grammar, tokenizer_info, automaton, at, vocab_tables, cache,
+                             time.perf_counter() - t0, limits)
 
     @classmethod
     def _assemble(cls, grammar, tokenizer_info, automaton, automaton_tables, vocab_tables,
-                  mask_cache_tables, records, compile_seconds) -> "CompiledGrammar":
+                  mask_cache, compile_seconds, limits=None) -> "CompiledGrammar":
         self = object.__new__(cls)
         object.__setattr__(self, "_grammar", grammar)
         object.__setattr__(self, "_tokenizer_info", tokenizer_info)
         object.__setattr__(self, "_automaton", automaton)
         object.__setattr__(self, "_automaton_tables", automaton_tables)
         object.__setattr__(self, "_vocab_tables", vocab_tables)
-        object.__setattr__(self, "_mask_cache_tables", mask_cache_tables)
-        object.__setattr__(self, "_records", tuple(records))
+        object.__setattr__(self, "_mask_cache", mask_cache)
         object.__setattr__(self, "_compile_seconds", compile_seconds)
+        # the limits a later precompute() honours (its deadline): the compiler's, else defaults
+        object.__setattr__(self, "_limits", DEFAULT_LIMITS if limits is None else limits)
         return self
 
     # ---- serialization -----------------------------------------------------------------
@@ -87,9 +90,7 @@ class CompiledGrammar:
             >>> again.cache_stats() == cg.cache_stats()
             True
         """
-        from ..serialization.compiled_codec import (
-            automaton_to_body, mask_cache_to_body, records_to_body,
-        )
+        from ..serialization.compiled_codec import automaton_to_body, mask_cache_to_body
         from ..serialization.format import dump_document
         from ..serialization.grammar_codec import grammar_to_body
 
@@ -98,8 +99,7 @@ class CompiledGrammar:
             "tokenizer": {"vocab_hash": info.vocab_hash, "vocab_size": info.vocab_size},
             "grammar": grammar_to_body(self._grammar),
             "automaton": automaton_to_body(self._automaton),
-            "mask_cache": mask_cache_to_body(self._mask_cache_tables),
-            "records": records_to_body(self._records),
+            "mask_cache": mask_cache_to_body(self._mask_cache.export()),
             "compile_seconds": float(self._compile_seconds),
         }
         return dump_document("compiled_grammar", body)
@@ -127,9 +127,7 @@ class CompiledGrammar:
             >>> xmask.CompiledGrammar.deserialize_json(text, info)          # doctest: +SKIP
             <CompiledGrammar rules=1 states=2 ...>
         """
-        from ..serialization.compiled_codec import (
-            automaton_from_body, mask_cache_from_body, records_from_body,
-        )
+        from ..serialization.compiled_codec import automaton_from_body, mask_cache_from_body
         from ..serialization.fields import get_field, get_int, get_str
         from ..serialization.format import TokenizerMismatchError, format_error, load_document
         from ..serialization.grammar_codec import grammar_from_body
@@ -155,16 +153,16 @@ class CompiledGrammar:
         grammar = grammar_from_body(get_field(body, "grammar", where), where + ".grammar")
         automaton = automaton_from_body(get_field(body, "automaton", where), where + ".automaton")
         vocab_tables = shared_vocab_tables(tokenizer_info)
-        mask_cache = mask_cache_from_body(get_field(body, "mask_cache", where),
-                                          where + ".mask_cache", automaton, vocab_tables)
-        records = records_from_body(get_field(body, "records", where), where + ".records",
-                                    automaton)
+        arrays = mask_cache_from_body(get_field(body, "mask_cache", where),
+                                      where + ".mask_cache", automaton, vocab_tables)
+        mask_cache = new_mask_cache(automaton)
+        mask_cache.load(arrays)
         seconds = get_field(body, "compile_seconds", where)
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
             raise format_error(where + ".compile_seconds", "expected a number")
         return CompiledGrammar._assemble(grammar, tokenizer_info, automaton,
                                          AutomatonTables(automaton), vocab_tables, mask_cache,
-                                         records, float(seconds))
+                                         float(seconds))
 
     def __reduce__(self):
         # pickles carry the tokenizer (pickle stores a shared TokenizerInfo once per dump)
@@ -189,24 +187,66 @@ class CompiledGrammar:
     @property
     def memory_size_bytes(self) -> int:
         """Bytes held by this grammar: automaton tables + token-mask cache (the tokenizer's
-        sorted-vocabulary tables are shared by all grammars of a compiler and not counted)."""
-        return self._automaton_tables.nbytes + self._mask_cache_tables.nbytes
+        sorted-vocabulary tables are shared by all grammars of a compiler and not counted).
+        Grows as fills classify states (see :meth:`cache_summary`)."""
+        return self._automaton_tables.nbytes + self._mask_cache.nbytes
 
     @property
     def compile_seconds(self) -> float:
         return self._compile_seconds
 
+    def precompute(self, max_threads: int = 1) -> "CompiledGrammar":
+        """Classify every state the token-mask cache has not classified yet (the warm-up mode)
+        and return ``self``.
+
+        A compiled grammar starts with an empty cache and the first fill that meets a state
+        classifies it (the cold path: fast time to first mask).  A server that compiles at
+        warm-up can pay everything up front instead, on ``max_threads`` C threads (real
+        parallelism: no GIL is held while classifying).  Masks are identical either way.
+        Bounded like a compile: past ``CompileLimits.max_compile_seconds`` of the compiler
+        that built the grammar (the default limits for a deserialized one) it raises
+        ``GrammarLimitError``, keeping what it classified.  Idempotent; safe while matchers
+        use the grammar.
+
+        Example::
+
+            >>> cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "a"+')  # doctest: +SKIP
+            >>> cg.precompute(max_threads=2).cache_summary()["pending"]            # doctest: +SKIP
+            0
+        """
+        if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
+            raise ValueError(f"max_threads must be an int >= 1, got {max_threads!r}")
+        with compile_deadline(self._limits.max_compile_seconds):
+            precompute_mask_cache(self._mask_cache, self._automaton, self._automaton_tables,
+                                  self._vocab_tables, max_threads=max_threads)
+        return self
+
+    def cache_summary(self) -> dict:
+        """How much of the token-mask cache is built: ``top_states`` (states that can be on top
+        of the stack, each needs an entry), ``classified``, ``pending`` (not classified yet:
+        the first fill that meets one classifies it), ``entries`` (distinct stored entries:
+        identical ones are stored once) and ``bytes`` (their payload).
+
+        Example::
+
+            >>> s = cg.cache_summary()                                   # doctest: +SKIP
+            >>> s["classified"] + s["pending"] == s["top_states"]        # doctest: +SKIP
+            True
+        """
+        return cache_summary(self._mask_cache, self._automaton)
+
     def cache_stats(self):
         """Per-state cache records (rule, state, accepted/rejected/uncertain counts, storage
-        kind, bytes, shared) for every state that can be on top of the stack."""
-        return list(self._records)
+        kind, bytes, shared) for every state classified so far, in state order; call
+        :meth:`precompute` first to see every state that can be on top of the stack."""
+        return cache_records(self._mask_cache, self._automaton)
 
     def __repr__(self) -> str:
         a = self._automaton
-        unc = sum(r.uncertain for r in self._records)
+        s = self.cache_summary()
         return (
             f"<CompiledGrammar rules={len(a.rule_names)} states={a.n_states} "
-            f"cached_states={len(self._records)} uncertain_total={unc} "
+            f"classified_states={s['classified']}/{s['top_states']} "
             f"bytes={self.memory_size_bytes}>"
         )
 

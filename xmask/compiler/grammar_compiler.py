@@ -11,6 +11,7 @@ from typing import Optional, Union
 from .._deadline import compile_deadline
 from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
+from .._switch_interval import responsive_switching
 from ..limits import DEFAULT_LIMITS, CompileLimits
 from ..grammar.ir import Grammar
 from ..grammar.json_schema import load_schema
@@ -21,6 +22,15 @@ from .vocab_memo import shared_vocab_tables
 
 class GrammarCompiler:
     """Compiles grammars for one tokenizer; compiled results are cached and shared.
+
+    A compile builds the grammar's automaton and returns at once with an empty token-mask
+    cache: the first ``fill_next_token_bitmask`` that meets a parser state classifies the
+    vocabulary for it (in C, without the GIL) and every matcher of the grammar reuses the
+    result, so the time to the first mask stays small.  ``precompute=True`` (keyword-only)
+    is the warm-up mode instead: every compile classifies every state before returning, on up
+    to ``max_threads`` C threads, so no fill ever pays for classification
+    (``CompiledGrammar.precompute`` does the same for one grammar).  Masks are identical in
+    both modes.
 
     ``cache_dir`` (keyword-only, default None = off) adds an on-disk cache of compiled grammars
     for warm-up across restarts (:mod:`xmask.serialization.disk_cache`): a compile first looks
@@ -43,7 +53,8 @@ class GrammarCompiler:
 
     def __init__(self, tokenizer_info, max_threads: int = 8, cache_enabled: bool = True,
                  cache_limit_bytes: int = -1, *, limits: Optional[CompileLimits] = None,
-                 cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None):
+                 cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 precompute: bool = False):
         from ..tokenizer.info import TokenizerInfo
 
         if not isinstance(tokenizer_info, TokenizerInfo):
@@ -52,6 +63,8 @@ class GrammarCompiler:
             )
         if max_threads < 1:
             raise ValueError(f"max_threads must be >= 1, got {max_threads}")
+        if not isinstance(precompute, bool):
+            raise TypeError(f"precompute must be a bool, got {type(precompute).__name__}")
         if limits is not None and not isinstance(limits, CompileLimits):
             raise TypeError(f"limits must be an xmask.CompileLimits, got {type(limits).__name__}")
         self._limits = DEFAULT_LIMITS if limits is None else limits
@@ -64,15 +77,14 @@ class GrammarCompiler:
         self._lock = threading.Lock()
         self._memory_hits = 0
         self._disk = None if cache_dir is None else DiskCache(cache_dir, tokenizer_info)
-        # False: skip the token-mask cache (exact masks, slow fills); set by scoring tools only
-        self._classify_tokens = True
+        self._precompute = bool(precompute)
 
     def __reduce__(self):
         # The configuration travels, the compiled grammars in memory do not: a worker starts
         # with an empty cache (a cache_dir is shared through the file system).
         disk_dir = None if self._disk is None else self._disk.directory
         return _rebuild_compiler, (self._info, self._max_threads, self._cache_enabled,
-                                   self._cache_limit, self._limits, disk_dir)
+                                   self._cache_limit, self._limits, disk_dir, self._precompute)
 
     @property
     def tokenizer_info(self):
@@ -91,7 +103,8 @@ class GrammarCompiler:
         return self._cache_limit
 
     def _compile(self, key, make_grammar) -> CompiledGrammar:
-        with deep_recursion(), gc_paused(), compile_deadline(self._limits.max_compile_seconds):
+        with deep_recursion(), gc_paused(), responsive_switching(), \
+                compile_deadline(self._limits.max_compile_seconds):
             return self._compile_inner(key, make_grammar)
 
     def _compile_inner(self, key, make_grammar) -> CompiledGrammar:
@@ -109,7 +122,7 @@ class GrammarCompiler:
         if compiled is None:
             compiled = CompiledGrammar._build(
                 make_grammar(), self._info, self._vocab_tables, max_threads=self._max_threads,
-                classify_tokens=self._classify_tokens, limits=self._limits,
+                precompute=self._precompute, limits=self._limits,
             )
             if disk_key is not None:
                 self._disk.store(disk_key, compiled)
@@ -124,7 +137,7 @@ class GrammarCompiler:
         """``key`` as JSON-able data for the disk cache's content hash (a Grammar object is
         described by its exact serialized form)."""
         what = [x.serialize_json() if isinstance(x, Grammar) else x for x in key]
-        return [what, dataclasses.asdict(self._limits), self._classify_tokens]
+        return [what, dataclasses.asdict(self._limits), self._precompute]
 
     def cache_info(self) -> dict:
         """Cache counters: ``memory_entries``, ``memory_hits`` and, with a ``cache_dir``,
@@ -213,6 +226,7 @@ class GrammarCompiler:
             self._cache.clear()
 
 
-def _rebuild_compiler(info, max_threads, cache_enabled, cache_limit_bytes, limits, cache_dir):
+def _rebuild_compiler(info, max_threads, cache_enabled, cache_limit_bytes, limits, cache_dir,
+                      precompute=False):
     return GrammarCompiler(info, max_threads, cache_enabled, cache_limit_bytes, limits=limits,
-                           cache_dir=cache_dir)
+                           cache_dir=cache_dir, precompute=precompute)

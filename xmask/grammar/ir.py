@@ -178,7 +178,7 @@ class Grammar:
             >>> Grammar.deserialize_json('{"__VERSION__": "v16"}')
             Traceback (most recent call last):
                 ...
-            xmask.errors.DeserializeVersionError: cannot deserialize Grammar: serialization version 'v16' in the data, but this xmask reads version 'xmask-v1'; serialize it again with this version
+            xmask.errors.DeserializeVersionError: cannot deserialize Grammar: serialization version 'v16' in the data, but this xmask reads version 'xmask-v2'; serialize it again with this version
         """
         from ..serialization.format import load_document
         from ..serialization.grammar_codec import grammar_from_body

@@ -1,6 +1,7 @@
 # The mask kernel (implemented in _fill.pyx): one next-token mask from a parse stack, no GIL.
 from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t
-from xmask.runtime._tables cimport AutomatonC, VocabC, MaskCacheC
+from xmask.runtime._tables cimport AutomatonC, VocabC
+from xmask.runtime._mask_cache cimport MaskCacheC
 from xmask.runtime._stack cimport StackC
 
 
@@ -10,7 +11,7 @@ ctypedef struct FillJob:
     StackC* st
     const AutomatonC* a
     const VocabC* v
-    const MaskCacheC* c
+    MaskCacheC* c            # classifies states on first use (shared, thread-safe)
     word_t* row
     word_t* scratch          # [n_words] per matcher
     word_t* pos_bits         # [ceil(n_sorted / 32)] per matcher, all-zero between calls
@@ -21,7 +22,7 @@ ctypedef struct FillJob:
 
 
 cdef int fill_job(FillJob* j) except -1 nogil
-cdef intp_t fill_cost(const FillJob* j) noexcept nogil
+cdef intp_t fill_cost(FillJob* j) noexcept nogil
 cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
                       intp_t n) except -1 nogil
 cdef intp_t max_top_depth(const StackC* st) noexcept nogil

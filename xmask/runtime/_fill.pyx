@@ -27,6 +27,8 @@ from libc.stdint cimport int64_t
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
 from xmask.runtime._stack cimport stack_step, stack_truncate
+from xmask.runtime._classify cimport CacheEntryC
+from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
 
 cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
@@ -91,22 +93,27 @@ cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
     return 1
 
 
-cdef intp_t fill_cost(const FillJob* j) noexcept nogil:
+cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     # Estimated work of fill_job, in uncertain tokens to check (see the module docstring).
     # Units: one uncertain token to check; a row-wide pass (memset, bitset OR) counts as
-    # n_words / 16 (word operations are that much cheaper than a token check).
+    # n_words / 16 (word operations are that much cheaper than a token check).  A top whose
+    # state is not classified yet costs a walk of the vocabulary (its classification).
     cdef const StackC* st = j.st
-    cdef intp_t i, e, row_pass = j.v.n_words >> 4
+    cdef intp_t i, row_pass = j.v.n_words >> 4
     cdef intp_t cost = row_pass
     cdef int32_t node
+    cdef const CacheEntryC* e
     if j.exact:
         return j.v.n_sorted + row_pass
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
         if node != 0:
-            e = j.c.state_entry[st.node_state[node]]
-            cost += j.c.unc_len[e] + 16
-            if j.c.entry_kind[e] != XM_KIND_ACCEPTED:
+            e = cache_peek(j.c, st.node_state[node])
+            if e == NULL:
+                cost += j.v.n_sorted
+                continue
+            cost += e.n_unc + 16
+            if e.kind != XM_KIND_ACCEPTED:
                 cost += row_pass
     return cost
 
@@ -115,16 +122,18 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     # The mask for the newest top set, written to j.row[0:n_words].  Leaves the history unchanged.
     cdef StackC* st = j.st
     cdef const VocabC* v = j.v
-    cdef const MaskCacheC* c = j.c
+    cdef MaskCacheC* c = j.c
     cdef word_t* row = j.row
     cdef word_t* scratch = j.scratch
     cdef intp_t n_words = v.n_words
     cdef intp_t base = st.depth
     cdef intp_t top_begin = st.set_start[base - 1]
     cdef intp_t top_end = st.set_start[base]
-    cdef intp_t i, k, e, n_real = 0, single = -1
+    cdef intp_t i, k, n_real = 0
     cdef int32_t node
     cdef const int32_t* ids
+    cdef const CacheEntryC* e
+    cdef const CacheEntryC* single = NULL
     cdef bint can_end = False
     memset(row, 0, <size_t>n_words * sizeof(word_t))
 
@@ -144,35 +153,34 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             if node == 0:
                 can_end = True
                 continue
-            e = c.state_entry[st.node_state[node]]
+            e = cache_entry(c, j.a, v, st.node_state[node])
             n_real += 1
             single = e
-            ids = c.data + c.entry_off[e]
-            if c.entry_kind[e] == XM_KIND_ACCEPTED:
-                for k in range(c.entry_len[e]):
+            ids = e.data
+            if e.kind == XM_KIND_ACCEPTED:
+                for k in range(e.n_data):
                     bitset_set(row, ids[k])
-            elif c.entry_kind[e] == XM_KIND_BITSET:
+            elif e.kind == XM_KIND_BITSET:
                 bitset_or_into(row, <const word_t*>ids, n_words)
             else:
                 memcpy(scratch, v.eligible, <size_t>n_words * sizeof(word_t))
-                for k in range(c.entry_len[e]):
+                for k in range(e.n_data):
                     bitset_clear(scratch, ids[k])
-                for k in range(c.unc_len[e]):
-                    bitset_clear(scratch, v.sorted_ids[c.unc[c.unc_off[e] + k]])
+                for k in range(e.n_unc):
+                    bitset_clear(scratch, v.sorted_ids[e.unc[k]])
                 bitset_or_into(row, scratch, n_words)
 
         # 2. uncertain tokens, in sorted order (merged through a position bitset if several tops)
         if n_real == 1:
-            _check_uncertain(st, j.a, v, row, c.unc + c.unc_off[single], c.unc_len[single],
-                             NULL, 0)
+            _check_uncertain(st, j.a, v, row, single.unc, single.n_unc, NULL, 0)
         elif n_real > 1:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
                 if node == 0:
                     continue
-                e = c.state_entry[st.node_state[node]]
-                for k in range(c.unc_len[e]):
-                    bitset_set(j.pos_bits, c.unc[c.unc_off[e] + k])
+                e = cache_peek(c, st.node_state[node])  # classified by the pass above
+                for k in range(e.n_unc):
+                    bitset_set(j.pos_bits, e.unc[k])
             _check_uncertain(st, j.a, v, row, NULL, 0, j.pos_bits, (v.n_sorted + 31) >> 5)
     stack_truncate(st, base)
 

@@ -26,19 +26,19 @@ ctypedef struct VocabC:
     const int64_t* tok_offsets     # [n_sorted + 1] byte range of each sorted token
     const uint8_t* tok_bytes
     const int32_t* lcp             # [n_sorted] common prefix length with the previous token
+    const int32_t* skip            # [len(tok_bytes)] at tok_offsets[i] + d: the first sorted
+                                   # position after i whose token does not start with the
+                                   # first d + 1 bytes of token i (the end of that prefix group)
     const int32_t* id_pos          # [vocab_size] sorted position of an id, -1 if special
     const word_t* eligible         # [n_words] bitset of non-special ids
+    # "plain string" tokens: valid UTF-8 (a last character may be cut off) without '"', '\\'
+    # or control bytes, i.e. tokens a JSON string body accepts whole (see _classify.pyx)
+    intp_t n_plain
+    const int32_t* plain_pos       # [n_plain] their sorted positions
+    intp_t n_other
+    const int32_t* other_pos       # [n_other] the remaining sorted positions, ascending
+    const int32_t* other_lcp       # [n_other] common prefix with the previous one of other_pos
 
-
-ctypedef struct MaskCacheC:
-    const int32_t* state_entry     # [n_states] entry index, -1 if the state cannot be a top
-    const uint8_t* entry_kind      # XM_KIND_*
-    const int64_t* entry_off       # range of the entry's ids / bitset words in data
-    const int64_t* entry_len
-    const int64_t* unc_off         # range of the entry's uncertain sorted positions in unc
-    const int64_t* unc_len
-    const int32_t* data
-    const int32_t* unc
 
 
 cdef class AutomatonTables:
@@ -51,8 +51,13 @@ cdef class AutomatonTables:
 cdef class VocabTables:
     cdef VocabC c
     cdef readonly object arrays
+    cdef int _split_plain(self) except -1
 
 
-cdef class MaskCacheTables:
-    cdef MaskCacheC c
-    cdef readonly object arrays
+# The automaton of plain string bytes (see _tables.pyx): states 0-7, 0 = at a character
+# boundary (the start); 255 = no transition.
+cdef enum:
+    PLAIN_UTF8_STATES = 8
+    PLAIN_UTF8_NONE = 255
+cdef uint8_t plain_utf8_step(uint8_t u, uint8_t b) noexcept nogil
+cdef bint plain_string_token(const uint8_t* data, intp_t n) noexcept nogil

@@ -5,6 +5,7 @@ copy, at construction) and keeps them in ``arrays`` so introspection can read th
 """
 
 from libc.stdlib cimport calloc, free
+from libc.string cimport memset
 
 import numpy as np
 
@@ -173,6 +174,55 @@ cdef class VocabTables:
         self.c.id_pos = _i32(own["id_pos"])
         self.c.eligible = _words(own["eligible"])
         self.arrays = {k: v[0] for k, v in own.items()}
+        skip = np.empty(max(own["tok_bytes"][1], 1), dtype=np.int32)
+        cdef int32_t[::1] sk = skip
+        with nogil:
+            _prefix_group_ends(&self.c, &sk[0])
+        skip.setflags(write=False)
+        self.arrays["skip"] = skip
+        self.c.skip = &sk[0]
+        self._split_plain()
+
+    cdef int _split_plain(self) except -1:
+        # plain-string tokens vs the others (see VocabC)
+        cdef intp_t n = self.c.n_sorted, i, k, length, n_plain = 0, n_other = 0
+        cdef int64_t off, prev_off = 0, prev_len = 0
+        plain = np.empty(max(n, 1), dtype=np.int32)
+        other = np.empty(max(n, 1), dtype=np.int32)
+        other_lcp = np.zeros(max(n, 1), dtype=np.int32)
+        cdef int32_t[::1] pv = plain, ov = other, lv = other_lcp
+        with nogil:
+            for i in range(n):
+                off = self.c.tok_offsets[i]
+                length = self.c.tok_offsets[i + 1] - off
+                if plain_string_token(self.c.tok_bytes + off, length):
+                    pv[n_plain] = <int32_t>i
+                    n_plain += 1
+                    continue
+                k = 0
+                if n_other > 0:
+                    while (k < length and k < prev_len
+                           and self.c.tok_bytes[prev_off + k] == self.c.tok_bytes[off + k]):
+                        k += 1
+                ov[n_other] = <int32_t>i
+                lv[n_other] = <int32_t>k
+                n_other += 1
+                prev_off = off
+                prev_len = length
+        for name, a, m in (("plain_pos", plain, n_plain), ("other_pos", other, n_other),
+                           ("other_lcp", other_lcp, n_other)):
+            a = np.ascontiguousarray(a[:max(m, 1)])
+            a.setflags(write=False)
+            self.arrays[name] = a
+        cdef const int32_t[::1] p1 = self.arrays["plain_pos"]
+        cdef const int32_t[::1] p2 = self.arrays["other_pos"]
+        cdef const int32_t[::1] p3 = self.arrays["other_lcp"]
+        self.c.n_plain = n_plain
+        self.c.plain_pos = &p1[0]
+        self.c.n_other = n_other
+        self.c.other_pos = &p2[0]
+        self.c.other_lcp = &p3[0]
+        return 0
 
     @property
     def nbytes(self):
@@ -188,23 +238,71 @@ cdef class VocabTables:
         return self.c.vocab_size
 
 
-cdef class MaskCacheTables:
-    """The adaptive token-mask cache (per-state entries, deduplicated) as a ``MaskCacheC``."""
+cdef void _prefix_group_ends(const VocabC* v, int32_t* skip) noexcept nogil:
+    # skip[off(i) + d] = first j > i with lcp[j] <= d.  Token i + 1 either leaves the group
+    # (lcp <= d) or shares its first d + 1 bytes, and then its own group end at depth d is ours:
+    # one backward pass, O(total token bytes).
+    cdef intp_t i, d, n = v.n_sorted, length
+    cdef int64_t off, nxt
+    for i in range(n - 1, -1, -1):
+        off = v.tok_offsets[i]
+        length = v.tok_offsets[i + 1] - off
+        nxt = v.tok_offsets[i + 1]  # offset of token i + 1 (when i + 1 < n)
+        for d in range(length):
+            if i + 1 == n or v.lcp[i + 1] <= d:
+                skip[off + d] = <int32_t>(i + 1)
+            else:
+                skip[off + d] = skip[nxt + d]
 
-    def __init__(self, dict arrays):
-        own = _own(arrays, {"state_entry": np.int32, "entry_kind": np.uint8, "entry_off": np.int64,
-                            "entry_len": np.int64, "unc_off": np.int64, "unc_len": np.int64,
-                            "data": np.int32, "unc": np.int32})
-        self.c.state_entry = _i32(own["state_entry"])
-        self.c.entry_kind = _u8(own["entry_kind"])
-        self.c.entry_off = _i64(own["entry_off"])
-        self.c.entry_len = _i64(own["entry_len"])
-        self.c.unc_off = _i64(own["unc_off"])
-        self.c.unc_len = _i64(own["unc_len"])
-        self.c.data = _i32(own["data"])
-        self.c.unc = _i32(own["unc"])
-        self.arrays = {k: v[0] for k, v in own.items()}
 
-    @property
-    def nbytes(self):
-        return sum(a.nbytes for a in self.arrays.values())
+# Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF) over the bytes a JSON string holds
+# unescaped: states 0 = at a character boundary, 1-3 = that many continuation bytes to go,
+# 4-7 = the restricted second byte after E0 / ED / F0 / F4.  255 = no transition.
+cdef uint8_t PLAIN_UTF8[8][256]
+
+
+cdef void _init_plain_utf8() noexcept nogil:
+    cdef int b
+    memset(PLAIN_UTF8, 255, sizeof(PLAIN_UTF8))
+    for b in range(0x20, 0x80):
+        if b != 0x22 and b != 0x5C:
+            PLAIN_UTF8[0][b] = 0
+    for b in range(0xC2, 0xE0):
+        PLAIN_UTF8[0][b] = 1
+    for b in range(0xE1, 0xF0):
+        PLAIN_UTF8[0][b] = 2
+    PLAIN_UTF8[0][0xE0] = 4
+    PLAIN_UTF8[0][0xED] = 5
+    for b in range(0xF1, 0xF4):
+        PLAIN_UTF8[0][b] = 3
+    PLAIN_UTF8[0][0xF0] = 6
+    PLAIN_UTF8[0][0xF4] = 7
+    for b in range(0x80, 0xC0):
+        PLAIN_UTF8[1][b] = 0
+        PLAIN_UTF8[2][b] = 1
+        PLAIN_UTF8[3][b] = 2
+    for b in range(0xA0, 0xC0):
+        PLAIN_UTF8[4][b] = 1
+    for b in range(0x80, 0xA0):
+        PLAIN_UTF8[5][b] = 1
+    for b in range(0x90, 0xC0):
+        PLAIN_UTF8[6][b] = 2
+    for b in range(0x80, 0x90):
+        PLAIN_UTF8[7][b] = 2
+
+
+_init_plain_utf8()
+
+
+cdef uint8_t plain_utf8_step(uint8_t u, uint8_t b) noexcept nogil:
+    return PLAIN_UTF8[u][b]
+
+
+cdef bint plain_string_token(const uint8_t* data, intp_t n) noexcept nogil:
+    cdef intp_t i
+    cdef uint8_t u = 0
+    for i in range(n):
+        u = PLAIN_UTF8[u][data[i]]
+        if u == 255:
+            return False
+    return True

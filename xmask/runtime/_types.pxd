@@ -1,5 +1,5 @@
 # The one scalar type vocabulary of the runtime (see STYLE.md rule 5).
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 ctypedef uint32_t word_t      # bitset word: token i <-> bit (i & 31) of word (i >> 5)
 ctypedef int32_t state_id_t   # global automaton state; -1 = none

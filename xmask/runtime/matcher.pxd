@@ -1,9 +1,8 @@
 # GrammarMatcher's C layout, shared with the batch matcher (batch.pyx) so it can fill and accept
 # for many matchers inside one nogil region.
 from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t
-from xmask.runtime._tables cimport (
-    AutomatonC, VocabC, MaskCacheC, AutomatonTables, VocabTables, MaskCacheTables,
-)
+from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
+from xmask.runtime._mask_cache cimport MaskCache
 from xmask.runtime._stack cimport StackC
 from xmask.runtime._fill cimport FillJob
 
@@ -18,7 +17,7 @@ cdef class GrammarMatcher:
     cdef object _grammar
     cdef AutomatonTables at
     cdef VocabTables vt
-    cdef MaskCacheTables ct
+    cdef MaskCache ct
     cdef intp_t* token_depth       # [n_tokens + 1] history depth after each accepted token
     cdef intp_t n_tokens
     cdef intp_t cap_tokens

@@ -348,7 +348,7 @@ cdef class GrammarMatcher:
         self._grammar = compiled_grammar
         self.at = compiled_grammar._automaton_tables
         self.vt = compiled_grammar._vocab_tables
-        self.ct = compiled_grammar._mask_cache_tables
+        self.ct = compiled_grammar._mask_cache
         self._stop_list = stops
         self.terminate_without_stop_token = twst
         vocab_size = self.vt.c.vocab_size

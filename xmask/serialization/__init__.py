@@ -12,7 +12,7 @@ Example::
 
     >>> import xmask
     >>> xmask.get_serialization_version()
-    'xmask-v1'
+    'xmask-v2'
 """
 
 from .format import (

@@ -1,15 +1,15 @@
-"""A compiled grammar's automaton, token-mask cache and cache records <-> JSON, validated.
+"""A compiled grammar's automaton and token-mask cache <-> JSON, validated.
 
 What is stored is what the runtime and introspection read: the automaton's flat tables
 (``byte_class``, ``trans``, ``flags``, calls), the rule names and per-state rule ids (for
-``cache_stats()``), the per-rule FOLLOW sets and nullable flags, the mask-cache arrays, and the
-cache records as columns.  Compile-time scratch (per-state FIRST sets, raw call lists, return
-contexts) is not kept: nothing reads it after compiling.
+``cache_stats()``), the per-rule FOLLOW sets, return contexts and nullable flags (a loaded
+grammar keeps classifying states lazily), and the entries classified so far.  Compile-time
+scratch (per-state FIRST sets, raw call lists) is not kept: nothing reads it after compiling.
 
 Loading never trusts the data: besides the envelope checksum, every index the C runtime will
 follow is range-checked here (transition targets, call targets are rule starts, cache offsets
-lie inside their arrays, token ids inside the vocabulary, every state that can be a stack top
-has a cache entry) and left recursion, which would make the runtime's stack grow without bound,
+lie inside their arrays, token ids inside the vocabulary, entry sizes agree with their kinds)
+and left recursion, which would make the runtime's stack grow without bound,
 is rejected, so a crafted file with a matching checksum still cannot crash or hang a matcher.
 
 Example::
@@ -30,8 +30,7 @@ import numpy as np
 
 from .._graph import strongly_connected_components
 from ..compiler.automaton import FLAG_FINAL, FLAG_HAS_BYTES, Automaton
-from ..compiler.mask_cache import KIND_NAMES, StateCacheRecord
-from ..runtime._tables import MaskCacheTables
+from ..compiler.mask_cache import KIND_NAMES
 from .fields import encode_array, get_array, get_field, get_int, get_list
 from .format import format_error
 
@@ -40,8 +39,6 @@ __all__ = [
     "automaton_to_body",
     "mask_cache_from_body",
     "mask_cache_to_body",
-    "records_from_body",
-    "records_to_body",
 ]
 
 _I4, _I8, _U1 = "<i4", "<i8", "|u1"
@@ -49,15 +46,11 @@ _AUTOMATON_ARRAYS = {  # name -> (dtype, ndim)
     "rule_start": (_I4, 1), "state_rule": (_I4, 1), "byte_class": (_U1, 1), "trans": (_I4, 1),
     "flags": (_U1, 1), "call_offsets": (_I4, 1), "call_target": (_I4, 1),
     "call_ret": (_I4, 1), "nullable": (_U1, 1), "rule_follow": (_U1, 2),
-    "rule_ctx_follow": (_U1, 2),
+    "rule_ctx_follow": (_U1, 2), "rule_ctx_offsets": (_I8, 1), "rule_ctx_flat": (_I4, 1),
 }
 _CACHE_ARRAYS = {
     "state_entry": _I4, "entry_kind": _U1, "entry_off": _I8, "entry_len": _I8, "unc_off": _I8,
-    "unc_len": _I8, "data": _I4, "unc": _I4,
-}
-_RECORD_COLUMNS = {
-    "state": _I4, "accepted": _I8, "rejected": _I8, "uncertain": _I8, "storage": _U1,
-    "bytes": _I8, "shared": _U1,
+    "unc_len": _I8, "data": _I4, "unc": _I4, "entry_accepted": _I8, "entry_rejected": _I8,
 }
 
 
@@ -70,8 +63,13 @@ def automaton_to_body(automaton) -> Dict[str, Any]:
         "n_states": int(automaton.n_states),
         "n_classes": int(automaton.n_classes),
     }
+    ctx = automaton.rule_ctx_states
+    flat_ctx = {
+        "rule_ctx_offsets": np.cumsum([0] + [len(c) for c in ctx], dtype=np.int64),
+        "rule_ctx_flat": np.asarray([x for c in ctx for x in c], dtype=np.int32),
+    }
     for name in _AUTOMATON_ARRAYS:
-        value = getattr(automaton, name)
+        value = flat_ctx[name] if name in flat_ctx else getattr(automaton, name)
         if name == "nullable":
             value = np.asarray(value, dtype=np.uint8)
         body[name] = encode_array(value)
@@ -164,6 +162,14 @@ def automaton_from_body(body: Any, where: str) -> Automaton:
     for name in ("rule_follow", "rule_ctx_follow"):
         if arr[name].shape != (n_rules, 256):
             raise format_error(w + name, f"shape {arr[name].shape}, expected ({n_rules}, 256)")
+    ctx_off = arr.pop("rule_ctx_offsets")
+    ctx_flat = arr.pop("rule_ctx_flat")
+    _check_len(ctx_off, n_rules + 1, w + "rule_ctx_offsets")
+    if ctx_off[0] != 0 or ctx_off[-1] != ctx_flat.shape[0] or (np.diff(ctx_off) < 0).any():
+        raise format_error(w + "rule_ctx_offsets",
+                           f"not a non-decreasing range 0..{ctx_flat.shape[0]}")
+    _check_range(ctx_flat, 0, n_states, w + "rule_ctx_flat")
+    arr["rule_ctx_states"] = [ctx_flat[ctx_off[r]:ctx_off[r + 1]].tolist() for r in range(n_rules)]
     _check_no_left_recursion(arr, n_states, names, where)
     rule_start = arr.pop("rule_start")
     arr["nullable"] = arr["nullable"].astype(np.bool_)
@@ -174,25 +180,16 @@ def automaton_from_body(body: Any, where: str) -> Automaton:
 # -------------------------------------------------------------------------------- mask cache
 
 
-def mask_cache_to_body(tables: MaskCacheTables) -> Dict[str, Any]:
-    return {name: encode_array(tables.arrays[name][: _stored_len(tables, name)])
-            for name in _CACHE_ARRAYS}
-
-
-def _stored_len(tables: MaskCacheTables, name: str) -> int:
-    # the tables pad empty arrays to one element (a valid pointer); the real lengths follow
-    # from the entry ranges, which is what we store
-    a = tables.arrays
-    if name == "data":
-        return int((a["entry_off"] + a["entry_len"]).max(initial=0)) if len(a["entry_kind"]) else 0
-    if name == "unc":
-        return int((a["unc_off"] + a["unc_len"]).max(initial=0)) if len(a["entry_kind"]) else 0
-    return len(a[name])
+def mask_cache_to_body(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    """``MaskCache.export()`` arrays as JSON fields."""
+    return {name: encode_array(np.asarray(arrays[name], dtype=dt))
+            for name, dt in _CACHE_ARRAYS.items()}
 
 
 def mask_cache_from_body(body: Any, where: str, automaton: Automaton,
-                         vocab_tables) -> MaskCacheTables:
-    """Rebuild and validate the token-mask cache for ``automaton`` over ``vocab_tables``."""
+                         vocab_tables) -> Dict[str, np.ndarray]:
+    """Read and validate token-mask cache arrays for ``automaton`` over ``vocab_tables`` (for
+    ``MaskCache.load``).  States without an entry (-1) are classified lazily after loading."""
     arr = {name: get_array(body, name, where, dt) for name, dt in _CACHE_ARRAYS.items()}
     w = where + "."
     vocab_size = int(vocab_tables.vocab_size)
@@ -202,11 +199,12 @@ def mask_cache_from_body(body: Any, where: str, automaton: Automaton,
     n_entries = kind.shape[0]
     _check_len(arr["state_entry"], automaton.n_states, w + "state_entry")
     _check_range(arr["state_entry"], -1, n_entries, w + "state_entry")
-    tops = (automaton.flags & FLAG_HAS_BYTES) != 0
-    if (arr["state_entry"][tops] < 0).any():
-        raise format_error(w + "state_entry", "a state that can be a stack top has no entry")
+    not_top = (automaton.flags & FLAG_HAS_BYTES) == 0
+    if (arr["state_entry"][not_top] >= 0).any():
+        raise format_error(w + "state_entry", "a state that cannot be a stack top has an entry")
     _check_range(kind, 0, len(KIND_NAMES), w + "entry_kind")
-    for name in ("entry_off", "entry_len", "unc_off", "unc_len"):
+    for name in ("entry_off", "entry_len", "unc_off", "unc_len", "entry_accepted",
+                 "entry_rejected"):
         _check_len(arr[name], n_entries, w + name)
         _check_range(arr[name], 0, 2**62, w + name)
     for lo, ln, data in (("entry_off", "entry_len", "data"), ("unc_off", "unc_len", "unc")):
@@ -214,9 +212,15 @@ def mask_cache_from_body(body: Any, where: str, automaton: Automaton,
         if n_entries and int(end.max()) > arr[data].shape[0]:
             raise format_error(w + ln, f"an entry runs past the end of {data} "
                                f"({int(end.max())} > {arr[data].shape[0]})")
+    if n_entries and int((arr["entry_accepted"] + arr["entry_rejected"] + arr["unc_len"]).max()) \
+            > n_sorted:
+        raise format_error(w + "entry_accepted", "an entry counts more tokens than the vocabulary")
+    expected_len = np.where(kind == 0, arr["entry_accepted"],
+                            np.where(kind == 1, arr["entry_rejected"], n_words))
+    if (arr["entry_len"] != expected_len).any():
+        raise format_error(w + "entry_len", "an entry's length does not match its kind "
+                           f"(accepted / rejected count, or {n_words} bitset words)")
     is_bitset = kind == 2
-    if (arr["entry_len"][is_bitset] != n_words).any():
-        raise format_error(w + "entry_len", f"a bitset entry is not {n_words} words long")
     # token ids of accepted / rejected lists: mark their spans in data with a difference array
     span = np.zeros(arr["data"].shape[0] + 1, dtype=np.int64)
     lists = ~is_bitset
@@ -225,42 +229,4 @@ def mask_cache_from_body(body: Any, where: str, automaton: Automaton,
     ids = arr["data"][np.cumsum(span[:-1]) > 0]
     _check_range(ids, 0, vocab_size, w + "data")
     _check_range(arr["unc"], 0, n_sorted, w + "unc")
-    return MaskCacheTables(arr)
-
-
-# ----------------------------------------------------------------------------------- records
-
-
-def records_to_body(records) -> Dict[str, Any]:
-    cols = {name: [] for name in _RECORD_COLUMNS}
-    for r in records:
-        cols["state"].append(r.state)
-        cols["accepted"].append(r.accepted)
-        cols["rejected"].append(r.rejected)
-        cols["uncertain"].append(r.uncertain)
-        cols["storage"].append(KIND_NAMES.index(r.storage))
-        cols["bytes"].append(r.bytes)
-        cols["shared"].append(int(r.shared))
-    return {name: encode_array(np.asarray(cols[name], dtype=dt))
-            for name, dt in _RECORD_COLUMNS.items()}
-
-
-def records_from_body(body: Any, where: str, automaton: Automaton) -> List[StateCacheRecord]:
-    cols = {name: get_array(body, name, where, dt) for name, dt in _RECORD_COLUMNS.items()}
-    n = cols["state"].shape[0]
-    for name, col in cols.items():
-        _check_len(col, n, f"{where}.{name}")
-    _check_range(cols["state"], 0, automaton.n_states, f"{where}.state")
-    _check_range(cols["storage"], 0, len(KIND_NAMES), f"{where}.storage")
-    names = automaton.rule_names
-    rule_of = automaton.state_rule[cols["state"]].tolist()
-    lists = {name: col.tolist() for name, col in cols.items()}
-    return [
-        StateCacheRecord(
-            rule=names[rule_of[i]], state=lists["state"][i], accepted=lists["accepted"][i],
-            rejected=lists["rejected"][i], uncertain=lists["uncertain"][i],
-            storage=KIND_NAMES[lists["storage"][i]], bytes=lists["bytes"][i],
-            shared=bool(lists["shared"][i]),
-        )
-        for i in range(n)
-    ]
+    return arr

@@ -1,0 +1,44 @@
+# Classifying the vocabulary for one automaton state (implemented in _classify.pyx): the work
+# behind one token-mask cache entry, done lazily by a fill or eagerly by precompute.
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, word_t, intp_t
+from xmask.runtime._tables cimport AutomatonC, VocabC
+from xmask.runtime._stack cimport StackC
+
+
+ctypedef struct CacheEntryC:
+    # One state's context-independent token sets; immutable once published.  One malloc
+    # block: this header, then data, then unc.
+    uint8_t kind             # XM_KIND_*: data = accepted ids / rejected ids / accepted bitset
+    intp_t n_data            # ids, or n_words bitset words
+    intp_t n_unc             # uncertain sorted positions, ascending
+    intp_t n_acc             # accepted / rejected token counts (for cache_stats)
+    intp_t n_rej
+    uint64_t hash            # of kind, data and unc (deduplication)
+    const int32_t* data
+    const int32_t* unc
+
+
+ctypedef struct ClassifyScratch:
+    # Per-thread working memory of classify_entry, reused across states.
+    StackC st
+    uint8_t* unc_prefix      # [max_token_len + 2]
+    int32_t* ctx_tops
+    intp_t ctx_cap
+    int32_t* acc             # accepted sorted positions of the state being classified
+    intp_t acc_cap
+    int32_t* unc             # uncertain sorted positions
+    intp_t unc_cap
+    word_t* marks            # [n_words], all-zero between calls
+    int64_t* pair_keys       # string-body check (see _reads_plain_strings)
+    int64_t* pair_queue
+
+
+cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil
+cdef void scratch_free(ClassifyScratch* s) noexcept nogil
+cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                                 int32_t state, const int32_t* ctx, intp_t n_ctx,
+                                 const uint8_t* follow) except NULL nogil
+cdef CacheEntryC* entry_new(uint8_t kind, intp_t n_data, intp_t n_unc, intp_t n_acc,
+                            intp_t n_rej) except NULL nogil
+cdef void entry_seal(CacheEntryC* e) noexcept nogil
+cdef bint entry_equal(const CacheEntryC* x, const CacheEntryC* y) noexcept nogil

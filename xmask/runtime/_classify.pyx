@@ -1,0 +1,389 @@
+"""Classify every vocabulary token for one automaton state: one token-mask cache entry.
+
+For a state s of rule R the walk starts from the stack (s over BOTTOM).  When a path returns
+past BOTTOM (R is done) it continues in every place R can return to (the return states of R's
+call sites, following tail calls up, each over CONTEXT); a path that returns past CONTEXT too can
+only be judged by the real stack, so the next byte is checked against those callers' FOLLOW set.
+
+A token is
+* accepted  if a path consumes all of it without leaving R (or leaving R exactly at its end);
+* uncertain if not, but a path consumed it in a caller's context, or left the callers too with a
+  byte that can follow them: only the real stack can decide;
+* rejected  otherwise: no context whatsoever accepts it.
+
+Work is proportional to what survives, not to the vocabulary: tokens are visited in byte-sorted
+order so a shared prefix is parsed once (truncate the history to the common prefix, then push
+the rest), and when byte d kills every path the walk jumps over the whole group of tokens that
+share those d + 1 bytes (``VocabC.skip``) without touching them.  Only accepted and uncertain
+positions are written, straight into the entry's final form: no dense per-token row.
+"""
+
+from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.string cimport memset, memcpy
+
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, word_t, intp_t
+from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_REJECTED, XM_KIND_BITSET
+from xmask.runtime._tables cimport (
+    AutomatonC, VocabC, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
+)
+from xmask.runtime._bitset cimport bitset_set
+from xmask.runtime._stack cimport (
+    StackC, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
+    stack_truncate, stack_set_contains,
+)
+
+cdef extern from *:
+    int __builtin_ctz(unsigned int x) nogil
+
+
+# The string-body shortcut of classify_entry (off only to test it against the full walk).
+cdef bint _plain_fast_path = True
+
+
+def set_plain_fast_path(bint on):
+    """Turn the string-body shortcut on or off (tests compare both; masks never differ)."""
+    global _plain_fast_path
+    _plain_fast_path = on
+
+
+cdef int _grow_i32(int32_t** p, intp_t* cap, intp_t need) except -1 nogil:
+    cdef intp_t new_cap = cap[0] if cap[0] > 0 else 1024
+    cdef int32_t* q
+    while new_cap < need:
+        new_cap *= 2
+    q = <int32_t*>realloc(p[0], <size_t>new_cap * sizeof(int32_t))
+    if q == NULL:
+        with gil:
+            raise MemoryError()
+    p[0] = q
+    cap[0] = new_cap
+    return 0
+
+
+cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil:
+    memset(s, 0, sizeof(ClassifyScratch))
+    stack_init(&s.st)
+    s.unc_prefix = <uint8_t*>malloc(<size_t>(v.max_token_len + 2))
+    s.marks = <word_t*>calloc_words(v.n_words)
+    if s.unc_prefix == NULL or s.marks == NULL:
+        scratch_free(s)
+        with gil:
+            raise MemoryError()
+    return 0
+
+
+cdef void* calloc_words(intp_t n) noexcept nogil:
+    cdef void* p = malloc(<size_t>(n if n > 0 else 1) * sizeof(word_t))
+    if p != NULL:
+        memset(p, 0, <size_t>(n if n > 0 else 1) * sizeof(word_t))
+    return p
+
+
+cdef void scratch_free(ClassifyScratch* s) noexcept nogil:
+    stack_free(&s.st)
+    free(s.unc_prefix)
+    free(s.ctx_tops)
+    free(s.acc)
+    free(s.unc)
+    free(s.marks)
+    free(s.pair_keys)
+    free(s.pair_queue)
+    memset(s, 0, sizeof(ClassifyScratch))
+
+
+cdef bint _inside_rule(const StackC* st) noexcept nogil:
+    # Whether a path of the newest top set is still inside the walked rule (or just ended it):
+    # its parent chain ends at BOTTOM rather than CONTEXT.
+    cdef intp_t i
+    cdef int32_t x
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        x = st.tops[i]
+        while x >= 2:
+            x = st.node_parent[x]
+        if x == 0:
+            return True
+    return False
+
+
+cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
+                      const int32_t* ctx, intp_t n_ctx) except -1 nogil:
+    # The stack for a walk from `state`, whose rule returns into `ctx`; returns whether the
+    # callers' own top set holds CONTEXT (they can return further).
+    cdef StackC* st = &s.st
+    cdef intp_t i, n_ctx_tops
+    cdef bint ctx_has_ctx
+    stack_reset(st, st.n_nodes > 1 << 16)
+    st.bottom_cont = NULL
+    # the caller contexts' top set, kept outside the history (node ids stay valid: no reset
+    # drops nodes during this walk)
+    stack_start_many(st, a, ctx, n_ctx, 1)
+    n_ctx_tops = st.set_start[1]
+    ctx_has_ctx = stack_set_contains(st, 0, 1)
+    if n_ctx_tops > s.ctx_cap:
+        _grow_i32(&s.ctx_tops, &s.ctx_cap, n_ctx_tops)
+    for i in range(n_ctx_tops):
+        s.ctx_tops[i] = st.tops[i]
+    stack_reset(st, False)
+    st.bottom_cont = s.ctx_tops
+    st.n_bottom_cont = n_ctx_tops
+    stack_start(st, a, state)
+    s.unc_prefix[0] = 0
+    return ctx_has_ctx
+
+
+cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp_t pos,
+                  intp_t k, const uint8_t* follow, bint ctx_has_ctx) except -2 nogil:
+    # Feed token `pos` from byte k on (the history holds its first k bytes).  Returns -1 if a
+    # path consumed it whole, else the depth d at which every path died.
+    cdef StackC* st = &s.st
+    cdef int64_t off = v.tok_offsets[pos]
+    cdef intp_t length = v.tok_offsets[pos + 1] - off, d = k
+    cdef uint8_t b
+    stack_truncate(st, k + 1)
+    while d < length:
+        b = v.tok_bytes[off + d]
+        # returned past the callers too (directly, or via BOTTOM whose continuation holds
+        # CONTEXT) with a byte that can follow them: only the real stack can tell
+        s.unc_prefix[d + 1] = s.unc_prefix[d] | (
+            follow[b] != 0 and (stack_set_contains(st, d, 1)
+                                or (ctx_has_ctx and stack_set_contains(st, d, 0))))
+        if stack_step(st, a, b) == 0:
+            return d
+        d += 1
+    return -1
+
+
+cdef inline int _push(int32_t** buf, intp_t* cap, intp_t* n, intp_t pos) except -1 nogil:
+    if n[0] >= cap[0]:
+        _grow_i32(buf, cap, n[0] + 1)
+    buf[0][n[0]] = <int32_t>pos
+    n[0] += 1
+    return 0
+
+
+cdef int _walk(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, int32_t state,
+               const int32_t* ctx, intp_t n_ctx, const uint8_t* follow,
+               intp_t* n_acc, intp_t* n_unc) except -1 nogil:
+    # Every sorted position: accepted ones appended to s.acc, uncertain ones to s.unc.
+    cdef intp_t n = v.n_sorted, i = 0, d, k, reached = 0
+    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
+    while i < n:
+        k = v.lcp[i] if v.lcp[i] < reached else reached
+        d = _feed(s, a, v, i, k, follow, ctx_has_ctx)
+        if d < 0:
+            reached = v.tok_offsets[i + 1] - v.tok_offsets[i]
+            if _inside_rule(&s.st):
+                _push(&s.acc, &s.acc_cap, n_acc, i)
+            else:
+                _push(&s.unc, &s.unc_cap, n_unc, i)
+            i += 1
+            continue
+        reached = d
+        # every token sharing these d + 1 bytes dies the same way: jump over the group
+        k = v.skip[v.tok_offsets[i] + d]
+        if s.unc_prefix[d + 1]:
+            while i < k:
+                _push(&s.unc, &s.unc_cap, n_unc, i)
+                i += 1
+        i = k
+    return 0
+
+
+cdef int _walk_other(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, int32_t state,
+                     const int32_t* ctx, intp_t n_ctx, const uint8_t* follow,
+                     intp_t* n_acc, intp_t* n_unc) except -1 nogil:
+    # Like _walk, over the non-plain tokens only (v.other_pos, in sorted order).
+    cdef intp_t n = v.n_other, i = 0, d, k, reached = 0, dead_at = -1, pos
+    cdef bint dead_unc = False
+    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
+    while i < n:
+        pos = v.other_pos[i]
+        k = v.other_lcp[i]
+        if dead_at >= 0 and k > dead_at:
+            # shares the prefix that killed every path of the previous token: same verdict
+            if dead_unc:
+                _push(&s.unc, &s.unc_cap, n_unc, pos)
+            i += 1
+            continue
+        dead_at = -1
+        if reached < k:
+            k = reached
+        d = _feed(s, a, v, pos, k, follow, ctx_has_ctx)
+        if d < 0:
+            reached = v.tok_offsets[pos + 1] - v.tok_offsets[pos]
+            if _inside_rule(&s.st):
+                _push(&s.acc, &s.acc_cap, n_acc, pos)
+            else:
+                _push(&s.unc, &s.unc_cap, n_unc, pos)
+        else:
+            reached = dead_at = d
+            dead_unc = s.unc_prefix[d + 1] != 0
+            if dead_unc:
+                _push(&s.unc, &s.unc_cap, n_unc, pos)
+        i += 1
+    return 0
+
+
+cdef inline intp_t _slot(int64_t key, intp_t mask) noexcept nogil:
+    return <intp_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask
+
+
+cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t state) \
+        except -1 nogil:
+    # Whether `state`'s own byte transitions (no calls, no returns) accept every plain-string
+    # token: our automaton, started in `state`, simulates the plain UTF-8 automaton from its
+    # boundary state.  Then every plain token is consumed inside the rule, i.e. accepted,
+    # and only the other tokens need a walk.  A bounded search over (state, plain state) pairs.
+    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot, bi, h
+    cdef int64_t key, got
+    cdef int32_t x, t
+    cdef uint8_t u, u2
+    cdef int b
+    if s.pair_keys == NULL:
+        s.pair_keys = <int64_t*>malloc(2 * cap * sizeof(int64_t))
+        s.pair_queue = <int64_t*>malloc(cap * sizeof(int64_t))
+        if s.pair_keys == NULL or s.pair_queue == NULL:
+            with gil:
+                raise MemoryError()
+    for slot in range(2 * cap):
+        s.pair_keys[slot] = -1
+    key = <int64_t>state * PLAIN_UTF8_STATES
+    s.pair_queue[0] = key
+    s.pair_keys[_slot(key, 2 * cap - 1)] = key
+    while head < n_pairs:
+        key = s.pair_queue[head]
+        head += 1
+        x = <int32_t>(key // PLAIN_UTF8_STATES)
+        u = <uint8_t>(key % PLAIN_UTF8_STATES)
+        for b in range(256):
+            u2 = plain_utf8_step(u, <uint8_t>b)
+            if u2 == PLAIN_UTF8_NONE:
+                continue
+            t = a.trans[x * a.n_classes + a.byte_class[b]]
+            if t < 0:
+                return False
+            key = <int64_t>t * PLAIN_UTF8_STATES + u2
+            slot = _slot(key, 2 * cap - 1)
+            while True:
+                got = s.pair_keys[slot]
+                if got == key:
+                    break
+                if got < 0:
+                    if n_pairs == cap:
+                        return False  # too big to be a string body: walk everything
+                    s.pair_keys[slot] = key
+                    s.pair_queue[n_pairs] = key
+                    n_pairs += 1
+                    break
+                slot = (slot + 1) & (2 * cap - 1)
+    return True
+
+
+cdef int _cmp_i32(const void* x, const void* y) noexcept nogil:
+    cdef int32_t a = (<const int32_t*>x)[0], b = (<const int32_t*>y)[0]
+    return (a > b) - (a < b)
+
+
+cdef CacheEntryC* entry_new(uint8_t kind, intp_t n_data, intp_t n_unc, intp_t n_acc,
+                            intp_t n_rej) except NULL nogil:
+    """An unsealed entry with room for its data and unc arrays (fill them, then entry_seal)."""
+    cdef size_t header = (sizeof(CacheEntryC) + 7) & ~(<size_t>7)
+    cdef CacheEntryC* e = <CacheEntryC*>malloc(header + <size_t>(n_data + n_unc + 1)
+                                               * sizeof(int32_t))
+    if e == NULL:
+        with gil:
+            raise MemoryError()
+    e.kind = kind
+    e.n_data = n_data
+    e.n_unc = n_unc
+    e.n_acc = n_acc
+    e.n_rej = n_rej
+    e.hash = 0
+    e.data = <const int32_t*>((<char*>e) + header)
+    e.unc = e.data + n_data
+    return e
+
+
+cdef void entry_seal(CacheEntryC* e) noexcept nogil:
+    # FNV-1a over the kind and both arrays: the dedup key
+    cdef uint64_t h = 0xCBF29CE484222325ULL ^ e.kind
+    cdef intp_t k
+    h = (h ^ <uint64_t>e.n_data) * 0x100000001B3ULL
+    h = (h ^ <uint64_t>e.n_unc) * 0x100000001B3ULL
+    for k in range(e.n_data):
+        h = (h ^ <uint32_t>e.data[k]) * 0x100000001B3ULL
+    for k in range(e.n_unc):
+        h = (h ^ <uint32_t>e.unc[k]) * 0x100000001B3ULL
+    e.hash = h
+
+
+cdef bint entry_equal(const CacheEntryC* x, const CacheEntryC* y) noexcept nogil:
+    cdef intp_t k
+    if (x.hash != y.hash or x.kind != y.kind or x.n_data != y.n_data or x.n_unc != y.n_unc):
+        return False
+    for k in range(x.n_data):
+        if x.data[k] != y.data[k]:
+            return False
+    for k in range(x.n_unc):
+        if x.unc[k] != y.unc[k]:
+            return False
+    return True
+
+
+cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                                 int32_t state, const int32_t* ctx, intp_t n_ctx,
+                                 const uint8_t* follow) except NULL nogil:
+    """Walk ``state`` and build its entry in the smallest of three forms: accepted ids (when
+    they are the fewest and fit in a bitset's size), rejected ids, or an accepted bitset; ids
+    ascending either way, so equal sets give equal entries."""
+    cdef intp_t n_acc, n_unc, n_rej, n_words = v.n_words, k, w, m
+    cdef uint8_t kind
+    cdef CacheEntryC* e
+    cdef int32_t* data
+    cdef word_t bits
+    n_acc = n_unc = 0
+    if _plain_fast_path and v.n_plain > v.n_other and _reads_plain_strings(s, a, state):
+        # a string body: every plain token is accepted, walk only the others
+        if v.n_plain > s.acc_cap:
+            _grow_i32(&s.acc, &s.acc_cap, v.n_plain)
+        memcpy(s.acc, v.plain_pos, <size_t>v.n_plain * sizeof(int32_t))
+        n_acc = v.n_plain
+        _walk_other(s, a, v, state, ctx, n_ctx, follow, &n_acc, &n_unc)
+    else:
+        _walk(s, a, v, state, ctx, n_ctx, follow, &n_acc, &n_unc)
+    n_rej = v.n_sorted - n_acc - n_unc
+    if n_acc <= n_rej and n_acc <= n_words:
+        kind = XM_KIND_ACCEPTED
+        e = entry_new(kind, n_acc, n_unc, n_acc, n_rej)
+        data = <int32_t*>e.data
+        for k in range(n_acc):
+            data[k] = v.sorted_ids[s.acc[k]]
+        qsort(data, <size_t>n_acc, sizeof(int32_t), _cmp_i32)
+    elif n_rej <= n_words:
+        kind = XM_KIND_REJECTED
+        e = entry_new(kind, n_rej, n_unc, n_acc, n_rej)
+        data = <int32_t*>e.data
+        # rejected = eligible minus accepted minus uncertain, enumerated in id order
+        for k in range(n_acc):
+            bitset_set(s.marks, v.sorted_ids[s.acc[k]])
+        for k in range(n_unc):
+            bitset_set(s.marks, v.sorted_ids[s.unc[k]])
+        m = 0
+        for w in range(n_words):
+            bits = v.eligible[w] & ~s.marks[w]
+            s.marks[w] = 0
+            while bits:
+                data[m] = <int32_t>((w << 5) + __builtin_ctz(bits))
+                m += 1
+                bits &= bits - 1
+    else:
+        kind = XM_KIND_BITSET
+        e = entry_new(kind, n_words, n_unc, n_acc, n_rej)
+        data = <int32_t*>e.data
+        memset(data, 0, <size_t>n_words * sizeof(int32_t))
+        for k in range(n_acc):
+            bitset_set(<word_t*>data, v.sorted_ids[s.acc[k]])
+    if n_unc:
+        memcpy(<int32_t*>e.unc, s.unc, <size_t>n_unc * sizeof(int32_t))
+    entry_seal(e)
+    return e

@@ -1,0 +1,439 @@
+"""The lazy, shared token-mask cache of one compiled grammar (see _mask_cache.pxd).
+
+A compiled grammar starts with no entry classified.  The first fill that meets a state on top
+of its stack classifies it (``cache_classify``, no GIL) and publishes the entry; every later
+fill, in any matcher and thread, reads it.  Threads racing on one state both classify it, the
+first to publish wins and the other frees its copy, so a reader sees either nothing or a
+complete entry.  Identical entries are stored once (hash + full compare under a short spin
+lock).  ``precompute`` classifies every state up front on C threads (the warm-up mode).
+
+Masks never depend on what was classified when: an entry is a pure function of the automaton,
+the vocabulary and the state.
+
+Example::
+
+    >>> import xmask
+    >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+    >>> cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "a"+')
+    >>> cg.cache_summary()["classified"]
+    0
+"""
+
+from cython.parallel cimport prange
+
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memset, memcpy
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+import numpy as np
+
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
+from xmask.runtime._types cimport XM_FLAG_HAS_BYTES
+from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
+from xmask.runtime._classify cimport (
+    CacheEntryC, ClassifyScratch, scratch_init, scratch_free, classify_entry, entry_new,
+    entry_seal, entry_equal,
+)
+
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    static __inline void xm_yield(void) {}
+    #else
+    #include <sched.h>
+    static inline void xm_yield(void) { sched_yield(); }
+    #endif
+    """
+    void xm_yield() noexcept nogil
+
+
+cdef inline void _lock(MaskCacheC* c) noexcept nogil:
+    while not xm_spin_try(&c.lock):
+        xm_yield()
+
+
+cdef inline void _unlock(MaskCacheC* c) noexcept nogil:
+    xm_spin_release(&c.lock)
+
+
+cdef double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+cdef intp_t _entry_bytes(const CacheEntryC* e) noexcept nogil:
+    return 4 * (e.n_data + e.n_unc)
+
+
+cdef int _table_put(CacheEntryC** table, intp_t cap, CacheEntryC* e) noexcept nogil:
+    cdef intp_t slot = <intp_t>(e.hash & <uint64_t>(cap - 1))
+    while table[slot] != NULL:
+        slot = (slot + 1) & (cap - 1)
+    table[slot] = e
+    return 0
+
+
+cdef int _register(MaskCacheC* c, CacheEntryC* e) noexcept nogil:
+    # Add a new distinct entry (lock held).  -1 when out of memory (nothing changed).
+    cdef intp_t k, new_cap
+    cdef CacheEntryC** t
+    cdef CacheEntryC** o
+    if c.n_owned + 1 > c.owned_cap:
+        new_cap = c.owned_cap * 2 if c.owned_cap else 64
+        o = <CacheEntryC**>realloc(c.owned, <size_t>new_cap * sizeof(CacheEntryC*))
+        if o == NULL:
+            return -1
+        c.owned = o
+        c.owned_cap = new_cap
+    if 2 * (c.n_owned + 1) > c.table_cap:
+        new_cap = c.table_cap * 2 if c.table_cap else 128
+        t = <CacheEntryC**>calloc(<size_t>new_cap, sizeof(CacheEntryC*))
+        if t == NULL:
+            return -1
+        for k in range(c.n_owned):
+            _table_put(t, new_cap, c.owned[k])
+        free(c.table)
+        c.table = t
+        c.table_cap = new_cap
+    _table_put(c.table, c.table_cap, e)
+    c.owned[c.n_owned] = e
+    c.n_owned += 1
+    c.entry_bytes += _entry_bytes(e)
+    return 0
+
+
+cdef CacheEntryC* _find(const MaskCacheC* c, const CacheEntryC* e) noexcept nogil:
+    cdef intp_t slot
+    if c.table_cap == 0:
+        return NULL
+    slot = <intp_t>(e.hash & <uint64_t>(c.table_cap - 1))
+    while c.table[slot] != NULL:
+        if entry_equal(c.table[slot], e):
+            return c.table[slot]
+        slot = (slot + 1) & (c.table_cap - 1)
+    return NULL
+
+
+cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) except NULL nogil:
+    # Publish a new (unowned) entry for `state`; returns what the state ends up with.
+    cdef CacheEntryC* cur
+    cdef CacheEntryC* same
+    _lock(c)
+    cur = c.entry[state]
+    if cur != NULL:  # another thread won the race
+        _unlock(c)
+        free(e)
+        return cur
+    same = _find(c, e)
+    if same != NULL:
+        free(e)
+        e = same
+    elif _register(c, e) != 0:
+        _unlock(c)
+        free(e)
+        with gil:
+            raise MemoryError()
+    xm_store_release(<void**>&c.entry[state], e)
+    c.n_classified += 1
+    _unlock(c)
+    return e
+
+
+cdef void _share(MaskCacheC* c, int32_t state, CacheEntryC* e) noexcept nogil:
+    # Give `state` an already registered entry (unless it has one).
+    _lock(c)
+    if c.entry[state] == NULL:
+        xm_store_release(<void**>&c.entry[state], e)
+        c.n_classified += 1
+    _unlock(c)
+
+
+cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const AutomatonC* a,
+                                 const VocabC* v, int32_t state) except NULL nogil:
+    cdef int32_t r = c.state_rule[state]
+    return classify_entry(s, a, v, state, c.ctx_states + c.ctx_off[r],
+                          c.ctx_off[r + 1] - c.ctx_off[r], c.follow + 256 * <intp_t>r)
+
+
+cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
+                                       int32_t state) except NULL nogil:
+    cdef ClassifyScratch s
+    cdef CacheEntryC* e
+    scratch_init(&s, v)
+    try:
+        e = _classify_with(&s, c, a, v, state)
+    finally:
+        scratch_free(&s)
+    return _publish(c, state, e)
+
+
+cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
+                           const int32_t* states, intp_t n, double deadline,
+                           char* status) except -1 nogil:
+    # Classify states[0:n] that have no entry yet; status: 1 = past the deadline.
+    cdef ClassifyScratch s
+    cdef intp_t i
+    scratch_init(&s, v)
+    try:
+        for i in range(n):
+            if status[0]:
+                break
+            if deadline > 0 and _now() > deadline:
+                status[0] = 1
+                break
+            if cache_peek(c, states[i]) == NULL:
+                _publish(c, states[i], _classify_with(&s, c, a, v, states[i]))
+    finally:
+        scratch_free(&s)
+    return 0
+
+
+cdef void _precompute_noexcept(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
+                               const int32_t* states, intp_t n, double deadline,
+                               char* status, char* failed) noexcept nogil:
+    # For the parallel loop (its body must not raise, see batch.pyx): the only error,
+    # MemoryError, is printed as unraisable and leaves failed[0] set for the caller.
+    failed[0] = 1
+    _precompute_chunk(c, a, v, states, n, deadline, status)
+    failed[0] = 0
+
+
+cdef class MaskCache:
+    """The token-mask cache of one compiled grammar: per state an entry, classified on demand.
+
+    Built from the grammar's ``Automaton`` (its per-rule return contexts and follow sets);
+    matchers reach it through the C struct.  Python callers use ``precompute``, ``summary``,
+    ``export`` and ``load`` (serialization, ``cache_stats``).
+    """
+
+    def __cinit__(self):
+        memset(&self.c, 0, sizeof(MaskCacheC))
+
+    def __init__(self, automaton):
+        cdef intp_t n = automaton.n_states
+        cdef intp_t n_rules = len(automaton.rule_names)
+        ctx = automaton.rule_ctx_states
+        ctx_off = np.zeros(n_rules + 1, dtype=np.int64)
+        np.cumsum([len(ctx[r]) for r in range(n_rules)], out=ctx_off[1:])
+        ctx_states = np.fromiter((s for r in range(n_rules) for s in ctx[r]), dtype=np.int32,
+                                 count=int(ctx_off[-1]))
+        follow = np.ascontiguousarray(automaton.rule_ctx_follow, dtype=np.uint8).reshape(-1)
+        state_rule = np.ascontiguousarray(automaton.state_rule, dtype=np.int32)
+        if follow.shape[0] != 256 * n_rules or state_rule.shape[0] != n:
+            raise ValueError("automaton context tables have the wrong size")
+        if ctx_states.size and not ((ctx_states >= 0) & (ctx_states < n)).all():
+            raise ValueError("a return context state is out of range")
+        if n and not ((state_rule >= 0) & (state_rule < n_rules)).all():
+            raise ValueError("a state's rule is out of range")
+        # keep valid pointers for empty arrays
+        self.arrays = {
+            "ctx_off": ctx_off,
+            "ctx_states": ctx_states if ctx_states.size else np.zeros(1, np.int32),
+            "follow": follow if follow.size else np.zeros(1, np.uint8),
+            "state_rule": state_rule if state_rule.size else np.zeros(1, np.int32),
+        }
+        cdef const int64_t[::1] co = self.arrays["ctx_off"]
+        cdef const int32_t[::1] cs = self.arrays["ctx_states"]
+        cdef const uint8_t[::1] fo = self.arrays["follow"]
+        cdef const int32_t[::1] sr = self.arrays["state_rule"]
+        self.c.n_states = n
+        self.c.ctx_off = &co[0]
+        self.c.ctx_states = &cs[0]
+        self.c.follow = &fo[0]
+        self.c.state_rule = &sr[0]
+        self.c.entry = <CacheEntryC**>calloc(<size_t>(n if n > 0 else 1), sizeof(CacheEntryC*))
+        if self.c.entry == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        cdef intp_t k
+        for k in range(self.c.n_owned):
+            free(self.c.owned[k])
+        free(self.c.owned)
+        free(self.c.table)
+        free(self.c.entry)
+
+    def __reduce__(self):
+        raise TypeError("MaskCache is not picklable; serialize its CompiledGrammar instead")
+
+    def precompute(self, AutomatonTables automaton, VocabTables vocab, states, int max_threads=1,
+                   double deadline=0.0):
+        """Classify every state in ``states`` (int32, top-capable) that has no entry yet, on up
+        to ``max_threads`` C threads.  ``deadline``: a ``time.monotonic()`` value (0 = none);
+        returns False if it passed before every state was classified, else True."""
+        cdef const int32_t[::1] st = np.ascontiguousarray(states, dtype=np.int32)
+        cdef intp_t n = st.shape[0], n_chunks, k, i, per
+        cdef char status = 0
+        cdef char* failed
+        self._check_states(st)
+        if n == 0:
+            return True
+        if automaton.c.n_states != self.c.n_states:
+            raise ValueError("the automaton tables do not belong to this cache")
+        if max_threads <= 1 or n == 1:
+            with nogil:
+                _precompute_chunk(&self.c, &automaton.c, &vocab.c, &st[0], n, deadline,
+                                  &status)
+            return status == 0
+        # small chunks so threads balance (states differ 1000x in cost); one scratch per chunk
+        per = max(1, min(16, n // (4 * max_threads)))
+        n_chunks = (n + per - 1) // per
+        failed = <char*>calloc(<size_t>n_chunks, 1)
+        if failed == NULL:
+            raise MemoryError()
+        try:
+            for k in prange(n_chunks, nogil=True, num_threads=max_threads, schedule="dynamic"):
+                _precompute_noexcept(&self.c, &automaton.c, &vocab.c, &st[0] + k * per,
+                                     min(per, n - k * per), deadline, &status, &failed[k])
+            for k in range(n_chunks):
+                if failed[k]:
+                    raise MemoryError("classifying token-mask cache states ran out of memory")
+        finally:
+            free(failed)
+        return status == 0
+
+    def share(self, members, reps):
+        """Give each ``members[i]`` without an entry the entry of ``reps[i]`` (which must be
+        classified): states that classify every token alike (see mask_cache)."""
+        cdef const int32_t[::1] m = np.ascontiguousarray(members, dtype=np.int32)
+        cdef const int32_t[::1] r = np.ascontiguousarray(reps, dtype=np.int32)
+        cdef intp_t i
+        cdef CacheEntryC* e
+        if m.shape[0] != r.shape[0]:
+            raise ValueError("members and reps differ in length")
+        self._check_states(m)
+        self._check_states(r)
+        for i in range(m.shape[0]):
+            e = <CacheEntryC*>cache_peek(&self.c, r[i])
+            if e == NULL:
+                raise ValueError(f"state {r[i]} is not classified")
+            _share(&self.c, m[i], e)
+
+    cdef int _check_states(self, const int32_t[::1] st) except -1:
+        cdef intp_t i
+        for i in range(st.shape[0]):
+            if not 0 <= st[i] < self.c.n_states:
+                raise ValueError(f"state {st[i]} out of range")
+        return 0
+
+    def summary(self):
+        """``(classified states, distinct entries, entry bytes)``."""
+        cdef intp_t classified, owned
+        cdef int64_t nbytes
+        # no Python object is made under the spin lock: that could run arbitrary Python code
+        # and switch to a thread spinning on the lock while holding the GIL
+        _lock(&self.c)
+        classified, owned, nbytes = self.c.n_classified, self.c.n_owned, self.c.entry_bytes
+        _unlock(&self.c)
+        return classified, owned, nbytes
+
+    @property
+    def nbytes(self):
+        """Bytes held: entry payloads and headers, the per-state pointers, the dedup table."""
+        cdef int64_t n
+        _lock(&self.c)
+        n = (self.c.entry_bytes + self.c.n_owned * <int64_t>sizeof(CacheEntryC)
+             + self.c.n_states * <int64_t>sizeof(void*) + self.c.table_cap * <int64_t>sizeof(void*))
+        _unlock(&self.c)
+        return n + sum(a.nbytes for a in self.arrays.values())
+
+    def export(self):
+        """A snapshot as flat arrays: ``state_entry`` (entry index, -1 = not classified),
+        ``entry_kind``, ``entry_off``/``entry_len`` (range in ``data``), ``unc_off``/``unc_len``
+        (range in ``unc``), ``entry_accepted``/``entry_rejected`` (token counts), ``data``,
+        ``unc``.  Entries are numbered in state order of first use."""
+        cdef intp_t n = self.c.n_states, s, k, m = 0, dlen = 0, ulen = 0
+        cdef const CacheEntryC* e
+        cdef CacheEntryC** snap = <CacheEntryC**>malloc(<size_t>(n if n > 0 else 1)
+                                                        * sizeof(CacheEntryC*))
+        if snap == NULL:
+            raise MemoryError()
+        # entries are immutable and live as long as the cache: copy the pointers under the
+        # lock (no Python code there, see summary), read the entries after it
+        _lock(&self.c)
+        memcpy(snap, self.c.entry, <size_t>n * sizeof(CacheEntryC*))
+        _unlock(&self.c)
+        try:
+            state_entry = np.full(n, -1, dtype=np.int32)
+            index = {}
+            firsts = []
+            for s in range(n):
+                e = snap[s]
+                if e == NULL:
+                    continue
+                key = <size_t>e
+                k = index.get(key, -1)
+                if k < 0:
+                    k = index[key] = len(firsts)
+                    firsts.append(key)
+                    dlen += e.n_data
+                    ulen += e.n_unc
+                state_entry[s] = k
+        finally:
+            free(snap)
+        m = len(firsts)
+        kind = np.empty(m, dtype=np.uint8)
+        cols = {name: np.empty(m, dtype=np.int64) for name in
+                ("entry_off", "entry_len", "unc_off", "unc_len", "entry_accepted",
+                 "entry_rejected")}
+        data = np.empty(dlen, dtype=np.int32)
+        unc = np.empty(ulen, dtype=np.int32)
+        dlen = ulen = 0
+        for k in range(m):
+            e = <const CacheEntryC*><size_t>firsts[k]
+            kind[k] = e.kind
+            cols["entry_off"][k] = dlen
+            cols["entry_len"][k] = e.n_data
+            cols["unc_off"][k] = ulen
+            cols["unc_len"][k] = e.n_unc
+            cols["entry_accepted"][k] = e.n_acc
+            cols["entry_rejected"][k] = e.n_rej
+            if e.n_data:
+                data[dlen:dlen + e.n_data] = <int32_t[:e.n_data]><int32_t*>e.data
+            if e.n_unc:
+                unc[ulen:ulen + e.n_unc] = <int32_t[:e.n_unc]><int32_t*>e.unc
+            dlen += e.n_data
+            ulen += e.n_unc
+        out = {"state_entry": state_entry, "entry_kind": kind, "data": data, "unc": unc}
+        out.update(cols)
+        return out
+
+    def load(self, arrays):
+        """Publish entries from ``export()``-style arrays (validated by the caller: ranges,
+        kinds, lengths).  States that already have an entry keep it."""
+        cdef const int32_t[::1] se = np.ascontiguousarray(arrays["state_entry"], dtype=np.int32)
+        cdef const uint8_t[::1] kind = np.ascontiguousarray(arrays["entry_kind"], dtype=np.uint8)
+        cdef const int64_t[::1] eo = np.ascontiguousarray(arrays["entry_off"], dtype=np.int64)
+        cdef const int64_t[::1] el = np.ascontiguousarray(arrays["entry_len"], dtype=np.int64)
+        cdef const int64_t[::1] uo = np.ascontiguousarray(arrays["unc_off"], dtype=np.int64)
+        cdef const int64_t[::1] ul = np.ascontiguousarray(arrays["unc_len"], dtype=np.int64)
+        cdef const int64_t[::1] na = np.ascontiguousarray(arrays["entry_accepted"], dtype=np.int64)
+        cdef const int64_t[::1] nr = np.ascontiguousarray(arrays["entry_rejected"], dtype=np.int64)
+        data_a = np.ascontiguousarray(arrays["data"], dtype=np.int32)
+        unc_a = np.ascontiguousarray(arrays["unc"], dtype=np.int32)
+        cdef const int32_t[::1] data = data_a if data_a.size else np.zeros(1, np.int32)
+        cdef const int32_t[::1] unc = unc_a if unc_a.size else np.zeros(1, np.int32)
+        cdef intp_t m = kind.shape[0], k, s, i
+        cdef CacheEntryC* e
+        cdef const CacheEntryC* got
+        if se.shape[0] != self.c.n_states:
+            raise ValueError("state_entry has the wrong length")
+        made = [0] * m
+        for s in range(self.c.n_states):
+            k = se[s]
+            if k < 0:
+                continue
+            if k >= m:
+                raise ValueError(f"state {s} names entry {k} of {m}")
+            if made[k] == 0:
+                e = entry_new(kind[k], el[k], ul[k], na[k], nr[k])
+                for i in range(el[k]):
+                    (<int32_t*>e.data)[i] = data[eo[k] + i]
+                for i in range(ul[k]):
+                    (<int32_t*>e.unc)[i] = unc[uo[k] + i]
+                entry_seal(e)
+                got = _publish(&self.c, <int32_t>s, e)
+                made[k] = <size_t>got
+            else:
+                _share(&self.c, <int32_t>s, <CacheEntryC*><size_t>made[k])
