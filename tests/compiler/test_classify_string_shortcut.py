@@ -7,12 +7,13 @@ the shortcut and with the full walk, on real tokenizers, and the entries must be
 """
 
 import codecs
+import json
 import os
 
 import numpy as np
 import pytest
 import tokenizers
-from conftest import tokenizer_json
+from conftest import require_data, tokenizer_json
 
 import xmask
 from xmask.runtime import _classify
@@ -28,7 +29,10 @@ GRAMMARS = [
         "n": {"type": "number"}}, "required": ["name"]}),
     ("ebnf", 'root ::= "<" [^<>]* ">" | "\\"" ([^"\\\\] | "\\\\" ["nt])* "\\""'),
     ("ebnf", 'root ::= "s" [^\\x00-\\x7f]* "e" | [a-z\\u00e0-\\u00ff]+'),
-]
+    ("ebnf", 'root ::= ("\\n" | "\\"" | "\\\\") [^"\\\\\\x00-\\x1f]* ";"'),
+] + [("maskbench", name) for name in (
+    "Github_trivial---o75594.json", "Glaiveai2K---calculate_area_b4863a84.json",
+    "Github_medium---o27154.json")]
 
 
 def _compile(compiler, kind, what):
@@ -36,6 +40,10 @@ def _compile(compiler, kind, what):
         return compiler.compile_builtin_json_grammar()
     if kind == "schema":
         return compiler.compile_json_schema(what)
+    if kind == "maskbench":
+        path = require_data("maskbench", what)
+        return compiler.compile_json_schema(json.loads(path.read_text())["schema"],
+                                            strict_mode=False)
     return compiler.compile_grammar(what)
 
 
@@ -73,20 +81,24 @@ def test_shortcut_entries_equal_full_walk(tok_name):
     assert shortcut_states > 0  # string bodies were met (they accept most of the vocabulary)
 
 
-def test_plain_tokens_are_what_a_json_string_holds():
-    # the per-tokenizer split the shortcut relies on: a token is plain iff it is strict UTF-8
-    # (its last character may be cut short) without '"', '\\' or bytes below 0x20
+def test_shortcut_tokens_are_what_a_json_string_holds():
+    # the per-tokenizer split the shortcut relies on: per first byte b, a token is a shortcut
+    # token iff its text after b -- or all of it, when b can start plain text -- is strict
+    # UTF-8 (the last character may be cut short) without '"', '\\' or bytes below 0x20
     tok = tokenizers.Tokenizer.from_file(str(tokenizer_json("llama3")))
     info = xmask.TokenizerInfo.from_huggingface(tok)
     arrays = xmask.GrammarCompiler(info)._vocab_tables.arrays
     n_sorted = len(arrays["sorted_ids"])
-    plain = arrays["plain_pos"].tolist()
-    other = arrays["other_pos"].tolist()
-    assert len(plain) + len(other) == n_sorted and not set(plain) & set(other)
-    assert len(other) < len(plain)
     offs, data = arrays["tok_offsets"], arrays["tok_bytes"].tobytes()
+    group, sc_off, rest_off = (arrays[k].tolist() for k in ("group_off", "shortcut_off",
+                                                             "rest_off"))
+    sc = arrays["shortcut_pos"].tolist()[: sc_off[256]]
+    rest = arrays["rest_pos"].tolist()[: rest_off[256]]
+    lcp = arrays["rest_lcp"].tolist()
+    assert group[256] == n_sorted and len(sc) + len(rest) == n_sorted
+    assert not set(sc) & set(rest) and len(rest) < len(sc)
 
-    def is_plain(b):
+    def plain(b):
         if any(c < 0x20 or c in (0x22, 0x5C) for c in b):
             return False
         try:  # an incremental decoder keeps a valid cut-off last character pending
@@ -95,13 +107,19 @@ def test_plain_tokens_are_what_a_json_string_holds():
             return False
         return True
 
-    plain_set = set(plain)
-    for pos in range(n_sorted):
-        b = data[offs[pos]:offs[pos + 1]]
-        assert (pos in plain_set) == is_plain(b), b
-    lcp = arrays["other_lcp"].tolist()
-    for i in range(1, len(other)):
-        x = data[offs[other[i - 1]]:offs[other[i - 1] + 1]]
-        y = data[offs[other[i]]:offs[other[i] + 1]]
-        assert x < y
-        assert lcp[i] == len(os.path.commonprefix([x, y]))
+    def token(pos):
+        return data[offs[pos]:offs[pos + 1]]
+
+    for b in range(256):
+        members = range(group[b], group[b + 1])
+        assert all(token(p)[0] == b for p in members)
+        lead_plain = plain(bytes([b]))
+        expected = [p for p in members
+                    if (plain(token(p)) if lead_plain else plain(token(p)[1:]))]
+        assert sc[sc_off[b]:sc_off[b + 1]] == expected, b
+        others = rest[rest_off[b]:rest_off[b + 1]]
+        taken = set(expected)
+        assert others == [p for p in members if p not in taken], b
+        for i in range(1, len(others)):
+            x, y = token(others[i - 1]), token(others[i])
+            assert lcp[rest_off[b] + i] == len(os.path.commonprefix([x, y]))

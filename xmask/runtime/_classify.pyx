@@ -36,8 +36,10 @@ cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
 
 
-# The string-body shortcut of classify_entry (off only to test it against the full walk).
+# The string-body shortcut of classify_entry (off only to test it against the full walk), and
+# the fewest shortcut tokens of a first byte worth a plain-text check instead of a walk.
 cdef bint _plain_fast_path = True
+cdef intp_t _MIN_SHORTCUT = 16
 
 
 def set_plain_fast_path(bint on):
@@ -161,14 +163,16 @@ cdef inline int _push(int32_t** buf, intp_t* cap, intp_t* n, intp_t pos) except 
     return 0
 
 
-cdef int _walk(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, int32_t state,
-               const int32_t* ctx, intp_t n_ctx, const uint8_t* follow,
-               intp_t* n_acc, intp_t* n_unc) except -1 nogil:
-    # Every sorted position: accepted ones appended to s.acc, uncertain ones to s.unc.
-    cdef intp_t n = v.n_sorted, i = 0, d, k, reached = 0
-    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
-    while i < n:
+cdef int _walk_range(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp_t lo,
+                     intp_t hi, const uint8_t* follow, bint ctx_has_ctx, intp_t* n_acc,
+                     intp_t* n_unc) except -1 nogil:
+    # Sorted positions [lo, hi) (tokens sharing a first byte): accepted ones appended to
+    # s.acc, uncertain ones to s.unc.
+    cdef intp_t i = lo, d, k, reached = 0
+    while i < hi:
         k = v.lcp[i] if v.lcp[i] < reached else reached
+        if i == lo:
+            k = 0
         d = _feed(s, a, v, i, k, follow, ctx_has_ctx)
         if d < 0:
             reached = v.tok_offsets[i + 1] - v.tok_offsets[i]
@@ -189,21 +193,21 @@ cdef int _walk(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, int32_t
     return 0
 
 
-cdef int _walk_other(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, int32_t state,
-                     const int32_t* ctx, intp_t n_ctx, const uint8_t* follow,
-                     intp_t* n_acc, intp_t* n_unc) except -1 nogil:
-    # Like _walk, over the non-plain tokens only (v.other_pos, in sorted order).
-    cdef intp_t n = v.n_other, i = 0, d, k, reached = 0, dead_at = -1, pos
+cdef int _walk_list(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                    const int32_t* pos_list, const int32_t* lcp_list, intp_t n,
+                    const uint8_t* follow, bint ctx_has_ctx, intp_t* n_acc,
+                    intp_t* n_unc) except -1 nogil:
+    # Like _walk_range over the ascending positions pos_list[0:n] of tokens sharing a first
+    # byte (lcp_list: common prefix with the previous one); tokens after one that died at
+    # depth d and share more than d bytes with it are judged without a walk.
+    cdef intp_t i, d, k, reached = 0, dead_at = -1, pos
     cdef bint dead_unc = False
-    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
-    while i < n:
-        pos = v.other_pos[i]
-        k = v.other_lcp[i]
+    for i in range(n):
+        pos = pos_list[i]
+        k = 0 if i == 0 else lcp_list[i]
         if dead_at >= 0 and k > dead_at:
-            # shares the prefix that killed every path of the previous token: same verdict
             if dead_unc:
                 _push(&s.unc, &s.unc_cap, n_unc, pos)
-            i += 1
             continue
         dead_at = -1
         if reached < k:
@@ -220,8 +224,21 @@ cdef int _walk_other(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, i
             dead_unc = s.unc_prefix[d + 1] != 0
             if dead_unc:
                 _push(&s.unc, &s.unc_cap, n_unc, pos)
-        i += 1
     return 0
+
+
+cdef bint _shortcut_group(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                          int32_t state, intp_t b, bint whole) except -1 nogil:
+    # Whether every shortcut token starting with byte b is accepted from `state` without a
+    # walk: b starts plain text and `state` reads any plain text (whole), or b does not and
+    # `state`'s own b-transition leads to a state that reads any plain text.
+    cdef int32_t y
+    if v.shortcut_off[b + 1] - v.shortcut_off[b] < _MIN_SHORTCUT:
+        return False  # a walk is as cheap
+    if plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
+        return whole
+    y = a.trans[state * a.n_classes + a.byte_class[b]]
+    return y >= 0 and _reads_plain_strings(s, a, y)
 
 
 cdef inline intp_t _slot(int64_t key, intp_t mask) noexcept nogil:
@@ -341,16 +358,26 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     cdef CacheEntryC* e
     cdef int32_t* data
     cdef word_t bits
+    cdef intp_t b, lo, hi
+    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
+    # a string body reads any plain text: its plain tokens are accepted without a walk
+    cdef bint whole = _plain_fast_path and _reads_plain_strings(s, a, state)
     n_acc = n_unc = 0
-    if _plain_fast_path and v.n_plain > v.n_other and _reads_plain_strings(s, a, state):
-        # a string body: every plain token is accepted, walk only the others
-        if v.n_plain > s.acc_cap:
-            _grow_i32(&s.acc, &s.acc_cap, v.n_plain)
-        memcpy(s.acc, v.plain_pos, <size_t>v.n_plain * sizeof(int32_t))
-        n_acc = v.n_plain
-        _walk_other(s, a, v, state, ctx, n_ctx, follow, &n_acc, &n_unc)
-    else:
-        _walk(s, a, v, state, ctx, n_ctx, follow, &n_acc, &n_unc)
+    for b in range(256):  # the groups of tokens sharing a first byte, in sorted order
+        if v.group_off[b] == v.group_off[b + 1]:
+            continue
+        if _plain_fast_path and _shortcut_group(s, a, v, state, b, whole):
+            lo, hi = v.shortcut_off[b], v.shortcut_off[b + 1]
+            if n_acc + (hi - lo) > s.acc_cap:
+                _grow_i32(&s.acc, &s.acc_cap, n_acc + (hi - lo))
+            memcpy(s.acc + n_acc, v.shortcut_pos + lo, <size_t>(hi - lo) * sizeof(int32_t))
+            n_acc += hi - lo
+            lo, hi = v.rest_off[b], v.rest_off[b + 1]
+            _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
+                       ctx_has_ctx, &n_acc, &n_unc)
+        else:
+            _walk_range(s, a, v, v.group_off[b], v.group_off[b + 1], follow, ctx_has_ctx,
+                        &n_acc, &n_unc)
     n_rej = v.n_sorted - n_acc - n_unc
     if n_acc <= n_rej and n_acc <= n_words:
         kind = XM_KIND_ACCEPTED

@@ -184,44 +184,66 @@ cdef class VocabTables:
         self._split_plain()
 
     cdef int _split_plain(self) except -1:
-        # plain-string tokens vs the others (see VocabC)
-        cdef intp_t n = self.c.n_sorted, i, k, length, n_plain = 0, n_other = 0
+        # Per first byte, the tokens a string-body shortcut can take whole vs the rest (see
+        # VocabC): a token whose first byte can start plain text is "plain" if all of it is;
+        # one whose first byte cannot (a quote, a backslash, ...) if everything after it is.
+        cdef intp_t n = self.c.n_sorted, i, k, length, n_sc = 0, n_rest = 0
         cdef int64_t off, prev_off = 0, prev_len = 0
-        plain = np.empty(max(n, 1), dtype=np.int32)
-        other = np.empty(max(n, 1), dtype=np.int32)
-        other_lcp = np.zeros(max(n, 1), dtype=np.int32)
-        cdef int32_t[::1] pv = plain, ov = other, lv = other_lcp
+        cdef uint8_t b, u, prev_b = 0
+        cdef bint took
+        sc = np.empty(max(n, 1), dtype=np.int32)
+        rest = np.empty(max(n, 1), dtype=np.int32)
+        rest_lcp = np.zeros(max(n, 1), dtype=np.int32)
+        offs = np.zeros((3, 257), dtype=np.int32)  # grp_off, sc_off, rest_off
+        cdef int32_t[::1] sv = sc, rv = rest, lv = rest_lcp
+        cdef int32_t[:, ::1] ov = offs
         with nogil:
             for i in range(n):
                 off = self.c.tok_offsets[i]
                 length = self.c.tok_offsets[i + 1] - off
-                if plain_string_token(self.c.tok_bytes + off, length):
-                    pv[n_plain] = <int32_t>i
-                    n_plain += 1
+                b = self.c.tok_bytes[off]
+                ov[0, b + 1] += 1
+                u = PLAIN_UTF8[0][b]
+                took = plain_from(0 if u == 255 else u, self.c.tok_bytes + off + 1, length - 1)
+                if took:
+                    sv[n_sc] = <int32_t>i
+                    n_sc += 1
+                    ov[1, b + 1] += 1
                     continue
                 k = 0
-                if n_other > 0:
+                if n_rest > 0 and prev_b == b:
                     while (k < length and k < prev_len
                            and self.c.tok_bytes[prev_off + k] == self.c.tok_bytes[off + k]):
                         k += 1
-                ov[n_other] = <int32_t>i
-                lv[n_other] = <int32_t>k
-                n_other += 1
+                rv[n_rest] = <int32_t>i
+                lv[n_rest] = <int32_t>k
+                n_rest += 1
+                ov[2, b + 1] += 1
                 prev_off = off
                 prev_len = length
-        for name, a, m in (("plain_pos", plain, n_plain), ("other_pos", other, n_other),
-                           ("other_lcp", other_lcp, n_other)):
-            a = np.ascontiguousarray(a[:max(m, 1)])
-            a.setflags(write=False)
-            self.arrays[name] = a
-        cdef const int32_t[::1] p1 = self.arrays["plain_pos"]
-        cdef const int32_t[::1] p2 = self.arrays["other_pos"]
-        cdef const int32_t[::1] p3 = self.arrays["other_lcp"]
-        self.c.n_plain = n_plain
-        self.c.plain_pos = &p1[0]
-        self.c.n_other = n_other
-        self.c.other_pos = &p2[0]
-        self.c.other_lcp = &p3[0]
+                prev_b = b
+        np.cumsum(offs, axis=1, out=offs)
+        for name, arr, m in (("shortcut_pos", sc, n_sc), ("rest_pos", rest, n_rest),
+                             ("rest_lcp", rest_lcp, n_rest)):
+            arr = np.ascontiguousarray(arr[:max(m, 1)])
+            arr.setflags(write=False)
+            self.arrays[name] = arr
+        for row, name in enumerate(("group_off", "shortcut_off", "rest_off")):
+            arr = np.ascontiguousarray(offs[row])
+            arr.setflags(write=False)
+            self.arrays[name] = arr
+        cdef const int32_t[::1] p1 = self.arrays["shortcut_pos"]
+        cdef const int32_t[::1] p2 = self.arrays["rest_pos"]
+        cdef const int32_t[::1] p3 = self.arrays["rest_lcp"]
+        cdef const int32_t[::1] o1 = self.arrays["group_off"]
+        cdef const int32_t[::1] o2 = self.arrays["shortcut_off"]
+        cdef const int32_t[::1] o3 = self.arrays["rest_off"]
+        self.c.shortcut_pos = &p1[0]
+        self.c.rest_pos = &p2[0]
+        self.c.rest_lcp = &p3[0]
+        self.c.group_off = &o1[0]
+        self.c.shortcut_off = &o2[0]
+        self.c.rest_off = &o3[0]
         return 0
 
     @property
@@ -298,9 +320,9 @@ cdef uint8_t plain_utf8_step(uint8_t u, uint8_t b) noexcept nogil:
     return PLAIN_UTF8[u][b]
 
 
-cdef bint plain_string_token(const uint8_t* data, intp_t n) noexcept nogil:
+cdef bint plain_from(uint8_t u, const uint8_t* data, intp_t n) noexcept nogil:
+    # Whether the plain-string automaton, in state u, reads all of data.
     cdef intp_t i
-    cdef uint8_t u = 0
     for i in range(n):
         u = PLAIN_UTF8[u][data[i]]
         if u == 255:
