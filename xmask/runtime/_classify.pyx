@@ -28,7 +28,7 @@ from xmask.runtime._tables cimport (
 )
 from xmask.runtime._bitset cimport bitset_set
 from xmask.runtime._stack cimport (
-    StackC, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
+    StackC, grow_array, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
     stack_truncate, stack_set_contains,
 )
 
@@ -48,18 +48,8 @@ def set_plain_fast_path(bint on):
     _plain_fast_path = on
 
 
-cdef int _grow_i32(int32_t** p, intp_t* cap, intp_t need) except -1 nogil:
-    cdef intp_t new_cap = cap[0] if cap[0] > 0 else 1024
-    cdef int32_t* q
-    while new_cap < need:
-        new_cap *= 2
-    q = <int32_t*>realloc(p[0], <size_t>new_cap * sizeof(int32_t))
-    if q == NULL:
-        with gil:
-            raise MemoryError()
-    p[0] = q
-    cap[0] = new_cap
-    return 0
+cdef inline int _grow_i32(int32_t** p, intp_t* cap, intp_t need) except -1 nogil:
+    return grow_array(<void**>p, cap, need, sizeof(int32_t))
 
 
 cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil:
@@ -163,6 +153,17 @@ cdef inline int _push(int32_t** buf, intp_t* cap, intp_t* n, intp_t pos) except 
     return 0
 
 
+cdef inline intp_t _record_whole(ClassifyScratch* s, const VocabC* v, intp_t pos,
+                                 intp_t* n_acc, intp_t* n_unc) except -1 nogil:
+    # Token `pos` was consumed whole: accepted if a path stayed inside the rule, else
+    # uncertain.  Returns its length (how far the history now reaches).
+    if _inside_rule(&s.st):
+        _push(&s.acc, &s.acc_cap, n_acc, pos)
+    else:
+        _push(&s.unc, &s.unc_cap, n_unc, pos)
+    return v.tok_offsets[pos + 1] - v.tok_offsets[pos]
+
+
 cdef int _walk_range(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp_t lo,
                      intp_t hi, const uint8_t* follow, bint ctx_has_ctx, intp_t* n_acc,
                      intp_t* n_unc) except -1 nogil:
@@ -175,11 +176,7 @@ cdef int _walk_range(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, i
             k = 0
         d = _feed(s, a, v, i, k, follow, ctx_has_ctx)
         if d < 0:
-            reached = v.tok_offsets[i + 1] - v.tok_offsets[i]
-            if _inside_rule(&s.st):
-                _push(&s.acc, &s.acc_cap, n_acc, i)
-            else:
-                _push(&s.unc, &s.unc_cap, n_unc, i)
+            reached = _record_whole(s, v, i, n_acc, n_unc)
             i += 1
             continue
         reached = d
@@ -214,11 +211,7 @@ cdef int _walk_list(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
             k = reached
         d = _feed(s, a, v, pos, k, follow, ctx_has_ctx)
         if d < 0:
-            reached = v.tok_offsets[pos + 1] - v.tok_offsets[pos]
-            if _inside_rule(&s.st):
-                _push(&s.acc, &s.acc_cap, n_acc, pos)
-            else:
-                _push(&s.unc, &s.unc_cap, n_unc, pos)
+            reached = _record_whole(s, v, pos, n_acc, n_unc)
         else:
             reached = dead_at = d
             dead_unc = s.unc_prefix[d + 1] != 0

@@ -37,6 +37,7 @@ ctypedef struct StackC:
                              # xmask.set_max_recursion_depth); 0 = unbounded (the cache builder)
 
 
+cdef int grow_array(void** ptr, intp_t* cap, intp_t need, size_t elem) except -1 nogil
 cdef int stack_init(StackC* st) except -1 nogil
 cdef void stack_free(StackC* st) noexcept nogil
 cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil

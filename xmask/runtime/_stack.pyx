@@ -8,7 +8,7 @@ from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES
 from xmask.runtime._tables cimport AutomatonC
 
 
-cdef int _grow(void** ptr, intp_t* cap, intp_t need, size_t elem) except -1 nogil:
+cdef int grow_array(void** ptr, intp_t* cap, intp_t need, size_t elem) except -1 nogil:
     # Grow an array to hold at least `need` elements (doubling).  The only allocation path.
     cdef intp_t new_cap = cap[0] if cap[0] > 0 else 16
     cdef void* p
@@ -54,16 +54,16 @@ cdef int _rehash(StackC* st, intp_t new_cap) except -1 nogil:
 
 cdef int stack_init(StackC* st) except -1 nogil:
     memset(st, 0, sizeof(StackC))
-    _grow(<void**>&st.node_state, &st.cap_nodes, 256, sizeof(int32_t))
+    grow_array(<void**>&st.node_state, &st.cap_nodes, 256, sizeof(int32_t))
     st.node_parent = <int32_t*>malloc(<size_t>st.cap_nodes * sizeof(int32_t))
     st.node_depth = <int32_t*>malloc(<size_t>st.cap_nodes * sizeof(int32_t))
     st.mark = <uint32_t*>malloc(<size_t>st.cap_nodes * sizeof(uint32_t))
     if st.node_parent == NULL or st.node_depth == NULL or st.mark == NULL:
         with gil:
             raise MemoryError()
-    _grow(<void**>&st.tops, &st.cap_tops, 1024, sizeof(int32_t))
-    _grow(<void**>&st.set_start, &st.cap_depth, 1024, sizeof(intp_t))
-    _grow(<void**>&st.work, &st.cap_work, 256, sizeof(int32_t))
+    grow_array(<void**>&st.tops, &st.cap_tops, 1024, sizeof(int32_t))
+    grow_array(<void**>&st.set_start, &st.cap_depth, 1024, sizeof(intp_t))
+    grow_array(<void**>&st.work, &st.cap_work, 256, sizeof(int32_t))
     _rehash(st, 1024)
     stack_reset(st, True)
     return 0
@@ -86,7 +86,7 @@ cdef int _copy(void** dst, intp_t* cap, const void* src, intp_t n, intp_t cap_mi
     # dst = a fresh array of capacity max(n, cap_min) holding src[0:n].
     cap[0] = 0
     dst[0] = NULL
-    _grow(dst, cap, n if n > cap_min else cap_min, elem)
+    grow_array(dst, cap, n if n > cap_min else cap_min, elem)
     if n > 0:
         memcpy(dst[0], src, <size_t>n * elem)
     return 0
@@ -105,7 +105,7 @@ cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil:
     _copy(<void**>&dst.node_depth, &cap3, src.node_depth, src.n_nodes, cap_nodes,
           sizeof(int32_t))
     cap2 = 0
-    _grow(<void**>&dst.mark, &cap2, cap_nodes, sizeof(uint32_t))
+    grow_array(<void**>&dst.mark, &cap2, cap_nodes, sizeof(uint32_t))
     memset(dst.mark, 0, <size_t>cap_nodes * sizeof(uint32_t))
     dst.n_nodes = src.n_nodes
     _copy(<void**>&dst.table, &dst.table_cap, src.table, src.table_cap, src.table_cap,
@@ -159,12 +159,12 @@ cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nog
             raise MemoryError("xmask stack arena is full")
     if st.n_nodes == st.cap_nodes:
         old_cap = st.cap_nodes
-        _grow(<void**>&st.node_state, &st.cap_nodes, old_cap + 1, sizeof(int32_t))
-        _grow(<void**>&st.node_parent, &old_cap, st.cap_nodes, sizeof(int32_t))
+        grow_array(<void**>&st.node_state, &st.cap_nodes, old_cap + 1, sizeof(int32_t))
+        grow_array(<void**>&st.node_parent, &old_cap, st.cap_nodes, sizeof(int32_t))
         old_cap = st.n_nodes
-        _grow(<void**>&st.node_depth, &old_cap, st.cap_nodes, sizeof(int32_t))
+        grow_array(<void**>&st.node_depth, &old_cap, st.cap_nodes, sizeof(int32_t))
         old_cap = st.n_nodes
-        _grow(<void**>&st.mark, &old_cap, st.cap_nodes, sizeof(uint32_t))
+        grow_array(<void**>&st.mark, &old_cap, st.cap_nodes, sizeof(uint32_t))
         memset(st.mark + st.n_nodes, 0, <size_t>(st.cap_nodes - st.n_nodes) * sizeof(uint32_t))
     n = <int32_t>st.n_nodes
     st.n_nodes += 1
@@ -179,7 +179,7 @@ cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nog
 
 cdef inline int _push_work(StackC* st, intp_t* n_work, int32_t node) except -1 nogil:
     if n_work[0] == st.cap_work:
-        _grow(<void**>&st.work, &st.cap_work, n_work[0] + 1, sizeof(int32_t))
+        grow_array(<void**>&st.work, &st.cap_work, n_work[0] + 1, sizeof(int32_t))
     st.work[n_work[0]] = node
     n_work[0] += 1
     return 0
@@ -187,7 +187,7 @@ cdef inline int _push_work(StackC* st, intp_t* n_work, int32_t node) except -1 n
 
 cdef inline int _emit(StackC* st, int32_t node) except -1 nogil:
     if st.n_tops == st.cap_tops:
-        _grow(<void**>&st.tops, &st.cap_tops, st.n_tops + 1, sizeof(int32_t))
+        grow_array(<void**>&st.tops, &st.cap_tops, st.n_tops + 1, sizeof(int32_t))
     st.tops[st.n_tops] = node
     st.n_tops += 1
     return 0
@@ -243,7 +243,7 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogi
 
 cdef inline int _open_set(StackC* st) except -1 nogil:
     if st.depth + 2 > st.cap_depth:
-        _grow(<void**>&st.set_start, &st.cap_depth, st.depth + 2, sizeof(intp_t))
+        grow_array(<void**>&st.set_start, &st.cap_depth, st.depth + 2, sizeof(intp_t))
     return 0
 
 
