@@ -149,11 +149,14 @@ class Dfa:
     """A DFA over code points: ``edges[q]`` is a sorted tuple of disjoint ``(lo, hi, target)``;
     missing symbols go to an implicit dead state.  State 0 is the start state."""
 
-    __slots__ = ("edges", "accept")
+    __slots__ = ("edges", "accept", "minimal")
 
-    def __init__(self, edges: List[Tuple[Tuple[int, int, int], ...]], accept: List[bool]):
+    def __init__(self, edges: List[Tuple[Tuple[int, int, int], ...]], accept: List[bool],
+                 minimal: bool = False):
         self.edges = edges
         self.accept = accept
+        # set only by dfa_minimize: its output is canonical (minimizing it again is the identity)
+        self.minimal = minimal
 
     @property
     def n_states(self) -> int:
@@ -391,33 +394,126 @@ def _subtract(universe, ranges) -> List[Tuple[int, int]]:
 
 
 def dfa_minimize(a: Dfa) -> Dfa:
-    """Remove unreachable and dead states and merge equivalent ones (Moore refinement)."""
-    reach = a._reachable()
-    live = a._live()
-    keep = [q for q in reach if q in live]
+    """Remove unreachable and dead states and merge equivalent ones.
+
+    The result is canonical (states numbered in BFS order from the start, edges fused), so
+    minimizing it again returns it unchanged: it is flagged ``minimal`` and returned as is.
+    """
+    if a.minimal:
+        return a
+    a_edges = a.edges
+    # reachable states, in discovery order, and their predecessors (for liveness)
+    seen = {0}
+    stack = [0]
+    preds: Dict[int, List[int]] = {}
+    while stack:
+        q = stack.pop()
+        for _, _, t in a_edges[q]:
+            pl = preds.get(t)
+            if pl is None:
+                preds[t] = [q]
+            else:
+                pl.append(q)
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    a_accept = a.accept
+    live = {q for q in seen if a_accept[q]}
+    stack = list(live)
+    while stack:
+        for p in preds.get(stack.pop(), ()):
+            if p not in live:
+                live.add(p)
+                stack.append(p)
     if 0 not in live:
-        return Dfa([()], [False])
+        return Dfa([()], [False], minimal=True)
+    keep = sorted(live)  # (live states were all reached from the start)
     index = {q: i for i, q in enumerate(keep)}
-    edges = [[(lo, hi, index[t]) for lo, hi, t in a.edges[q] if t in index] for q in keep]
-    accept = [a.accept[q] for q in keep]
-    block = _moore_blocks(edges, accept)
+    edges = [[(lo, hi, index[t]) for lo, hi, t in a_edges[q] if t in index] for q in keep]
+    accept = [a_accept[q] for q in keep]
+    block = _acyclic_blocks(edges, accept)
+    if block is None:
+        block = _moore_blocks(edges, accept)
     # renumber with the start state first (BFS order for readable output)
     order = {block[0]: 0}
     queue = [0]
     rep: Dict[int, int] = {block[0]: 0}
-    while queue:
-        q = queue.pop(0)
+    head = 0
+    while head < len(queue):
+        q = queue[head]
+        head += 1
         for _, _, t in edges[q]:
-            if block[t] not in order:
-                order[block[t]] = len(order)
-                rep[block[t]] = t
+            bt = block[t]
+            if bt not in order:
+                order[bt] = len(order)
+                rep[bt] = t
                 queue.append(t)
     new_edges: List[tuple] = [()] * len(order)
     new_accept = [False] * len(order)
     for b, q in rep.items():
         new_edges[order[b]] = _merge_edges((lo, hi, order[block[t]]) for lo, hi, t in edges[q])
         new_accept[order[b]] = accept[q]
-    return Dfa(new_edges, new_accept)
+    return Dfa(new_edges, new_accept, minimal=True)
+
+
+def _acyclic_blocks(edges, accept) -> Optional[List[int]]:
+    """Equivalence blocks of a trimmed DFA whose only cycles are self-loops (tries, key
+    complements, bounded lengths), in one pass; None when there is a longer cycle.
+
+    States are classified successors first.  A state joins a block when its signature
+    (acceptance and fused edges with targets replaced by their blocks) equals the block's, an
+    edge into the block itself (a self-loop, or an edge to a member: a state can equal a
+    successor, e.g. ``a -> a*``) counting as "same block".  The relation "q and the block" is
+    then closed under transitions, so it is exactly language equivalence.
+    """
+    n = len(accept)
+    order: List[int] = []
+    state = [0] * n  # 0 new, 1 on the DFS stack, 2 done
+    for root in range(n):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(edges[root]))]
+        while stack:
+            q, it = stack[-1]
+            for _, _, t in it:
+                if t == q:
+                    continue
+                st = state[t]
+                if st == 1:
+                    return None
+                if st == 0:
+                    state[t] = 1
+                    stack.append((t, iter(edges[t])))
+                    break
+            else:
+                stack.pop()
+                state[q] = 2
+                order.append(q)
+    block = [-1] * n
+    sigs: Dict[tuple, int] = {}
+    uses: List[frozenset] = []  # per block: the other blocks its signature names
+    for q in order:  # successors first
+        es = edges[q]
+        acc = accept[q]
+        sig = (acc, _merge_edges([(lo, hi, -1 if t == q else block[t]) for lo, hi, t in es]))
+        b = sigs.get(sig)
+        if b is None:
+            succ = {block[t] for _, _, t in es if t != q}
+            for c in succ:
+                # q can equal its successor's block c only if both name the same other blocks
+                if uses[c] != succ - {c}:
+                    continue
+                alt = (acc, _merge_edges([(lo, hi, -1 if t == q or block[t] == c else block[t])
+                                          for lo, hi, t in es]))
+                if sigs.get(alt) == c:
+                    b = c
+                    break
+            else:
+                b = sigs[sig] = len(sigs)
+                uses.append(frozenset(succ))
+        block[q] = b
+    return block
 
 
 def _moore_blocks(edges, accept) -> List[int]:
