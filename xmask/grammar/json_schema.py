@@ -114,6 +114,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from collections import deque
 from fractions import Fraction
@@ -139,6 +140,7 @@ from .number_range import (
     dfa_product,
     dfa_to_expr,
     dfa_with_length,
+    dfa_word_complement,
     number_expr,
     to_fraction,
 )
@@ -1712,8 +1714,7 @@ class _Converter:
         automaton edge.
         """
         d = dfa_minimize(d)
-        esc_any = self.shared_rule("key_esc_char", "key_esc_char",
-                                   lambda: encode_ranges_canonical(ESCAPABLE))
+        esc_any = self._key_esc_char()
         n = d.n_states
         univ = -1
         for q in range(n):
@@ -1736,10 +1737,29 @@ class _Converter:
         lit_edges = [tuple((max(lo, a), min(hi, b), t) for lo, hi, t in es for a, b in _LIT
                            if max(lo, a) <= min(hi, b)) for es in d.edges]
         lit_edges = [tuple(sorted(es)) for es in lit_edges]
-        e1 = dfa_to_expr(Dfa(lit_edges, list(d.accept)), self.sink, hint)
+        return self._emit_key_split(Dfa(lit_edges, list(d.accept)),
+                                    Dfa(lit_edges, acc2) if any(acc2) else None, esc_any, hint)
+
+    def emit_key_complement(self, words: List[str], hint: str) -> Optional[Expr]:
+        """``emit_key_dfa`` of the keys other than ``words`` (all of printable ASCII, see
+        :data:`_LITERAL_KEY`), without building the full automaton: the escape-free keys are
+        ``dfa_word_complement`` over printable ASCII, and every state leads to the
+        accept-all state on an escapable character, whose escape-free prefixes are any
+        printable ASCII string (the same expression, rule for rule)."""
+        esc_any = self._key_esc_char()
+        return self._emit_key_split(dfa_word_complement(words, _LIT), _ANY_LIT_DFA, esc_any, hint)
+
+    def _key_esc_char(self) -> Expr:
+        return self.shared_rule("key_esc_char", "key_esc_char",
+                                lambda: encode_ranges_canonical(ESCAPABLE))
+
+    def _emit_key_split(self, lit: Dfa, pre: Optional[Dfa], esc_any: Expr, hint: str) -> Optional[Expr]:
+        """Keys as the escape-free strings of ``lit``, or an escape-free prefix in ``pre``,
+        one escaped character and anything after it."""
+        e1 = dfa_to_expr(lit, self.sink, hint)
         alts = [e1] if e1 is not None else []
-        if any(acc2):
-            e2 = dfa_to_expr(Dfa(lit_edges, acc2), self.sink, hint + "_pre")
+        if pre is not None:
+            e2 = dfa_to_expr(pre, self.sink, hint + "_pre")
             if e2 is not None:
                 rest = self.shared_rule("key_any_rest", "key_any_rest", lambda: Repeat(
                     make_choice([CharClass(_LIT), esc_any]), 0, None))
@@ -2172,18 +2192,24 @@ class _Converter:
         key = ("key", tuple(sorted(declared)), cls_key, names_key)
 
         def build():
+            literal = False
             try:
                 d = cls
                 name_dfa = self.prop_names_dfa(m)
                 if name_dfa is not None:
                     d = name_dfa if d is None else dfa_product(d, name_dfa, "and")
-                if declared:
+                if declared and d is None and all(_LITERAL_KEY.fullmatch(w) for w in declared):
+                    literal = True  # the usual case: any key but the declared ones
+                elif declared:
                     names = dfa_literals(declared)
                     d = dfa_complement(names) if d is None else dfa_product(d, names, "diff")
             except GrammarLimitError as e:
                 self.unsupported(f"object key constraints too complex: {e}", self.ptr(m.nids[0]) if m.nids else "#")
                 return None
             q = Bytes(b'"')
+            if literal:
+                body = self.emit_key_complement(declared, f"{hint}_key")
+                return None if body is None else make_seq([q, body, q])
             if d is None:
                 return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
             body = self.emit_key_dfa(d, f"{hint}_key")
@@ -2969,6 +2995,10 @@ def _strip_contains(m: _Merged) -> _Merged:
 
 
 _LIT = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))  # printable ASCII other than '"' and '\\'
+#: a key written only literally (every character in ``_LIT``)
+_LITERAL_KEY = re.compile(r'[ !#-\[\]-~]*')
+#: any string of ``_LIT`` characters (minimal DFA)
+_ANY_LIT_DFA = Dfa([tuple((lo, hi, 0) for lo, hi in _LIT)], [True], minimal=True)
 _SCALARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 
 

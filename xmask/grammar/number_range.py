@@ -80,6 +80,7 @@ __all__ = [
     "dfa_product",
     "dfa_to_expr",
     "dfa_with_length",
+    "dfa_word_complement",
     "integer_expr",
     "integer_grammar",
     "number_expr",
@@ -434,7 +435,13 @@ def dfa_minimize(a: Dfa) -> Dfa:
     block = _acyclic_blocks(edges, accept)
     if block is None:
         block = _moore_blocks(edges, accept)
-    # renumber with the start state first (BFS order for readable output)
+    return _canonical(edges, accept, block)
+
+
+def _canonical(edges, accept, block) -> Dfa:
+    """The DFA of the blocks of a trimmed DFA (``block[q]``: the class of state q), states
+    numbered in BFS order from the start (the edges of each state in code point order) and
+    edges fused: the canonical form every minimal DFA is returned in."""
     order = {block[0]: 0}
     queue = [0]
     rep: Dict[int, int] = {block[0]: 0}
@@ -595,6 +602,85 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
         accept[q] = True
     edges = [_merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
     return dfa_minimize(Dfa(edges, accept))
+
+
+def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]]) -> Dfa:
+    """The minimal DFA of the strings over ``alphabet`` (sorted, disjoint ``(lo, hi)``
+    ranges) that are not in ``words``, every character of which must lie in
+    ``alphabet``; built directly, in the canonical form of :func:`dfa_minimize`.
+
+    Equal to ``dfa_minimize`` of ``dfa_complement(dfa_literals(words))`` restricted to
+    ``alphabet``: the states are the trie nodes merged by their sets of word endings (two
+    nodes are equivalent iff those are equal, as the sets are finite) plus one state
+    accepting everything; all are live and pairwise different, so nothing else merges.
+
+    Example::
+
+        >>> d = dfa_word_complement(["ab"], [(97, 98)])
+        >>> [d.matches(w) for w in ("", "a", "ab", "abb", "b")]
+        [True, True, False, True, True]
+    """
+    children: List[Dict[int, int]] = [{}]
+    is_word = [False]
+    for w in words:
+        q = 0
+        for ch in w:
+            cp = ord(ch)
+            nxt = children[q].get(cp)
+            if nxt is None:
+                nxt = children[q][cp] = len(children)
+                children.append({})
+                is_word.append(False)
+            q = nxt
+        is_word[q] = True
+    # trie nodes -> classes, children first (a child has a larger id than its parent)
+    n = len(children)
+    cls = [0] * n
+    sigs: Dict[tuple, int] = {}
+    kids: List[list] = [[]] * n
+    for q in range(n - 1, -1, -1):
+        ks = sorted((cp, cls[t]) for cp, t in children[q].items())
+        kids[q] = ks
+        sig = (is_word[q], tuple(ks))
+        c = sigs.get(sig)
+        if c is None:
+            c = sigs[sig] = len(sigs)
+        cls[q] = c
+    # states: the classes, the root's class swapped with class 0 (state 0 is the start),
+    # and ``univ`` accepting everything
+    root = cls[0]
+    state = list(range(len(sigs)))
+    state[root], state[0] = 0, root
+    univ = len(sigs)
+    edges: List[list] = [[] for _ in range(univ + 1)]
+    accept = [True] * (univ + 1)
+    done = [False] * univ
+    for q in range(n):
+        s = state[cls[q]]
+        if done[s]:
+            continue
+        done[s] = True
+        accept[s] = not is_word[q]
+        out = edges[s]
+        ks = kids[q]
+        i = 0
+        for lo, hi in alphabet:
+            pos = lo
+            while i < len(ks) and ks[i][0] <= hi:
+                cp, t = ks[i]
+                if cp < pos:
+                    raise ValueError(f"character {chr(cp)!r} of a word is outside the alphabet")
+                if cp > pos:
+                    out.append((pos, cp - 1, univ))
+                out.append((cp, cp, state[t]))
+                pos = cp + 1
+                i += 1
+            if pos <= hi:
+                out.append((pos, hi, univ))
+        if i < len(ks):
+            raise ValueError(f"character {chr(ks[i][0])!r} of a word is outside the alphabet")
+    edges[univ] = [(lo, hi, univ) for lo, hi in alphabet]
+    return _canonical(edges, accept, list(range(univ + 1)))
 
 
 # ---------------------------------------------------------------------------- expr -> DFA
