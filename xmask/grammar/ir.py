@@ -112,10 +112,9 @@ class Grammar:
             raise GrammarError(f"root rule '{root}' is not defined", rule=root)
         self._rules = dict(rules)
         self._root = root
-        for name, expr in self._rules.items():
-            for ref in iter_refs(expr):
-                if ref not in self._rules:
-                    raise GrammarError(f"rule '{ref}' is referenced but not defined", rule=name)
+        missing = _first_undefined_ref(self._rules)
+        if missing is not None:
+            raise GrammarError(f"rule '{missing[1]}' is referenced but not defined", rule=missing[0])
 
     @property
     def rules(self) -> Dict[str, Expr]:
@@ -279,6 +278,37 @@ def iter_refs(expr: Expr) -> Iterator[str]:
             if id(item) not in seen:
                 seen.add(id(item))
                 stack.append(item)
+
+
+def _first_undefined_ref(rules: Dict[str, Expr]) -> Optional[Tuple[str, str]]:
+    """``(rule, name)`` of the first reference to an undefined rule, in the order ``iter_refs``
+    meets them rule after rule; None when all are defined.  Sub-expressions shared between
+    rules are walked once (one seen-set for the whole grammar: a shared part with a bad
+    reference raises at its first rule already)."""
+    seen = set()
+    for rule, expr in rules.items():
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            t = type(e)
+            if t is RuleRef:
+                if e.name not in rules:
+                    return rule, e.name
+                continue
+            if t is Seq or t is Choice:
+                items = e.items
+            elif t is Repeat:
+                items = (e.item,)
+            else:
+                continue
+            for item in items:
+                ti = type(item)
+                if ti is Bytes or ti is CharClass:
+                    continue  # leaves
+                if id(item) not in seen:
+                    seen.add(id(item))
+                    stack.append(item)
+    return None
 
 
 def merge_ranges(ranges) -> Tuple[Tuple[int, int], ...]:

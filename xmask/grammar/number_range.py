@@ -822,21 +822,28 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
         for t in by_t:
             if t != q:
                 indeg[t] += 1
-    cyc = _cyclic_states(n, grouped)
+    order = _acyclic_order(n, grouped)
+    if order is None:
+        cyc = _cyclic_states(n, grouped)
+        order = _topo_order(n, grouped, cyc)
+    else:
+        cyc = set()  # (the usual case: key tries, bounded strings)
     size: Dict[int, int] = {}
     needs_rule = [False] * n
-    for q in range(n):
-        if q in cyc:
-            needs_rule[q] = True
+    for q in cyc:
+        needs_rule[q] = True
     # sizes bottom-up (acyclic part), deciding rules for shared big states
-    order = _topo_order(n, grouped, cyc)
     memo_lab: Dict[tuple, Expr] = {}
+    memo_size: Dict[tuple, int] = {}
 
     def lab_size(rs) -> int:
-        e = memo_lab.get(rs)
-        if e is None:
-            e = memo_lab[rs] = label(rs)
-        return _expr_size(e)
+        sz = memo_size.get(rs)
+        if sz is None:
+            e = memo_lab.get(rs)
+            if e is None:
+                e = memo_lab[rs] = label(rs)
+            sz = memo_size[rs] = _expr_size(e)
+        return sz
 
     for q in order:
         s = 1
@@ -929,6 +936,35 @@ def _cyclic_states(n: int, grouped) -> set:
         if len(comp) > 1:
             out.update(comp)
     return out
+
+
+def _acyclic_order(n: int, grouped) -> Optional[List[int]]:
+    """Successors-first order of the states when the only cycles are self-loops (the order
+    :func:`_topo_order` gives then); None when there is a longer cycle."""
+    order: List[int] = []
+    state = [0] * n  # 0 new, 1 on the DFS path, 2 done
+    for root in range(n):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(grouped[root]))]
+        while stack:
+            q, it = stack[-1]
+            for t, _ in it:
+                if t == q:
+                    continue
+                st = state[t]
+                if st == 1:
+                    return None
+                if st == 0:
+                    state[t] = 1
+                    stack.append((t, iter(grouped[t])))
+                    break
+            else:
+                stack.pop()
+                state[q] = 2
+                order.append(q)
+    return order
 
 
 def _topo_order(n: int, grouped, cyc: set) -> List[int]:
