@@ -1635,7 +1635,7 @@ class _Converter:
             e = self.regex_memo.get(pattern)
             if e is None:
                 e = self.regex(pattern, "#")
-            self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
+            self.dfa_memo[key] = None if e is None else _shared_dfa(key, e)
         return self.dfa_memo[key]
 
     def format_dfa(self, fmt: str, superset: bool = False) -> Optional[Dfa]:
@@ -1643,7 +1643,7 @@ class _Converter:
         key = ("fmt-superset" if superset else "fmt", fmt)
         if key not in self.dfa_memo:
             e = format_superset_expr(fmt) if superset else format_expr(fmt)
-            self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
+            self.dfa_memo[key] = None if e is None else _shared_dfa(key, e)
         return self.dfa_memo[key]
 
     def string_dfa(self, key) -> Optional[Dfa]:
@@ -1689,7 +1689,7 @@ class _Converter:
         path = self.ptr(m.nids[0]) if m.nids else "#"
         if len(pats) + len(fmts) == 1 and not (not_pats or not_fmts or not_strings) and lo == 0 and hi is None:
             e = self.regex_memo[pats[0]] if pats else format_expr(fmts[0])
-            enc = encode_expr_as_json(e)
+            enc = _shared_json_encoding(("re", pats[0]) if pats else ("fmt", fmts[0]), e)
             return None if enc is None else make_seq([q, enc, q])
         try:
             d = self.string_dfa(key)
@@ -3023,6 +3023,35 @@ def _targets_over(edges, ranges) -> set:
 
 def _covers(edges, ranges, target: int) -> bool:
     return _targets_over(edges, ranges) == {target}
+
+
+# Process-wide memos of pure functions of a pattern or format name (the same formats and
+# patterns recur across a server's schemas; a date-time DFA costs ~10 ms to build).  Only
+# successes are kept, so errors are raised again exactly as the first time.  Bounded: the
+# memo is emptied when full.
+_SHARED_MEMO_SIZE = 512
+_SHARED_DFAS: Dict[tuple, Dfa] = {}
+_SHARED_ENCODINGS: Dict[tuple, Optional[Expr]] = {}
+
+
+def _shared(memo: dict, key, build):
+    hit = memo.get(key)
+    if hit is None and key not in memo:
+        hit = build()
+        if len(memo) >= _SHARED_MEMO_SIZE:
+            memo.clear()
+        memo[key] = hit
+    return hit
+
+
+def _shared_dfa(key: tuple, e: Expr) -> Dfa:
+    """``dfa_from_expr(e)``, where ``e`` is the expression of the pattern or format ``key``."""
+    return _shared(_SHARED_DFAS, key, lambda: dfa_from_expr(e))
+
+
+def _shared_json_encoding(key: tuple, e: Expr) -> Optional[Expr]:
+    """``encode_expr_as_json(e)``, where ``e`` is the expression of the pattern or format ``key``."""
+    return _shared(_SHARED_ENCODINGS, key, lambda: encode_expr_as_json(e))
 
 
 _ANY_STRING: Optional[Dfa] = None
