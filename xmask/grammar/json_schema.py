@@ -732,6 +732,7 @@ class _Converter:
         self.queue: deque = deque()
         self.flat_memo: Dict[int, FrozenSet] = {}
         self.merge_memo: Dict[FrozenSet, _Merged] = {}
+        self.object_units: Dict[Tuple[int, bool], tuple] = {}  # see _merge_object
         self.inline_memo: Dict[Tuple[FrozenSet, int], Optional[Expr]] = {}
         self.gen_memo: Dict[Tuple[FrozenSet, int], Optional[Expr]] = {}
         self.shared: Dict[Any, Optional[Expr]] = {}
@@ -1244,14 +1245,35 @@ class _Converter:
         m.arr_units.append((prefix, rest, p))
 
     def _merge_object(self, m: _Merged, obj, n: int, p: str) -> None:
+        if "unevaluatedProperties" not in obj or "additionalProperties" in obj:
+            # then the unit depends on the node (and merge_proof) only: built once per node, as
+            # distributing disjunctions merges the same nodes into very many alternatives
+            key = (n, self.merge_proof)
+            hit = self.object_units.get(key)
+            if hit is None:
+                hit = self.object_units[key] = self._object_unit(m, obj, n, p)
+        else:
+            hit = self._object_unit(m, obj, n, p)
+        unit, has_addl = hit
+        if has_addl:
+            m.has_addl = True
+        m.obj_units.append(unit)
+
+    def _object_unit(self, m: _Merged, obj, n: int, p: str):
+        """(the ``obj_units`` entry of the object keywords of node ``n``, whether it sets
+        ``has_addl``); ``m`` is read (and its ``gated``/``uneval_approx`` set) only for
+        ``unevaluatedProperties``."""
         base = self.doc.nodes[n][1]
+        by_id = self.doc.by_id
         props: Dict[str, int] = {}
         pats: List[Tuple[str, int, str]] = []
         addl: Optional[int] = None
+        has_addl = False
         pv = obj.get("properties")
         if isinstance(pv, dict):
             for name, s in pv.items():
-                props[name] = self.doc.nid(s, base, f"{p}/properties/{_esc(name)}")
+                t = by_id.get(id(s)) if type(s) is dict else None  # (an indexed subschema)
+                props[name] = t if t is not None else self.doc.nid(s, base, f"{p}/properties/{_esc(name)}")
         pp = obj.get("patternProperties")
         if isinstance(pp, dict):
             for pat, s in pp.items():
@@ -1259,9 +1281,9 @@ class _Converter:
                              f"{p}/patternProperties/{_esc(pat)}"))
         if "additionalProperties" in obj:
             addl = self.doc.nid(obj["additionalProperties"], base, f"{p}/additionalProperties")
-            m.has_addl = True
+            has_addl = True
         elif "unevaluatedProperties" in obj and self.merge_proof:
-            m.has_addl = True  # left out: a superset
+            has_addl = True  # left out: a superset
         elif "unevaluatedProperties" in obj:
             sub = self._evaluated_subtree(n, m)
             if sub is None:
@@ -1271,7 +1293,7 @@ class _Converter:
                 # evaluated: the names and patterns of the in-place subschemas (which are merged
                 # here too, with their own schemas), everything with additional/unevaluatedProperties
                 subs = [self.doc.nodes[k] for k in sub]
-                m.has_addl = True
+                has_addl = True
                 if not any("additionalProperties" in o or "unevaluatedProperties" in o for o, _, _ in subs):
                     for o, _, sp in subs:
                         for name in o.get("properties") or ():
@@ -1279,7 +1301,7 @@ class _Converter:
                         for pat in o.get("patternProperties") or ():
                             pats.append((pat, self.doc.TRUE_NID, f"{sp}/patternProperties/{_esc(pat)}"))
                     addl = self.doc.nid(obj["unevaluatedProperties"], base, f"{p}/unevaluatedProperties")
-        m.obj_units.append((props, pats, addl, p))
+        return (props, pats, addl, p), has_addl
 
     def _has_unevaluated(self, n: int) -> bool:
         obj = self.doc.nodes[n][0]
