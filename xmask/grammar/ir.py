@@ -31,16 +31,40 @@ MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
 
 
+class _Node:
+    """Base of the node kinds: a node caches its hash (the value the dataclass would compute),
+    as converters put deep trees in sets and dict keys again and again.  The cache is not
+    part of the pickled state (string hashes differ between processes)."""
+
+    _FIELDS: Tuple[str, ...] = ()
+
+    def _cached_hash(self) -> int:
+        d = self.__dict__
+        h = d.get("_h")
+        if h is None:
+            h = d["_h"] = hash(tuple([getattr(self, f) for f in self._FIELDS]))
+        return h
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_h"}
+
+
 @dataclass(frozen=True)
-class Bytes:
+class Bytes(_Node):
     data: bytes
 
+    _FIELDS = ("data",)
+    __hash__ = _Node._cached_hash
+
 
 @dataclass(frozen=True)
-class CharClass:
+class CharClass(_Node):
     ranges: Tuple[Tuple[int, int], ...]
     negated: bool = False
     byte_level: bool = False
+
+    _FIELDS = ("ranges", "negated", "byte_level")
+    __hash__ = _Node._cached_hash
 
     def __post_init__(self):
         object.__setattr__(self, "ranges", merge_ranges(self.ranges))
@@ -60,25 +84,37 @@ class CharClass:
 
 
 @dataclass(frozen=True)
-class Seq:
+class Seq(_Node):
     items: Tuple["Expr", ...]
+
+    _FIELDS = ("items",)
+    __hash__ = _Node._cached_hash
 
 
 @dataclass(frozen=True)
-class Choice:
+class Choice(_Node):
     items: Tuple["Expr", ...]
+
+    _FIELDS = ("items",)
+    __hash__ = _Node._cached_hash
 
 
 @dataclass(frozen=True)
-class RuleRef:
+class RuleRef(_Node):
     name: str
 
+    _FIELDS = ("name",)
+    __hash__ = _Node._cached_hash
+
 
 @dataclass(frozen=True)
-class Repeat:
+class Repeat(_Node):
     item: "Expr"
     min: int
     max: Optional[int]
+
+    _FIELDS = ("item", "min", "max")
+    __hash__ = _Node._cached_hash
 
     def __post_init__(self):
         if self.min < 0 or (self.max is not None and self.max < self.min):
