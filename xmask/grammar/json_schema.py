@@ -1759,8 +1759,8 @@ class _Converter:
         lit_edges = [tuple((max(lo, a), min(hi, b), t) for lo, hi, t in es for a, b in _LIT
                            if max(lo, a) <= min(hi, b)) for es in d.edges]
         lit_edges = [tuple(sorted(es)) for es in lit_edges]
-        return self._emit_key_split(Dfa(lit_edges, list(d.accept)),
-                                    Dfa(lit_edges, acc2) if any(acc2) else None, esc_any, hint)
+        pre = (lambda: dfa_to_expr(Dfa(lit_edges, acc2), self.sink, hint + "_pre")) if any(acc2) else None
+        return self._emit_key_split(Dfa(lit_edges, list(d.accept)), pre, esc_any, hint)
 
     def emit_key_complement(self, words: List[str], hint: str) -> Optional[Expr]:
         """``emit_key_dfa`` of the keys other than ``words`` (all of printable ASCII, see
@@ -1769,19 +1769,20 @@ class _Converter:
         accept-all state on an escapable character, whose escape-free prefixes are any
         printable ASCII string (the same expression, rule for rule)."""
         esc_any = self._key_esc_char()
-        return self._emit_key_split(dfa_word_complement(words, _LIT), _ANY_LIT_DFA, esc_any, hint)
+        return self._emit_key_split(dfa_word_complement(words, _LIT), lambda: _ANY_LIT_EXPR, esc_any, hint)
 
     def _key_esc_char(self) -> Expr:
         return self.shared_rule("key_esc_char", "key_esc_char",
                                 lambda: encode_ranges_canonical(ESCAPABLE))
 
-    def _emit_key_split(self, lit: Dfa, pre: Optional[Dfa], esc_any: Expr, hint: str) -> Optional[Expr]:
-        """Keys as the escape-free strings of ``lit``, or an escape-free prefix in ``pre``,
-        one escaped character and anything after it."""
+    def _emit_key_split(self, lit: Dfa, pre, esc_any: Expr, hint: str) -> Optional[Expr]:
+        """Keys as the escape-free strings of ``lit``, or an escape-free prefix, one escaped
+        character and anything after it; ``pre()`` emits the prefixes (after ``lit``: rule
+        names follow the emission order), ``pre`` is None when there are none."""
         e1 = dfa_to_expr(lit, self.sink, hint)
         alts = [e1] if e1 is not None else []
         if pre is not None:
-            e2 = dfa_to_expr(pre, self.sink, hint + "_pre")
+            e2 = pre()
             if e2 is not None:
                 rest = self.shared_rule("key_any_rest", "key_any_rest", lambda: Repeat(
                     make_choice([CharClass(_LIT), esc_any]), 0, None))
@@ -3019,8 +3020,8 @@ def _strip_contains(m: _Merged) -> _Merged:
 _LIT = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))  # printable ASCII other than '"' and '\\'
 #: a key written only literally (every character in ``_LIT``)
 _LITERAL_KEY = re.compile(r'[ !#-\[\]-~]*')
-#: any string of ``_LIT`` characters (minimal DFA)
-_ANY_LIT_DFA = Dfa([tuple((lo, hi, 0) for lo, hi in _LIT)], [True], minimal=True)
+#: any string of ``_LIT`` characters (emitted from its one-state DFA: no rules)
+_ANY_LIT_EXPR = dfa_to_expr(Dfa([tuple((lo, hi, 0) for lo, hi in _LIT)], [True]), None)
 _SCALARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 
 

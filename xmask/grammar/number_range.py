@@ -137,6 +137,18 @@ _NAME_JUNK = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def _clean_name(hint: str) -> str:
+    s = _CLEAN_NAMES.get(hint)
+    if s is None:
+        if len(_CLEAN_NAMES) >= 4096:
+            _CLEAN_NAMES.clear()  # bounded (hints repeat: state and member names)
+        s = _CLEAN_NAMES[hint] = _clean_name_uncached(hint)
+    return s
+
+
+_CLEAN_NAMES: Dict[str, str] = {}
+
+
+def _clean_name_uncached(hint: str) -> str:
     s = _NAME_JUNK.sub("_", hint).strip("_-")
     s = re.sub(r"__+", "_", s)
     if s and not (s[0].isalpha() or s[0] == "_"):
@@ -646,41 +658,56 @@ def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]
         if c is None:
             c = sigs[sig] = len(sigs)
         cls[q] = c
-    # states: the classes, the root's class swapped with class 0 (state 0 is the start),
-    # and ``univ`` accepting everything
-    root = cls[0]
-    state = list(range(len(sigs)))
-    state[root], state[0] = 0, root
+    # states in BFS order from the root (edges in code point order, fused), as _canonical
+    # numbers them; class ``univ`` accepts everything
     univ = len(sigs)
-    edges: List[list] = [[] for _ in range(univ + 1)]
-    accept = [True] * (univ + 1)
-    done = [False] * univ
+    rep: Dict[int, int] = {}
     for q in range(n):
-        s = state[cls[q]]
-        if done[s]:
-            continue
-        done[s] = True
-        accept[s] = not is_word[q]
-        out = edges[s]
-        ks = kids[q]
-        i = 0
-        for lo, hi in alphabet:
-            pos = lo
-            while i < len(ks) and ks[i][0] <= hi:
-                cp, t = ks[i]
-                if cp < pos:
-                    raise ValueError(f"character {chr(cp)!r} of a word is outside the alphabet")
-                if cp > pos:
-                    out.append((pos, cp - 1, univ))
-                out.append((cp, cp, state[t]))
-                pos = cp + 1
-                i += 1
-            if pos <= hi:
-                out.append((pos, hi, univ))
-        if i < len(ks):
-            raise ValueError(f"character {chr(ks[i][0])!r} of a word is outside the alphabet")
-    edges[univ] = [(lo, hi, univ) for lo, hi in alphabet]
-    return _canonical(edges, accept, list(range(univ + 1)))
+        rep.setdefault(cls[q], q)
+    ids = {cls[0]: 0}
+    queue = [cls[0]]
+    edges: List[tuple] = []
+    accept: List[bool] = []
+    head = 0
+    while head < len(queue):
+        c = queue[head]
+        head += 1
+        if c == univ:
+            parts = [(lo, hi, univ) for lo, hi in alphabet]
+            accept.append(True)
+        else:
+            q = rep[c]
+            accept.append(not is_word[q])
+            parts = []
+            ks = kids[q]
+            i = 0
+            for lo, hi in alphabet:
+                pos = lo
+                while i < len(ks) and ks[i][0] <= hi:
+                    cp, t = ks[i]
+                    if cp < pos:
+                        raise ValueError(f"character {chr(cp)!r} of a word is outside the alphabet")
+                    if cp > pos:
+                        parts.append((pos, cp - 1, univ))
+                    parts.append((cp, cp, t))
+                    pos = cp + 1
+                    i += 1
+                if pos <= hi:
+                    parts.append((pos, hi, univ))
+            if i < len(ks):
+                raise ValueError(f"character {chr(ks[i][0])!r} of a word is outside the alphabet")
+        out: List[Tuple[int, int, int]] = []
+        for lo, hi, t in parts:
+            tid = ids.get(t)
+            if tid is None:
+                tid = ids[t] = len(queue)
+                queue.append(t)
+            if out and out[-1][2] == tid and out[-1][1] + 1 == lo:
+                out[-1] = (out[-1][0], hi, tid)
+            else:
+                out.append((lo, hi, tid))
+        edges.append(tuple(out))
+    return Dfa(edges, accept, minimal=True)
 
 
 # ---------------------------------------------------------------------------- expr -> DFA
