@@ -371,6 +371,10 @@ class _Layout:
         self.item_sep, self.key_sep_text = separators
         self.ws = Repeat(_WS_CLASS, 0, max_ws) if max_ws != 0 else EPSILON
         self.depth_matters = self.indent_unit is not None
+        # built once (asked for at every member and item)
+        self._any_sep = make_seq([self.ws, Bytes(b","), self.ws])
+        self._key_sep = (make_seq([self.ws, Bytes(b":"), self.ws]) if self.any_ws
+                         else Bytes(self.key_sep_text.encode()))
 
     def _nl(self, depth: int) -> Expr:
         return Bytes(("\n" + self.indent_unit * depth).encode())
@@ -391,15 +395,13 @@ class _Layout:
 
     def sep(self, depth: int) -> Expr:
         if self.any_ws:
-            return make_seq([self.ws, Bytes(b","), self.ws])
+            return self._any_sep
         if self.indent_unit is not None:
             return make_seq([Bytes(self.item_sep.encode()), self._nl(depth + 1)])
         return Bytes(self.item_sep.encode())
 
     def key_sep(self) -> Expr:
-        if self.any_ws:
-            return make_seq([self.ws, Bytes(b":"), self.ws])
-        return Bytes(self.key_sep_text.encode())
+        return self._key_sep
 
     def empty(self) -> Expr:
         return self.ws if self.any_ws else EPSILON
