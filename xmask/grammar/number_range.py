@@ -331,10 +331,15 @@ def _split_points(interval_lists) -> List[Tuple[int, int]]:
 
 
 def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STATES) -> Dfa:
-    """Product automaton; ``mode`` is ``"and"``, ``"or"`` or ``"diff"`` (a and not b)."""
-    start = (0, 0)
-    ids = {start: 0}
-    keys = [start]
+    """Product automaton; ``mode`` is ``"and"``, ``"or"`` or ``"diff"`` (a and not b).
+
+    The edges of a pair of states come from one merge walk over both sorted edge lists; the
+    minimized result does not depend on how the pairs are explored, only which are reachable
+    (their number is what ``max_states`` caps)."""
+    need_a = mode != "or"  # intervals a does not cover lead nowhere ("and", "diff")
+    need_b = mode == "and"
+    ids = {(0, 0): 0}
+    keys = [(0, 0)]
     edges = []
     i = 0
     while i < len(keys):
@@ -342,23 +347,49 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
         ea = a.edges[p] if p >= 0 else ()
         eb = b.edges[q] if q >= 0 else ()
         out = []
-        for lo, hi in _split_points([[(x, y) for x, y, _ in ea], [(x, y) for x, y, _ in eb]]):
-            ta = a.step(p, lo) if p >= 0 else -1
-            tb = b.step(q, lo) if q >= 0 else -1
-            if mode == "and" and (ta < 0 or tb < 0):
+        # walk the union of cut points of ea and eb in code point order
+        ia = ib = 0
+        na, nb = len(ea), len(eb)
+        pos = min(ea[0][0] if na else 1 << 30, eb[0][0] if nb else 1 << 30)
+        while ia < na or ib < nb:
+            # the interval starting at pos: its end and the targets on each side
+            if ia < na and ea[ia][1] < pos:
+                ia += 1
                 continue
-            if mode == "diff" and ta < 0:
+            if ib < nb and eb[ib][1] < pos:
+                ib += 1
                 continue
-            if ta < 0 and tb < 0:
-                continue
-            key = (ta, tb)
-            t = ids.get(key)
-            if t is None:
-                if len(keys) >= max_states:
-                    raise GrammarLimitError(f"automaton product exceeds {max_states} states")
-                t = ids[key] = len(keys)
-                keys.append(key)
-            out.append((lo, hi, t))
+            end = 1 << 30
+            ta = tb = -1
+            if ia < na:
+                lo, hi, t = ea[ia]
+                if lo <= pos:
+                    ta, end = t, hi
+                else:
+                    end = lo - 1
+            if ib < nb:
+                lo, hi, t = eb[ib]
+                if lo <= pos:
+                    tb = t
+                    end = min(end, hi)
+                else:
+                    end = min(end, lo - 1)
+            if not ((need_a and ta < 0) or (need_b and tb < 0) or (ta < 0 and tb < 0)):
+                key = (ta, tb)
+                t = ids.get(key)
+                if t is None:
+                    if len(keys) >= max_states:
+                        raise GrammarLimitError(f"automaton product exceeds {max_states} states")
+                    t = ids[key] = len(keys)
+                    keys.append(key)
+                out.append((pos, end, t))
+            pos = end + 1
+            if ia < na and ea[ia][1] < pos:
+                ia += 1
+            if ib < nb and eb[ib][1] < pos:
+                ib += 1
+            nxt = min(ea[ia][0] if ia < na else 1 << 30, eb[ib][0] if ib < nb else 1 << 30)
+            pos = max(pos, nxt)
         edges.append(_merge_edges(out))
         i += 1
 
@@ -577,24 +608,37 @@ def _moore_blocks(edges, accept) -> List[int]:
 
 def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
                     max_states: int = MAX_DFA_STATES) -> Dfa:
-    """Strings of ``a`` whose length (in code points) lies in ``[min_len, max_len]``."""
+    """Strings of ``a`` whose length (in code points) lies in ``[min_len, max_len]``.
+
+    The product of ``a`` with a length counter (saturating at ``max_len``, or at ``min_len``
+    when unbounded), explored along ``a``'s own edges; ``max_states`` caps its reachable
+    states."""
     cap = max_len if max_len is not None else min_len
-
-    def step(key, cp):
-        q, n = key
-        t = a.step(q, cp)
-        if t < 0:
-            return None
-        if max_len is not None and n >= max_len:
-            return None
-        return (t, min(n + 1, cap))
-
-    def accepting(key):
-        q, n = key
-        return a.accept[q] and n >= min_len
-
-    alphabet = _split_points([[(lo, hi) for lo, hi, _ in es] for es in a.edges])
-    return dfa_minimize(dfa_from_step((0, 0), step, accepting, alphabet, max_states))
+    a_edges = a.edges
+    ids = {(0, 0): 0}
+    keys = [(0, 0)]
+    edges = []
+    i = 0
+    while i < len(keys):
+        if not i & 255:
+            deadline.check()
+        q, n = keys[i]
+        out = []
+        if max_len is None or n < max_len:
+            n2 = n + 1 if n < cap else cap
+            for lo, hi, t in a_edges[q]:
+                key = (t, n2)
+                s = ids.get(key)
+                if s is None:
+                    if len(keys) >= max_states:
+                        raise GrammarLimitError(f"automaton exceeds {max_states} states")
+                    s = ids[key] = len(keys)
+                    keys.append(key)
+                out.append((lo, hi, s))
+        edges.append(tuple(out))
+        i += 1
+    accept = a.accept
+    return dfa_minimize(Dfa(edges, [accept[q] and n >= min_len for q, n in keys]))
 
 
 def dfa_literals(words: Sequence[str]) -> Dfa:
