@@ -295,6 +295,19 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
     ``step`` must be constant over each ``alphabet`` interval (it is called with the
     interval's low end).  ``None`` is the dead state.
     """
+    def moves(key):
+        for lo, hi in alphabet:
+            nxt = step(key, lo)
+            if nxt is not None:
+                yield lo, hi, nxt
+
+    return _explore(start, moves, accepting, max_states)
+
+
+def _explore(start: Hashable, moves: Callable, accepting: Callable, max_states: int,
+             what: str = "automaton") -> Dfa:
+    """The ``what`` of the states reachable from ``start``, where ``moves(state)`` yields its
+    edges ``(lo, hi, next state)``; GrammarLimitError beyond ``max_states`` states."""
     ids: Dict[Hashable, int] = {start: 0}
     keys = [start]
     edges: List[Tuple[Tuple[int, int, int], ...]] = []
@@ -302,16 +315,12 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
     while i < len(keys):
         if not i & 255:
             deadline.check()
-        key = keys[i]
         out = []
-        for lo, hi in alphabet:
-            nxt = step(key, lo)
-            if nxt is None:
-                continue
+        for lo, hi, nxt in moves(keys[i]):
             t = ids.get(nxt)
             if t is None:
                 if len(keys) >= max_states:
-                    raise GrammarLimitError(f"automaton exceeds {max_states} states")
+                    raise GrammarLimitError(f"{what} exceeds {max_states} states")
                 t = ids[nxt] = len(keys)
                 keys.append(nxt)
             out.append((lo, hi, t))
@@ -338,15 +347,11 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
     (their number is what ``max_states`` caps)."""
     need_a = mode != "or"  # intervals a does not cover lead nowhere ("and", "diff")
     need_b = mode == "and"
-    ids = {(0, 0): 0}
-    keys = [(0, 0)]
-    edges = []
-    i = 0
-    while i < len(keys):
-        p, q = keys[i]
+
+    def moves(key):
+        p, q = key
         ea = a.edges[p] if p >= 0 else ()
         eb = b.edges[q] if q >= 0 else ()
-        out = []
         # walk the union of cut points of ea and eb in code point order
         ia = ib = 0
         na, nb = len(ea), len(eb)
@@ -375,14 +380,7 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
                 else:
                     end = min(end, lo - 1)
             if not ((need_a and ta < 0) or (need_b and tb < 0) or (ta < 0 and tb < 0)):
-                key = (ta, tb)
-                t = ids.get(key)
-                if t is None:
-                    if len(keys) >= max_states:
-                        raise GrammarLimitError(f"automaton product exceeds {max_states} states")
-                    t = ids[key] = len(keys)
-                    keys.append(key)
-                out.append((pos, end, t))
+                yield pos, end, (ta, tb)
             pos = end + 1
             if ia < na and ea[ia][1] < pos:
                 ia += 1
@@ -390,8 +388,6 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
                 ib += 1
             nxt = min(ea[ia][0] if ia < na else 1 << 30, eb[ib][0] if ib < nb else 1 << 30)
             pos = max(pos, nxt)
-        edges.append(_merge_edges(out))
-        i += 1
 
     def acc(p, q):
         fa = p >= 0 and a.accept[p]
@@ -402,7 +398,7 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
             return fa or fb
         return fa and not fb
 
-    return dfa_minimize(Dfa(edges, [acc(p, q) for p, q in keys]))
+    return dfa_minimize(_explore((0, 0), moves, lambda k: acc(*k), max_states, "automaton product"))
 
 
 def dfa_complement(a: Dfa, universe=_UNIVERSE) -> Dfa:
@@ -517,29 +513,9 @@ def _acyclic_blocks(edges, accept) -> Optional[List[int]]:
     then closed under transitions, so it is exactly language equivalence.
     """
     n = len(accept)
-    order: List[int] = []
-    state = [0] * n  # 0 new, 1 on the DFS stack, 2 done
-    for root in range(n):
-        if state[root]:
-            continue
-        state[root] = 1
-        stack = [(root, iter(edges[root]))]
-        while stack:
-            q, it = stack[-1]
-            for _, _, t in it:
-                if t == q:
-                    continue
-                st = state[t]
-                if st == 1:
-                    return None
-                if st == 0:
-                    state[t] = 1
-                    stack.append((t, iter(edges[t])))
-                    break
-            else:
-                stack.pop()
-                state[q] = 2
-                order.append(q)
+    order = _order_if_acyclic([[t for _, _, t in es] for es in edges])
+    if order is None:
+        return None
     block = [-1] * n
     sigs: Dict[tuple, int] = {}
     uses: List[frozenset] = []  # per block: the other blocks its signature names
@@ -615,36 +591,30 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
     states."""
     cap = max_len if max_len is not None else min_len
     a_edges = a.edges
-    ids = {(0, 0): 0}
-    keys = [(0, 0)]
-    edges = []
-    i = 0
-    while i < len(keys):
-        if not i & 255:
-            deadline.check()
-        q, n = keys[i]
-        out = []
-        if max_len is None or n < max_len:
-            n2 = n + 1 if n < cap else cap
-            for lo, hi, t in a_edges[q]:
-                key = (t, n2)
-                s = ids.get(key)
-                if s is None:
-                    if len(keys) >= max_states:
-                        raise GrammarLimitError(f"automaton exceeds {max_states} states")
-                    s = ids[key] = len(keys)
-                    keys.append(key)
-                out.append((lo, hi, s))
-        edges.append(tuple(out))
-        i += 1
+
+    def moves(key):
+        q, n = key
+        if max_len is not None and n >= max_len:
+            return ()
+        n2 = n + 1 if n < cap else cap
+        return [(lo, hi, (t, n2)) for lo, hi, t in a_edges[q]]
+
     accept = a.accept
-    return dfa_minimize(Dfa(edges, [accept[q] and n >= min_len for q, n in keys]))
+    return dfa_minimize(_explore((0, 0), moves, lambda k: accept[k[0]] and k[1] >= min_len, max_states))
 
 
 def dfa_literals(words: Sequence[str]) -> Dfa:
     """The DFA (a trie) accepting exactly ``words``."""
+    trie, accept = _trie(words)
+    edges = [_merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
+    return dfa_minimize(Dfa(edges, accept))
+
+
+def _trie(words: Sequence[str]) -> Tuple[List[Dict[int, int]], List[bool]]:
+    """(children: code point -> node, per node; whether a word ends there); node 0 is the
+    root and every child has a larger number than its parent."""
     trie: List[Dict[int, int]] = [{}]
-    accept = [False]
+    is_word = [False]
     for w in words:
         q = 0
         for ch in w:
@@ -653,11 +623,10 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
             if nxt is None:
                 nxt = trie[q][cp] = len(trie)
                 trie.append({})
-                accept.append(False)
+                is_word.append(False)
             q = nxt
-        accept[q] = True
-    edges = [_merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
-    return dfa_minimize(Dfa(edges, accept))
+        is_word[q] = True
+    return trie, is_word
 
 
 def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]]) -> Dfa:
@@ -676,19 +645,7 @@ def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]
         >>> [d.matches(w) for w in ("", "a", "ab", "abb", "b")]
         [True, True, False, True, True]
     """
-    children: List[Dict[int, int]] = [{}]
-    is_word = [False]
-    for w in words:
-        q = 0
-        for ch in w:
-            cp = ord(ch)
-            nxt = children[q].get(cp)
-            if nxt is None:
-                nxt = children[q][cp] = len(children)
-                children.append({})
-                is_word.append(False)
-            q = nxt
-        is_word[q] = True
+    children, is_word = _trie(words)
     # trie nodes -> classes, children first (a child has a larger id than its parent)
     n = len(children)
     cls = [0] * n
@@ -1012,16 +969,22 @@ def _cyclic_states(n: int, grouped) -> set:
 def _acyclic_order(n: int, grouped) -> Optional[List[int]]:
     """Successors-first order of the states when the only cycles are self-loops (the order
     :func:`_topo_order` gives then); None when there is a longer cycle."""
+    return _order_if_acyclic([[t for t, _ in g] for g in grouped])
+
+
+def _order_if_acyclic(succ: List[List[int]]) -> Optional[List[int]]:
+    """Successors-first (DFS post-) order of the nodes ``0..len(succ)-1`` of a graph whose only
+    cycles are self-loops; None when it has a longer cycle."""
     order: List[int] = []
-    state = [0] * n  # 0 new, 1 on the DFS path, 2 done
-    for root in range(n):
+    state = [0] * len(succ)  # 0 new, 1 on the DFS path, 2 done
+    for root in range(len(succ)):
         if state[root]:
             continue
         state[root] = 1
-        stack = [(root, iter(grouped[root]))]
+        stack = [(root, iter(succ[root]))]
         while stack:
             q, it = stack[-1]
-            for t, _ in it:
+            for t in it:
                 if t == q:
                     continue
                 st = state[t]
@@ -1029,7 +992,7 @@ def _acyclic_order(n: int, grouped) -> Optional[List[int]]:
                     return None
                 if st == 0:
                     state[t] = 1
-                    stack.append((t, iter(grouped[t])))
+                    stack.append((t, iter(succ[t])))
                     break
             else:
                 stack.pop()
