@@ -305,9 +305,10 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
 
 
 def _explore(start: Hashable, moves: Callable, accepting: Callable, max_states: int,
-             what: str = "automaton") -> Dfa:
+             what: str = "automaton", fuse: bool = True) -> Dfa:
     """The ``what`` of the states reachable from ``start``, where ``moves(state)`` yields its
-    edges ``(lo, hi, next state)``; GrammarLimitError beyond ``max_states`` states."""
+    edges ``(lo, hi, next state)`` in code point order; GrammarLimitError beyond
+    ``max_states`` states.  ``fuse``: merge adjacent edges (not needed before minimizing)."""
     ids: Dict[Hashable, int] = {start: 0}
     keys = [start]
     edges: List[Tuple[Tuple[int, int, int], ...]] = []
@@ -324,7 +325,7 @@ def _explore(start: Hashable, moves: Callable, accepting: Callable, max_states: 
                 t = ids[nxt] = len(keys)
                 keys.append(nxt)
             out.append((lo, hi, t))
-        edges.append(_merge_edges(out))
+        edges.append(_merge_edges(out) if fuse else tuple(out))
         i += 1
     return Dfa(edges, [bool(accepting(k)) for k in keys])
 
@@ -398,7 +399,8 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
             return fa or fb
         return fa and not fb
 
-    return dfa_minimize(_explore((0, 0), moves, lambda k: acc(*k), max_states, "automaton product"))
+    return dfa_minimize(_explore((0, 0), moves, lambda k: acc(*k), max_states, "automaton product",
+                                 fuse=False))
 
 
 def dfa_complement(a: Dfa, universe=_UNIVERSE) -> Dfa:
@@ -591,16 +593,29 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
     states."""
     cap = max_len if max_len is not None else min_len
     a_edges = a.edges
-
-    def moves(key):
-        q, n = key
-        if max_len is not None and n >= max_len:
-            return ()
-        n2 = n + 1 if n < cap else cap
-        return [(lo, hi, (t, n2)) for lo, hi, t in a_edges[q]]
-
+    ids = {(0, 0): 0}
+    keys = [(0, 0)]
+    edges = []
+    i = 0
+    while i < len(keys):  # (_explore's loop, inlined: this one runs up to max_states times)
+        if not i & 255:
+            deadline.check()
+        q, n = keys[i]
+        out = []
+        if max_len is None or n < max_len:
+            n2 = n + 1 if n < cap else cap
+            for lo, hi, t in a_edges[q]:
+                s = ids.get((t, n2))
+                if s is None:
+                    if len(keys) >= max_states:
+                        raise GrammarLimitError(f"automaton exceeds {max_states} states")
+                    s = ids[(t, n2)] = len(keys)
+                    keys.append((t, n2))
+                out.append((lo, hi, s))
+        edges.append(tuple(out))
+        i += 1
     accept = a.accept
-    return dfa_minimize(_explore((0, 0), moves, lambda k: accept[k[0]] and k[1] >= min_len, max_states))
+    return dfa_minimize(Dfa(edges, [accept[q] and n >= min_len for q, n in keys]))
 
 
 def dfa_literals(words: Sequence[str]) -> Dfa:
