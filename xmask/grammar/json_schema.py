@@ -481,7 +481,7 @@ class _Doc:
                     first = self.by_id[id(o)]
                 continue
             if check:
-                check_keywords(o, p, self.draft)
+                check_keywords(o, p, self.draft, subschemas=False)
             sid = o.get("$id")
             if not isinstance(sid, str) and self.draft <= 4 and isinstance(o.get("id"), str):
                 sid = o.get("id")
