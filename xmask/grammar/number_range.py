@@ -852,7 +852,13 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
     if not a.accept[0] and not a.edges[0]:
         return None
     if label is None:
-        label = _plain_label
+        # the default labels are shared by every call (the same character classes recur)
+        label, memo_lab, memo_size = _plain_label, _PLAIN_LABELS, _PLAIN_SIZES
+        if len(memo_lab) > 8192:
+            memo_lab.clear()
+            memo_size.clear()
+    else:
+        memo_lab, memo_size = {}, {}
     n = a.n_states
     # group edges by target
     grouped: List[List[Tuple[int, Tuple[Tuple[int, int], ...]]]] = []
@@ -876,9 +882,6 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
     for q in cyc:
         needs_rule[q] = True
     # sizes bottom-up (acyclic part), deciding rules for shared big states
-    memo_lab: Dict[tuple, Expr] = {}
-    memo_size: Dict[tuple, int] = {}
-
     def lab_size(rs) -> int:
         sz = memo_size.get(rs)
         if sz is None:
@@ -963,6 +966,10 @@ def _expr_size(e: Expr, cap: int = 10_000) -> int:
         elif isinstance(x, Repeat):
             stack.append(x.item)
     return n
+
+
+_PLAIN_LABELS: Dict[tuple, Expr] = {}
+_PLAIN_SIZES: Dict[tuple, int] = {}
 
 
 def _plain_label(ranges) -> Expr:
