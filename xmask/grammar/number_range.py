@@ -661,25 +661,29 @@ def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]
         [True, True, False, True, True]
     """
     children, is_word = _trie(words)
-    # trie nodes -> classes, children first (a child has a larger id than its parent)
+    # trie nodes -> classes, children first (a child has a larger id than its parent); per
+    # class, the sorted (code point, class) children and the word flag of its first node
     n = len(children)
     cls = [0] * n
     sigs: Dict[tuple, int] = {}
-    kids: List[list] = [[]] * n
+    class_kids: List[tuple] = []
+    class_word: List[bool] = []
     for q in range(n - 1, -1, -1):
-        ks = sorted((cp, cls[t]) for cp, t in children[q].items())
-        kids[q] = ks
-        sig = (is_word[q], tuple(ks))
+        ch = children[q]
+        if len(ch) == 1:
+            ks = tuple((cp, cls[t]) for cp, t in ch.items())
+        else:
+            ks = tuple(sorted([(cp, cls[t]) for cp, t in ch.items()]))
+        sig = (is_word[q], ks)
         c = sigs.get(sig)
         if c is None:
             c = sigs[sig] = len(sigs)
+            class_kids.append(ks)
+            class_word.append(is_word[q])
         cls[q] = c
     # states in BFS order from the root (edges in code point order, fused), as _canonical
     # numbers them; class ``univ`` accepts everything
     univ = len(sigs)
-    rep: Dict[int, int] = {}
-    for q in range(n):
-        rep.setdefault(cls[q], q)
     ids = {cls[0]: 0}
     queue = [cls[0]]
     edges: List[tuple] = []
@@ -688,40 +692,38 @@ def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]
     while head < len(queue):
         c = queue[head]
         head += 1
+        out: List[Tuple[int, int, int]] = []
         if c == univ:
-            parts = [(lo, hi, univ) for lo, hi in alphabet]
+            ks: tuple = ()
             accept.append(True)
         else:
-            q = rep[c]
-            accept.append(not is_word[q])
-            parts = []
-            ks = kids[q]
-            i = 0
-            for lo, hi in alphabet:
-                pos = lo
-                while i < len(ks) and ks[i][0] <= hi:
+            ks = class_kids[c]
+            accept.append(not class_word[c])
+        i, nk = 0, len(ks)
+        for lo, hi in alphabet:
+            pos = lo
+            while pos <= hi:
+                if i < nk and ks[i][0] <= hi:
                     cp, t = ks[i]
                     if cp < pos:
                         raise ValueError(f"character {chr(cp)!r} of a word is outside the alphabet")
-                    if cp > pos:
-                        parts.append((pos, cp - 1, univ))
-                    parts.append((cp, cp, t))
-                    pos = cp + 1
-                    i += 1
-                if pos <= hi:
-                    parts.append((pos, hi, univ))
-            if i < len(ks):
-                raise ValueError(f"character {chr(ks[i][0])!r} of a word is outside the alphabet")
-        out: List[Tuple[int, int, int]] = []
-        for lo, hi, t in parts:
-            tid = ids.get(t)
-            if tid is None:
-                tid = ids[t] = len(queue)
-                queue.append(t)
-            if out and out[-1][2] == tid and out[-1][1] + 1 == lo:
-                out[-1] = (out[-1][0], hi, tid)
-            else:
-                out.append((lo, hi, tid))
+                    if cp > pos:  # a gap: to the accept-all state
+                        t, cp = univ, cp - 1
+                    else:
+                        i += 1
+                else:
+                    t, cp = univ, hi
+                tid = ids.get(t)
+                if tid is None:
+                    tid = ids[t] = len(queue)
+                    queue.append(t)
+                if out and out[-1][2] == tid and out[-1][1] + 1 == pos:
+                    out[-1] = (out[-1][0], cp, tid)
+                else:
+                    out.append((pos, cp, tid))
+                pos = cp + 1
+        if i < nk:
+            raise ValueError(f"character {chr(ks[i][0])!r} of a word is outside the alphabet")
         edges.append(tuple(out))
     return Dfa(edges, accept, minimal=True)
 
