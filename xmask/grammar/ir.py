@@ -34,7 +34,9 @@ SURROGATES = (0xD800, 0xDFFF)
 class _Node:
     """Base of the node kinds: a node caches its hash (the value the dataclass would compute),
     as converters put deep trees in sets and dict keys again and again.  The cache is not
-    part of the pickled state (string hashes differ between processes)."""
+    part of the pickled state (string hashes differ between processes).  Each kind writes its
+    fields in its own ``__init__`` (half the cost of the frozen dataclass one; converters
+    build many thousands of nodes)."""
 
     _FIELDS: Tuple[str, ...] = ()
 
@@ -49,15 +51,18 @@ class _Node:
         return {k: v for k, v in self.__dict__.items() if k != "_h"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Bytes(_Node):
     data: bytes
 
     _FIELDS = ("data",)
     __hash__ = _Node._cached_hash
 
+    def __init__(self, data: bytes):
+        self.__dict__["data"] = data
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class CharClass(_Node):
     ranges: Tuple[Tuple[int, int], ...]
     negated: bool = False
@@ -66,10 +71,14 @@ class CharClass(_Node):
     _FIELDS = ("ranges", "negated", "byte_level")
     __hash__ = _Node._cached_hash
 
-    def __post_init__(self):
-        object.__setattr__(self, "ranges", merge_ranges(self.ranges))
-        limit = 0xFF if self.byte_level else MAX_CODE_POINT
-        for lo, hi in self.ranges:
+    def __init__(self, ranges: Tuple[Tuple[int, int], ...], negated: bool = False,
+                 byte_level: bool = False):
+        d = self.__dict__
+        d["ranges"] = ranges = merge_ranges(ranges)
+        d["negated"] = negated
+        d["byte_level"] = byte_level
+        limit = 0xFF if byte_level else MAX_CODE_POINT
+        for lo, hi in ranges:
             if lo < 0 or hi > limit or lo > hi:
                 raise ValueError(f"bad character range {lo:#x}-{hi:#x}")
 
@@ -83,31 +92,40 @@ class CharClass(_Node):
         return intersect_ranges(base, universe)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Seq(_Node):
     items: Tuple["Expr", ...]
 
     _FIELDS = ("items",)
     __hash__ = _Node._cached_hash
 
+    def __init__(self, items: Tuple["Expr", ...]):
+        self.__dict__["items"] = items
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Choice(_Node):
     items: Tuple["Expr", ...]
 
     _FIELDS = ("items",)
     __hash__ = _Node._cached_hash
 
+    def __init__(self, items: Tuple["Expr", ...]):
+        self.__dict__["items"] = items
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class RuleRef(_Node):
     name: str
 
     _FIELDS = ("name",)
     __hash__ = _Node._cached_hash
 
+    def __init__(self, name: str):
+        self.__dict__["name"] = name
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Repeat(_Node):
     item: "Expr"
     min: int
@@ -116,9 +134,13 @@ class Repeat(_Node):
     _FIELDS = ("item", "min", "max")
     __hash__ = _Node._cached_hash
 
-    def __post_init__(self):
-        if self.min < 0 or (self.max is not None and self.max < self.min):
-            raise ValueError(f"bad repeat bounds {{{self.min},{self.max}}}")
+    def __init__(self, item: "Expr", min: int, max: Optional[int]):  # noqa: A002 (field names)
+        d = self.__dict__
+        d["item"] = item
+        d["min"] = min
+        d["max"] = max
+        if min < 0 or (max is not None and max < min):
+            raise ValueError(f"bad repeat bounds {{{min},{max}}}")
 
 
 Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat]
