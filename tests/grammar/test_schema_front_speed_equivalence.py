@@ -134,6 +134,7 @@ def general_paths(monkeypatch):
     monkeypatch.setattr(number_range, "_acyclic_blocks", lambda edges, accept: None)
     monkeypatch.setattr(number_range, "_acyclic_order", lambda n, grouped: None)
     monkeypatch.setattr(json_schema, "_shared", lambda memo, key, build: build())
+    monkeypatch.setattr(number_range, "_magnitude_plain_dfa", number_range._magnitude_plain_dfa_uncached)
     monkeypatch.setattr(json_schema, "encode_ranges_canonical", lambda ranges, escape_all=None:
                         string_format._encode_ranges_canonical(ir.merge_ranges(ranges), escape_all))
     for mod in (number_range, json_schema):
@@ -208,7 +209,8 @@ def test_jsts_schemas_same_grammar_as_general_paths(request):
 def test_warm_memos_same_grammar_as_cold():
     """The process-wide memos (pattern/format automata, spellings, rule names) never change a
     grammar: converting with them filled by other schemas equals converting after a clear."""
-    schemas = [("fmt", {"type": "object", "properties": {"when": {"format": "date-time"},
+    schemas = [("num", {"type": "array", "items": {"type": "number", "minimum": 0.5, "maximum": 100}}),
+               ("fmt", {"type": "object", "properties": {"when": {"format": "date-time"},
                                                          "mail": {"format": "email", "maxLength": 40},
                                                          "code": {"pattern": "^[A-Z]{3}$"}}}),
                ("pat", {"type": "array", "items": {"type": "string", "pattern": "^[A-Z]{3}$",
@@ -216,7 +218,8 @@ def test_warm_memos_same_grammar_as_cold():
     warm = {name: outcome(s, strict_mode=False) for name, s in schemas}
     warm2 = {name: outcome(s, strict_mode=False) for name, s in schemas}
     for memo in (json_schema._SHARED_DFAS, json_schema._SHARED_ENCODINGS,
-                 string_format._CANONICAL_MEMO, number_range._CLEAN_NAMES):
+                 string_format._CANONICAL_MEMO, number_range._CLEAN_NAMES,
+                 number_range._MAGNITUDE_DFAS, number_range._PLAIN_LABELS, number_range._PLAIN_SIZES):
         memo.clear()
     cold = {name: outcome(s, strict_mode=False) for name, s in schemas}
     assert warm == warm2 == cold

@@ -1174,7 +1174,25 @@ def _magnitude_plain_dfa(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fra
     """Unsigned ``(0|[1-9][0-9]*)(\\.[0-9]+)?`` (``int_only``: no fraction;
     ``single_digit_int``: integer part one digit 1-9) with value in the interval, a multiple
     of ``mult`` (if given), not a multiple of any of ``not_mults``, and (``nonint``) not an
-    integer."""
+    integer.  Memoized process-wide (a pure function; the same bounds recur across schemas)."""
+    key = (lo, lo_excl, hi, hi_excl, int_only, mult, single_digit_int, nonint, tuple(not_mults))
+    d = _MAGNITUDE_DFAS.get(key)
+    if d is None:
+        if len(_MAGNITUDE_DFAS) >= 1024:
+            _MAGNITUDE_DFAS.clear()
+        d = _MAGNITUDE_DFAS[key] = _magnitude_plain_dfa_uncached(
+            lo, lo_excl, hi, hi_excl, int_only=int_only, mult=mult,
+            single_digit_int=single_digit_int, nonint=nonint, not_mults=not_mults)
+    return d
+
+
+_MAGNITUDE_DFAS: Dict[tuple, Dfa] = {}
+
+
+def _magnitude_plain_dfa_uncached(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction],
+                                  hi_excl: bool, *, int_only: bool, mult: Optional[Fraction],
+                                  single_digit_int: bool, nonint: bool,
+                                  not_mults: Sequence[Fraction]) -> Dfa:
     clo = _Cmp(lo) if lo is not None else None
     chi = _Cmp(hi) if hi is not None else None
     mods = ([(mult, True)] if mult is not None else []) + [(f, False) for f in not_mults]
