@@ -1191,8 +1191,8 @@ _MAGNITUDE_DFAS: Dict[tuple, Dfa] = {}
 
 def _magnitude_plain_dfa_uncached(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction],
                                   hi_excl: bool, *, int_only: bool, mult: Optional[Fraction],
-                                  single_digit_int: bool, nonint: bool,
-                                  not_mults: Sequence[Fraction]) -> Dfa:
+                                  single_digit_int: bool = False, nonint: bool = False,
+                                  not_mults: Sequence[Fraction] = ()) -> Dfa:
     clo = _Cmp(lo) if lo is not None else None
     chi = _Cmp(hi) if hi is not None else None
     mods = ([(mult, True)] if mult is not None else []) + [(f, False) for f in not_mults]
