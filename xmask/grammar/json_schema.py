@@ -1671,7 +1671,11 @@ class _Converter:
         return self.dfa_memo[key]
 
     def string_dfa(self, key) -> Optional[Dfa]:
-        """The DFA over decoded code points of the string constraint ``key``; None = any string."""
+        """The DFA over decoded code points of the string constraint ``key``; None = any string.
+        (A pure function of ``key``, whose patterns all parse: memoized process-wide.)"""
+        return _shared(_SHARED_DFAS, key, lambda: self._string_dfa(key))
+
+    def _string_dfa(self, key) -> Optional[Dfa]:
         _, lo, hi, pats, fmts, not_pats, not_fmts, not_strings = key
         d: Optional[Dfa] = None
 
