@@ -228,6 +228,7 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_SINGLES = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not",
                    "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "contentSchema")
+_SUBSCHEMA_KEYS = frozenset(_SCHEMA_MAPS + _SCHEMA_LISTS + _SCHEMA_SINGLES + ("items",))
 
 
 class _CannotValidate(Exception):
@@ -502,6 +503,8 @@ class _Doc:
             self.by_id[id(o)] = n
             if first is None:
                 first = n
+            if _SUBSCHEMA_KEYS.isdisjoint(o):
+                continue  # a leaf schema (the usual case)
             for k in _SCHEMA_SINGLES:
                 if k in o:
                     stack.append((o[k], b, f"{p}/{k}"))
