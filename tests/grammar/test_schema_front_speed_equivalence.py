@@ -225,6 +225,22 @@ def test_warm_memos_same_grammar_as_cold():
     assert warm == warm2 == cold
 
 
+def test_threads_sharing_the_memos_get_the_same_grammars():
+    """Conversions running in threads at once (the memos are process-wide) give what one thread
+    gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    schemas = maskbench_sample(40)
+    alone = _fast_outcomes(schemas, OPTIONS[0])
+    for memo in (json_schema._SHARED_DFAS, json_schema._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
+                 number_range._MAGNITUDE_DFAS, number_range._PLAIN_LABELS, number_range._PLAIN_SIZES):
+        memo.clear()
+    with ThreadPoolExecutor(4) as pool:
+        # (not lenient: nothing warns, so no warnings filter is touched from the threads)
+        together = list(pool.map(lambda item: (item[0], outcome(item[1], **OPTIONS[0])), schemas * 2))
+    assert all(alone[name] == got for name, got in together)
+
+
 # ---------------------------------------------------------------------------- automata
 
 
