@@ -41,6 +41,9 @@ MODULES = [
     "xmask.runtime.batch",
     "xmask.runtime._apply",
     "xmask.compiler._partition",
+    "xmask.compiler._determinize",
+    "xmask.compiler._analysis",
+    "xmask.compiler._nfa_build",
 ]
 
 compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]

@@ -137,6 +137,7 @@ class XGrammarLike(Engine):
     """xgrammar and xmask share the API."""
 
     mod = None
+    compiler_options: dict = {}  # extra GrammarCompiler keywords (xmask: --xmask-precompute)
 
     def make_tokenizer_info(self):
         raise NotImplementedError
@@ -148,7 +149,7 @@ class XGrammarLike(Engine):
         self.setup_ns["tokenizer_init"].append(perf() - t0)
         self.compiled = None
         for _ in range(self.reps):
-            compiler = mod.GrammarCompiler(self.info)
+            compiler = mod.GrammarCompiler(self.info, **self.compiler_options)
             t0 = perf()
             compiled = compiler.compile_builtin_json_grammar()
             self.setup_ns["compile"].append(perf() - t0)
@@ -497,8 +498,13 @@ def main(argv=None):
     ap.add_argument("--max-print", type=int, default=10, help="violation examples to print per engine")
     ap.add_argument("--llg-grammar", choices=sorted(LLG_GRAMMARS), default="lark",
                     help="llguidance grammar: 'lark' (JSON CFG, same language as the builtin) or 'json' (%%json)")
+    ap.add_argument("--xmask-precompute", action="store_true",
+                    help="xmask GrammarCompiler(precompute=True): classify every state at compile (default: "
+                         "lazy, the first fills that meet a state classify it)")
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="JSON result file")
     args = ap.parse_args(argv)
+    if args.xmask_precompute:
+        XmaskEngine.compiler_options = {"precompute": True}
     global LLG_GRAMMAR
     LLG_GRAMMAR = LLG_GRAMMARS[args.llg_grammar]
 

@@ -13,17 +13,26 @@ every schema, one engine after the other:
   for that engine, a compile longer than ``--compile-timeout`` makes it "timeout" (interrupted by
   SIGALRM where the engine runs Python code, otherwise recorded when the native call returns);
 * first mask: a matcher on the fresh grammar and one ``fill_next_token_bitmask`` (llguidance
-  builds its lexer lazily, so part of its compile work shows up here);
+  builds its lexer lazily, and xmask's lazy cache classifies states on demand, so part of the
+  compile work shows up here); time to first mask (TTFM) = compile + matcher + first fill;
 * per-token mask time while walking the schema's VALID instances (``json.dumps(data)`` tokenized
   without special tokens): fill before each token and once at the end, only the fill is timed;
   each token is checked against the mask and accepted, then the stop token must be allowed and
-  accepted;
+  accepted.  Two passes with new matchers on the same compiled grammar: the FIRST PASS meets
+  states no fill has classified yet (the price of a lazy cache: xmask lazy, llguidance), the
+  SECOND PASS shows the steady state;
 * INVALID instances: accept only (no mask); an instance whose tokens and stop token are all
   accepted is "wrongly accepted" (the engine is looser than the schema).
 
 Timing uses time.perf_counter_ns around the Python call.  Nothing here asserts on timings.
 
+xmask runs as "xmask" (the default, lazy compiler) and/or "xmask-eager"
+(``GrammarCompiler(info, cache_enabled=False, precompute=True)``: every state classified before
+compile returns); ``--xmask-mode lazy|precompute|both`` picks.  On an xmask without the
+``precompute`` option both are the same eager compiler.
+
 Usage:  python bench/bench_json_schema.py [--schemas 300] [--data PATH] [--engines xmask,xgrammar,llguidance]
+                                          [--xmask-mode lazy|precompute|both]
 """
 
 from __future__ import annotations
@@ -46,10 +55,10 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402  -- engine adapters and helpers shared with the JSON bench
+from json_schema_report import PEERS, PHASES, XMASK_VARIANTS, report  # noqa: E402
 
 DEFAULT_OUT = bj.REPO / "bench" / "results" / "bench_json_schema.json"
-ENGINE_ORDER = bj.ENGINE_ORDER
-RATIO_PEERS = ("xgrammar", "llguidance")
+ENGINE_ORDER = (*XMASK_VARIANTS, *PEERS)
 WARMUP_SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
 LLG_JSON_OPTIONS = {"whitespace_flexible": True}
 XMASK_OPTIONS = {"strict_mode": False, "any_whitespace": True}  # --lenient adds lenient=True
@@ -67,16 +76,23 @@ class EngineGrammarError(RuntimeError):
 
 
 class _CompilerPerSchema:
-    """For the two engines with XGrammar's API: one compiler with the cache disabled."""
+    """For the engines with XGrammar's API: one compiler with the cache disabled."""
 
     compiled = None
+    compiler_options: dict = {}
+    max_threads = None  # None: the engine's default
 
     def prepare(self):
         self.info = self.make_tokenizer_info()
-        self.compiler = self.mod.GrammarCompiler(self.info, cache_enabled=False)
+        opts = dict(self.compiler_options)
+        if self.max_threads is not None:
+            opts["max_threads"] = self.max_threads
+        self.compiler = self.mod.GrammarCompiler(self.info, cache_enabled=False, **opts)
         self.bitmask = self.mod.allocate_token_bitmask(1, self.vocab_size)
         self.words = self._words_view(self.bitmask)
-        self.notes.append("GrammarCompiler(info, cache_enabled=False), default max_threads")
+        text = "".join(f", {k}={v!r}" for k, v in opts.items())
+        self.notes.append(f"GrammarCompiler(info, cache_enabled=False{text})"
+                          + ("" if "max_threads" in opts else ", default max_threads"))
 
     def first_matcher(self):
         return self.new_matcher()
@@ -84,13 +100,99 @@ class _CompilerPerSchema:
     def memory_bytes(self):
         return bj._maybe_int(getattr(self.compiled, "memory_size_bytes", None))
 
+    def cache_summary(self):
+        """The lazy cache's counters (classified / pending states), where the engine has them."""
+        get = getattr(self.compiled, "cache_summary", None)
+        return dict(get()) if callable(get) else None
+
     def release(self):
         self.compiled = None
 
 
+def xmask_has_precompute() -> bool | None:
+    """True once xmask's GrammarCompiler has the ``precompute`` option (the lazy cache); None
+    when xmask cannot be imported."""
+    import inspect
+
+    try:
+        import xmask
+    except ImportError:
+        return None
+    return "precompute" in inspect.signature(xmask.GrammarCompiler.__init__).parameters
+
+
+class _PhaseClock:
+    """Splits xmask's compile into schema -> Grammar, automaton and mask cache, cheaply:
+    ``CompiledGrammar.compile_seconds`` is the Grammar -> CompiledGrammar part, and the eager
+    classification the compiled module calls (``build_mask_cache`` before the lazy cache,
+    ``precompute_mask_cache`` after it), where it exists, is wrapped with a timer."""
+
+    mask_cache_ns = 0
+    calls = 0
+    installed = False
+
+    @classmethod
+    def install(cls):
+        if cls.installed:
+            return
+        cls.installed = True
+        try:
+            from xmask.compiler import compiled as mod
+        except ImportError:
+            return
+        for name in ("build_mask_cache", "precompute_mask_cache"):  # before / after the lazy cache
+            inner = getattr(mod, name, None)
+            if callable(inner):
+                setattr(mod, name, cls._timed(inner))
+
+    @classmethod
+    def _timed(cls, inner):
+        def timed(*a, **k):
+            t0 = perf()
+            try:
+                return inner(*a, **k)
+            finally:
+                cls.mask_cache_ns += perf() - t0
+                cls.calls += 1
+
+        return timed
+
+
 class XmaskSchema(_CompilerPerSchema, bj.XmaskEngine):
+    name = "xmask"
+
+    def prepare(self):
+        _PhaseClock.install()
+        super().prepare()
+
     def compile(self, schema, text):
+        _PhaseClock.mask_cache_ns = _PhaseClock.calls = 0
         self.compiled = self.compiler.compile_json_schema(schema, **XMASK_OPTIONS)
+
+    def phases_ms(self, compile_ms: float) -> dict:
+        """schema -> Grammar (incl. the compiler's own overhead) and Grammar -> CompiledGrammar,
+        the latter split into automaton and eager mask cache when the timer saw the cache built."""
+        build_s = getattr(self.compiled, "compile_seconds", None)
+        if build_s is None:
+            return {}
+        build_ms = float(build_s) * 1e3
+        out = {"schema_to_grammar_ms": max(0.0, compile_ms - build_ms), "grammar_to_compiled_ms": build_ms}
+        if _PhaseClock.calls:
+            cache_ms = _PhaseClock.mask_cache_ns / 1e6
+            out.update(automaton_ms=max(0.0, build_ms - cache_ms), mask_cache_ms=cache_ms)
+        return out
+
+
+class XmaskEagerSchema(XmaskSchema):
+    """Warm-up mode: every state classified before compile returns (today's only mode)."""
+
+    name = "xmask-eager"
+
+    def prepare(self):
+        self.compiler_options = {"precompute": True} if xmask_has_precompute() else {}
+        super().prepare()
+        if not self.compiler_options:
+            self.notes.append("this xmask has no precompute option: its default compiler is eager")
 
 
 class XGrammarSchema(_CompilerPerSchema, bj.XGrammarEngine):
@@ -121,11 +223,29 @@ class LLGuidanceSchema(bj.LLGuidanceEngine):
     def memory_bytes(self):
         return None
 
+    def cache_summary(self):
+        return None
+
     def release(self):
         self.template = None
 
 
-ENGINES = {"xmask": XmaskSchema, "xgrammar": XGrammarSchema, "llguidance": LLGuidanceSchema}
+ENGINES = {"xmask": XmaskSchema, "xmask-eager": XmaskEagerSchema, "xgrammar": XGrammarSchema,
+           "llguidance": LLGuidanceSchema}
+
+
+def engines_wanted(engines_arg: str, xmask_mode: str) -> list[str]:
+    """--engines with "xmask" expanded by --xmask-mode (lazy: xmask, precompute: xmask-eager,
+    both: the two), in ENGINE_ORDER."""
+    wanted = {e.strip() for e in engines_arg.split(",") if e.strip()}
+    unknown = wanted - set(ENGINES)
+    if unknown:
+        raise SystemExit(f"unknown engines {sorted(unknown)}; choose from {list(ENGINES)}")
+    if "xmask" in wanted and xmask_mode != "lazy":
+        wanted.add("xmask-eager")
+        if xmask_mode == "precompute":
+            wanted.discard("xmask")
+    return [e for e in ENGINE_ORDER if e in wanted]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -239,9 +359,10 @@ def walk_invalid(eng, ids) -> bool:
     return all(eng.accept(m, tid) for tid in [*ids, eng.stop_id])
 
 
-def run_schema(eng, item, limit_s: float, max_print: int, examples: list[str]) -> tuple[dict, list]:
-    """Compile + first mask + walks for one engine and one schema.
-    Returns (record, per-valid-instance fill times; None where the instance was not accepted)."""
+def run_schema(eng, item, limit_s: float, max_print: int, examples: list[str]) -> tuple[dict, list, list]:
+    """Compile + first mask + two walks for one engine and one schema.
+    Returns (record, first-pass and second-pass per-valid-instance fill times; None where the
+    instance was not accepted)."""
     rec = {"status": "ok"}
     elapsed, err, captured = timed_compile(eng, item, limit_s)
     rec["compile_ms"] = elapsed / 1e6
@@ -255,11 +376,13 @@ def run_schema(eng, item, limit_s: float, max_print: int, examples: list[str]) -
         rec["status"], rec["error"] = "unsupported", bj._err(err)[:300]
     if rec["status"] != "ok":
         eng.release()
-        return rec, []
+        return rec, [], []
+    if hasattr(eng, "phases_ms"):
+        rec["phases"] = eng.phases_ms(rec["compile_ms"])
     rec["memory_bytes"] = eng.memory_bytes()
     n = {"valid": len(item["valid"]), "valid_accepted": 0, "mask_disallows_token": 0, "stop_not_allowed": 0,
          "accept_failed": 0, "exceptions": 0, "invalid": len(item["invalid"]), "invalid_wrongly_accepted": 0}
-    per_instance = []
+    passes: tuple[list, list] = ([], [])
 
     def note(kind, text):
         n[kind] += 1
@@ -277,26 +400,40 @@ def run_schema(eng, item, limit_s: float, max_print: int, examples: list[str]) -
             rec["matcher_init_ms"], rec["first_mask_ms"] = (t1 - t0) / 1e6, (perf() - t1) / 1e6
         except Exception as e:
             rec["status"], rec["error"] = "unsupported", "first mask: " + bj._err(e)[:300]
-            return rec, []
-        for k, ids in enumerate(item["valid"]):
-            fills: list[int] = []
-            try:
-                r = walk_valid(eng, ids, fills)
-            except Exception as e:  # an engine bug must not kill the whole benchmark
-                note("exceptions", f"valid#{k}: {bj._err(e)}")
-                per_instance.append(None)
-                continue
-            n["mask_disallows_token"] += r["mask_disallows_token"]
-            n["stop_not_allowed"] += r["stop_not_allowed"]
-            n["valid_accepted"] += r["accepted"]
-            for kind, pos in (("mask_disallows_token", r["first_disallowed"]), ("accept_failed", r["rejected_at"])):
-                if pos is not None and len(examples) < max_print:
-                    tid = ids[pos] if pos < len(ids) else eng.stop_id
-                    examples.append(f"{kind}: {item['file']} valid#{k} token#{pos}/{len(ids)} id={tid} "
-                                    f"{eng.tok.id_to_token(tid)!r}")
-            n["accept_failed"] += r["rejected_at"] is not None
-            per_instance.append(fills if r["accepted"] else None)
-            rec.setdefault("fill_ns", []).extend(fills)
+            return rec, [], []
+        summary = eng.cache_summary()
+        if summary is not None:
+            rec["cache_after_first_mask"] = summary
+        for p, per_instance in enumerate(passes):
+            first = p == 0  # counts and examples come from the first pass only
+            for k, ids in enumerate(item["valid"]):
+                fills: list[int] = []
+                try:
+                    r = walk_valid(eng, ids, fills)
+                except Exception as e:  # an engine bug must not kill the whole benchmark
+                    if first:
+                        note("exceptions", f"valid#{k}: {bj._err(e)}")
+                    per_instance.append(None)
+                    continue
+                per_instance.append(fills if r["accepted"] else None)
+                rec.setdefault(f"fill_ns_pass{p + 1}", []).extend(fills)
+                if not first:
+                    continue
+                n["mask_disallows_token"] += r["mask_disallows_token"]
+                n["stop_not_allowed"] += r["stop_not_allowed"]
+                n["valid_accepted"] += r["accepted"]
+                for kind, pos in (("mask_disallows_token", r["first_disallowed"]),
+                                  ("accept_failed", r["rejected_at"])):
+                    if pos is not None and len(examples) < max_print:
+                        tid = ids[pos] if pos < len(ids) else eng.stop_id
+                        examples.append(f"{kind}: {item['file']} valid#{k} token#{pos}/{len(ids)} id={tid} "
+                                        f"{eng.tok.id_to_token(tid)!r}")
+                n["accept_failed"] += r["rejected_at"] is not None
+            if first:
+                summary = eng.cache_summary()
+                if summary is not None:
+                    rec["cache_after_first_pass"] = summary
+                    rec["memory_after_first_pass_bytes"] = eng.memory_bytes()
         for k, ids in enumerate(item["invalid"]):
             try:
                 n["invalid_wrongly_accepted"] += walk_invalid(eng, ids)
@@ -307,34 +444,54 @@ def run_schema(eng, item, limit_s: float, max_print: int, examples: list[str]) -
             gc.enable()
         eng.release()
     rec.update(n)
-    return rec, per_instance
+    return rec, passes[0], passes[1]
 
 
 # ----------------------------------------------------------------------------------------------
 # aggregation and report
 
 
-def _dist(xs) -> dict:
-    """mean / p50 / p90 / p99 / max of a list (same unit as the input)."""
+def dist_stats(xs, scale: float = 1.0) -> dict:
+    """n / mean / p50 / p90 / p99 / p99.9 / max of a list, divided by ``scale``."""
+    keys = ("mean", "p50", "p90", "p99", "p99.9", "max")
     if not len(xs):
-        return {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
-    a = np.asarray(xs, dtype=np.float64)
-    p50, p90, p99 = np.percentile(a, [50, 90, 99])
-    return {"n": int(a.size), "mean": float(a.mean()), "p50": float(p50), "p90": float(p90),
-            "p99": float(p99), "max": float(a.max())}
+        return {"n": 0, **dict.fromkeys(keys)}
+    a = np.asarray(xs, dtype=np.float64) / scale
+    pct = np.percentile(a, [50, 90, 99, 99.9])
+    return {"n": int(a.size), "mean": float(a.mean()), **{k: float(v) for k, v in zip(keys[1:5], pct)},
+            "max": float(a.max())}
 
 
 def _to_first_mask(rec) -> float:
-    """compile + matcher creation + first mask fill (ms)."""
+    """Time to first mask: compile + matcher creation + first mask fill (ms)."""
     return rec["compile_ms"] + rec["matcher_init_ms"] + rec["first_mask_ms"]
 
 
-def summarize(engines, per_schema, fills):
-    """per_schema[i][engine] = record; fills[engine][i] = per-valid-instance fill lists."""
+def _phase_shares(recs) -> dict:
+    """Per TTFM phase: its ms distribution and its share of the summed TTFM (xmask only)."""
+    total = sum(_to_first_mask(r) for r in recs)
+    out = {}
+    for key, _ in PHASES:
+        vals = [r[key] if key in r else r.get("phases", {}).get(key) for r in recs]
+        if not vals or any(v is None for v in vals):
+            continue
+        out[key] = {**dist_stats(vals), "share_of_ttfm": sum(vals) / total if total else None}
+    return out
+
+
+def _lazy_share(recs, key) -> dict | None:
+    """classified / top_states after the first mask or the first pass (lazy cache only)."""
+    fr = [r[key]["classified"] / r[key]["top_states"] for r in recs
+          if r.get(key) and r[key].get("top_states")]
+    return dist_stats(fr) if fr else None
+
+
+def summarize(engines, per_schema, fills1, fills2):
+    """per_schema[i][engine] = record; fillsP[engine][i] = pass-P per-valid-instance fill lists."""
     common = [i for i, recs in enumerate(per_schema) if all(recs[e]["status"] == "ok" for e in engines)]
-    # mask comparison: valid instances of common schemas that every engine accepted end to end
-    common_inst = [(i, k) for i in common for k in range(len(fills[engines[0]][i]))
-                   if all(fills[e][i][k] is not None for e in engines)]
+    # mask comparison: valid instances of common schemas that every engine accepted end to end, both passes
+    common_inst = [(i, k) for i in common for k in range(len(fills1[engines[0]][i]))
+                   if all(f[e][i][k] is not None for e in engines for f in (fills1, fills2))]
     out = {"common_schemas": len(common), "common_valid_instances": len(common_inst), "engines": {}}
     for e in engines:
         recs = [r[e] for r in per_schema]
@@ -346,129 +503,28 @@ def summarize(engines, per_schema, fills):
         com = {k: int(sum(per_schema[i][e].get(k, 0) for i in common))
                for k in ("valid", "valid_accepted", "invalid", "invalid_wrongly_accepted")}
         com_recs = [per_schema[i][e] for i in common]
-        common_fills = [t for i, k in common_inst for t in fills[e][i][k]]
         mem = [r["memory_bytes"] for r in ok if r.get("memory_bytes") is not None]
-        out["engines"][e] = {
+        mem_walked = [r["memory_after_first_pass_bytes"] for r in ok if r.get("memory_after_first_pass_bytes")]
+        s = out["engines"][e] = {
             "schemas": len(recs), "compiled": counts["ok"], "unsupported": counts["unsupported"],
             "timeout": counts["timeout"],
-            "compile_ms_own": _dist([r["compile_ms"] for r in ok]),
-            "compile_ms_common": _dist([r["compile_ms"] for r in com_recs]),
-            "first_mask_ms_own": _dist([r["first_mask_ms"] for r in ok]),
-            "first_mask_ms_common": _dist([r["first_mask_ms"] for r in com_recs]),
-            "compile_plus_first_mask_ms_own": _dist([_to_first_mask(r) for r in ok]),
-            "compile_plus_first_mask_ms_common": _dist([_to_first_mask(r) for r in com_recs]),
-            "mask_us_common": bj._stats_us(common_fills),
-            "mask_us_own": bj._stats_us([t for r in ok for t in r.get("fill_ns", [])]),
             "compiled_memory_bytes_p50": float(np.median(mem)) if mem else None,
+            "memory_after_first_pass_bytes_p50": float(np.median(mem_walked)) if mem_walked else None,
             "counts_own": tot, "counts_common": com,
         }
+        for name, subset in (("common", com_recs), ("own", ok)):
+            s[f"compile_ms_{name}"] = dist_stats([r["compile_ms"] for r in subset])
+            s[f"first_mask_ms_{name}"] = dist_stats([r["first_mask_ms"] for r in subset])
+            s[f"ttfm_ms_{name}"] = dist_stats([_to_first_mask(r) for r in subset])
+        for p, f in ((1, fills1), (2, fills2)):
+            s[f"mask_pass{p}_us_common"] = dist_stats([t for i, k in common_inst for t in f[e][i][k]], 1e3)
+            s[f"mask_pass{p}_us_own"] = dist_stats([t for r in ok for t in r.get(f"fill_ns_pass{p}", [])], 1e3)
+        if e in XMASK_VARIANTS:
+            s["ttfm_phases_common"] = _phase_shares(com_recs)
+            s["ttfm_phases_own"] = _phase_shares(ok)
+            s["classified_share_after_first_mask"] = _lazy_share(ok, "cache_after_first_mask")
+            s["classified_share_after_first_pass"] = _lazy_share(ok, "cache_after_first_pass")
     return out
-
-
-def _row(label, summ, engines, get, ratio=False):
-    vals = {}
-    for e in ENGINE_ORDER:
-        try:
-            vals[e] = get(summ["engines"][e]) if e in engines else None
-        except (KeyError, TypeError):
-            vals[e] = None
-    ratios = [_ratio(vals[p], vals["xmask"]) if ratio else "" for p in RATIO_PEERS]
-    return [label, *[bj._fmt(vals[e]) for e in ENGINE_ORDER], *ratios]
-
-
-def _ratio(a, b):
-    """peer / xmask with 3 significant digits (> 1: xmask is lower / faster)."""
-    if a is None or b is None or b == 0:
-        return "-"
-    return f"{a / b:.3g}x"
-
-
-def print_table(header, rows):
-    """A one-cell row is a section title, printed across the table."""
-    cells = [header, *[[str(c) for c in r] for r in rows]]
-    widths = [max(len(r[i]) for r in cells if len(r) > 1) for i in range(len(header))]
-    for j, r in enumerate(cells):
-        if len(r) == 1:
-            print(r[0])
-            continue
-        print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-        if j == 0:
-            print("-+-".join("-" * w for w in widths))
-
-
-def report(summ, engines, per_schema, items, limit_s, slow_ms):
-    nc, ni = summ["common_schemas"], summ["common_valid_instances"]
-    rows = [
-        _row("schemas", summ, engines, lambda s: s["schemas"]),
-        _row("compiled", summ, engines, lambda s: s["compiled"]),
-        _row("unsupported (compile error)", summ, engines, lambda s: s["unsupported"]),
-        _row(f"timeout (> {limit_s:g} s)", summ, engines, lambda s: s["timeout"]),
-        [f"-- compile, the {nc} schemas all engines compiled --"],
-    ]
-    four = ("mean", "p50", "p90", "max")
-    for key, name, stats in (("compile_ms_common", "compile", four),
-                             ("first_mask_ms_common", "first mask", ("p50", "max")),
-                             ("compile_plus_first_mask_ms_common", "compile+first mask", four)):
-        rows += [_row(f"{name} {st} (ms)", summ, engines, lambda s, k=key, st=st: s[k][st], True)
-                 for st in stats]
-    rows.append(["-- compile, each engine's own compiled schemas (no ratios: different sets) --"])
-    rows += [_row(f"compile {st} (ms)", summ, engines, lambda s, st=st: s["compile_ms_own"][st])
-             for st in ("mean", "p50", "p90", "max")]
-    rows.append([f"-- mask, {ni} valid instances of those {nc} schemas that all engines accepted --"])
-    rows.append(_row("tokens masked (incl. the end)", summ, engines, lambda s: s["mask_us_common"]["n"]))
-    rows += [_row(f"mask {st} (us)", summ, engines, lambda s, st=st: s["mask_us_common"][st], True)
-             for st in ("mean", "p50", "p99", "max")]
-    rows.append(["-- mask, every valid instance each engine walked (own sets) --"])
-    rows.append(_row("tokens masked", summ, engines, lambda s: s["mask_us_own"]["n"]))
-    rows += [_row(f"mask {st} (us)", summ, engines, lambda s, st=st: s["mask_us_own"][st])
-             for st in ("mean", "p50", "p99", "max")]
-    rows.append(["-- correctness, own compiled schemas --"])
-    for k, label in (("valid", "valid instances walked"), ("valid_accepted", "valid accepted (tokens + stop)"),
-                     ("mask_disallows_token", "mask_disallows_token (tokens)"),
-                     ("accept_failed", "valid rejected (accept failed)"), ("stop_not_allowed", "stop not allowed"),
-                     ("exceptions", "exceptions while walking"), ("invalid", "invalid instances walked"),
-                     ("invalid_wrongly_accepted", "invalid wrongly accepted")):
-        rows.append(_row(label, summ, engines, lambda s, k=k: s["counts_own"][k]))
-    rows.append([f"-- correctness, the {nc} common schemas --"])
-    for k, label in (("valid", "valid instances walked"), ("valid_accepted", "valid accepted"),
-                     ("invalid", "invalid instances walked"), ("invalid_wrongly_accepted", "invalid wrongly accepted")):
-        rows.append(_row(label, summ, engines, lambda s, k=k: s["counts_common"][k]))
-    header = ["metric", *ENGINE_ORDER, *[f"{p}/xmask" for p in RATIO_PEERS]]
-    print_table(header, rows)
-
-    # per-collection compile counts
-    print()
-    by_col = collections.defaultdict(lambda: collections.Counter())
-    for item, recs in zip(items, per_schema):
-        c = by_col[item["collection"]]
-        c["schemas"] += 1
-        for e in engines:
-            c[e] += recs[e]["status"] == "ok"
-        c["all"] += all(recs[e]["status"] == "ok" for e in engines)
-    cols = ["schemas", *engines, "all"]
-    total = sum(by_col.values(), collections.Counter())
-    print_table(["collection (compiled)", *cols],
-                [[name, *[by_col[name][c] for c in cols]] for name in sorted(by_col)]
-                + [["total", *[total[c] for c in cols]]])
-    collections_table = {name: dict(by_col[name]) for name in sorted(by_col)}
-
-    # slow compiles and error kinds
-    slow = {e: sorted(((recs[e]["compile_ms"], item["file"], recs[e]["status"])
-                       for item, recs in zip(items, per_schema) if recs[e]["compile_ms"] > slow_ms), reverse=True)
-            for e in engines}
-    errors = {}
-    for e in engines:
-        kinds = collections.Counter(re.sub(r"\d+", "N", recs[e]["error"])[:110]
-                                    for recs in per_schema if recs[e].get("error"))
-        errors[e] = kinds.most_common()
-    for e in engines:
-        print(f"\n[{e}] compiles over {slow_ms / 1e3:g} s: {len(slow[e])}")
-        for ms, f, st in slow[e]:
-            print(f"    {ms / 1e3:8.2f} s  {f}{'' if st == 'ok' else '  (' + st + ')'}")
-        print(f"[{e}] unsupported, by message ({sum(c for _, c in errors[e])}):")
-        for msg, c in errors[e][:8]:
-            print(f"    {c:4d}  {msg}")
-    return collections_table, slow, errors
 
 
 def xmask_git() -> str | None:
@@ -498,7 +554,11 @@ def main(argv=None):
     ap.add_argument("--schemas", type=int, default=300, help="MaskBench files, strided over the sorted list (0: all)")
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA,
                     help="shared data dir (default $XMASK_DATA or ../shared/data from the repo root)")
-    ap.add_argument("--engines", default=",".join(ENGINE_ORDER), help="comma-separated subset of engines")
+    ap.add_argument("--engines", default="xmask,xgrammar,llguidance",
+                    help=f"comma-separated subset of {list(ENGINES)} (xmask is expanded by --xmask-mode)")
+    ap.add_argument("--xmask-mode", choices=("lazy", "precompute", "both"), default="lazy",
+                    help="xmask's compiler: lazy (default GrammarCompiler, column 'xmask'), precompute "
+                         "(precompute=True, column 'xmask-eager') or both columns in one run")
     ap.add_argument("--max-instances-per-schema", type=int, default=3,
                     help="at most this many valid AND this many invalid instances per schema (default 3)")
     ap.add_argument("--lenient", action="store_true",
@@ -530,9 +590,8 @@ def main(argv=None):
     engines: dict[str, object] = {}
     skipped: dict[str, str] = {}
     setup_ms: dict[str, float] = {}
-    wanted = [e.strip() for e in args.engines.split(",") if e.strip()]
     warm = {"schema": WARMUP_SCHEMA, "text": json.dumps(WARMUP_SCHEMA)}
-    for name in (e for e in ENGINE_ORDER if e in wanted):
+    for name in engines_wanted(args.engines, args.xmask_mode):
         stage = "import"
         try:
             eng = ENGINES[name](tok, tok_path, vocab_size, stop_id, 1)
@@ -557,16 +616,21 @@ def main(argv=None):
     git_head = xmask_git()  # now: the code loaded is the code measured, even if HEAD moves during the run
     print(f"xmask at git {git_head}; engines: "
           + ", ".join(f"{n} (tokenizer setup {setup_ms[n]:.0f} ms)" for n in names))
+    if any(e in XMASK_VARIANTS for e in names) and xmask_has_precompute() is False:
+        print("note: this xmask has no lazy cache (no precompute option): xmask and xmask-eager are the "
+              "same eager compiler")
 
     per_schema: list[dict] = []
-    fills = {e: [] for e in names}
+    fills1 = {e: [] for e in names}
+    fills2 = {e: [] for e in names}
     examples = {e: [] for e in names}
     t_start = time.perf_counter()
     for i, item in enumerate(items):
         recs = {}
         for e in names:
-            recs[e], inst = run_schema(engines[e], item, args.compile_timeout, args.max_print, examples[e])
-            fills[e].append(inst)
+            recs[e], pass1, pass2 = run_schema(engines[e], item, args.compile_timeout, args.max_print, examples[e])
+            fills1[e].append(pass1)
+            fills2[e].append(pass2)
         per_schema.append(recs)
         if (i + 1) % 25 == 0 or i + 1 == len(items):
             el = time.perf_counter() - t_start
@@ -576,7 +640,7 @@ def main(argv=None):
     for e in names:
         for ex in examples[e]:
             print(f"[{e}] {ex}")
-    summ = summarize(names, per_schema, fills)
+    summ = summarize(names, per_schema, fills1, fills2)
     print()
     collections_table, slow, errors = report(summ, names, per_schema, items, args.compile_timeout, args.slow * 1e3)
     for k, v in skipped.items():
@@ -587,9 +651,10 @@ def main(argv=None):
         row = {"file": item["file"], "collection": item["collection"],
                "valid": len(item["valid"]), "invalid": len(item["invalid"]), "engines": {}}
         for e in names:
-            r = {k: v for k, v in recs[e].items() if k != "fill_ns"}
-            if recs[e].get("fill_ns"):
-                r["mask_mean_us"] = float(np.mean(recs[e]["fill_ns"])) / 1e3
+            r = {k: v for k, v in recs[e].items() if not k.startswith("fill_ns")}
+            for p in (1, 2):
+                if recs[e].get(f"fill_ns_pass{p}"):
+                    r[f"mask_pass{p}_mean_us"] = float(np.mean(recs[e][f"fill_ns_pass{p}"])) / 1e3
             row["engines"][e] = r
         schemas_out.append(row)
     out = {
@@ -598,7 +663,8 @@ def main(argv=None):
         "vocab_size": vocab_size,
         "stop_token_id": stop_id,
         "options": {"schemas": args.schemas, "max_instances_per_schema": args.max_instances_per_schema,
-                    "compile_timeout_s": args.compile_timeout, "engines": names,
+                    "compile_timeout_s": args.compile_timeout, "engines": names, "xmask_mode": args.xmask_mode,
+                    "xmask_has_precompute": xmask_has_precompute(),
                     "xmask": f"compile_json_schema(schema, **{XMASK_OPTIONS}), cache disabled",
                     "xgrammar": "compile_json_schema(text, strict_mode=False, any_whitespace=True), cache disabled",
                     "llguidance": f"grammar_from_json_schema(schema, defaults={LLG_JSON_OPTIONS})"},

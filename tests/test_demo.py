@@ -18,5 +18,6 @@ def test_demo_runs_offline_and_reports_figures():
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert text.count("ended with stop token: yes") == 2
-    for figure in ("compile:", "cache memory:", "mask time: mean", "p99"):
+    for figure in ("compile:", "token-mask cache after the walk:", "states classified",
+                   "mask time: mean", "p99"):
         assert figure in text

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any, Dict
 
+from .._deadline import compile_deadline
+from ..limits import DEFAULT_LIMITS
 from ..runtime._tables import AutomatonTables
 from .automaton import AutomatonLimits, build_automaton
 from .mask_cache import (
@@ -34,6 +36,7 @@ class CompiledGrammar:
         "_vocab_tables",
         "_mask_cache",
         "_compile_seconds",
+        "_limits",
     )
 
     def __init__(self, *args, **kwargs):
@@ -51,11 +54,11 @@ class CompiledGrammar:
         if precompute:
             precompute_mask_cache(cache, automaton, at, vocab_tables, max_threads=max_threads)
         return cls._assemble(grammar, tokenizer_info, automaton, at, vocab_tables, cache,
-                             time.perf_counter() - t0)
+                             time.perf_counter() - t0, limits)
 
     @classmethod
     def _assemble(cls, grammar, tokenizer_info, automaton, automaton_tables, vocab_tables,
-                  mask_cache, compile_seconds) -> "CompiledGrammar":
+                  mask_cache, compile_seconds, limits=None) -> "CompiledGrammar":
         self = object.__new__(cls)
         object.__setattr__(self, "_grammar", grammar)
         object.__setattr__(self, "_tokenizer_info", tokenizer_info)
@@ -64,6 +67,8 @@ class CompiledGrammar:
         object.__setattr__(self, "_vocab_tables", vocab_tables)
         object.__setattr__(self, "_mask_cache", mask_cache)
         object.__setattr__(self, "_compile_seconds", compile_seconds)
+        # the limits a later precompute() honours (its deadline): the compiler's, else defaults
+        object.__setattr__(self, "_limits", DEFAULT_LIMITS if limits is None else limits)
         return self
 
     # ---- serialization -----------------------------------------------------------------
@@ -198,8 +203,10 @@ class CompiledGrammar:
         classifies it (the cold path: fast time to first mask).  A server that compiles at
         warm-up can pay everything up front instead, on ``max_threads`` C threads (real
         parallelism: no GIL is held while classifying).  Masks are identical either way.
-        Honours the compile deadline of ``GrammarCompiler``'s limits when called by it;
-        called directly it has none.  Idempotent; safe while matchers use the grammar.
+        Bounded like a compile: past ``CompileLimits.max_compile_seconds`` of the compiler
+        that built the grammar (the default limits for a deserialized one) it raises
+        ``GrammarLimitError``, keeping what it classified.  Idempotent; safe while matchers
+        use the grammar.
 
         Example::
 
@@ -209,8 +216,9 @@ class CompiledGrammar:
         """
         if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
             raise ValueError(f"max_threads must be an int >= 1, got {max_threads!r}")
-        precompute_mask_cache(self._mask_cache, self._automaton, self._automaton_tables,
-                              self._vocab_tables, max_threads=max_threads)
+        with compile_deadline(self._limits.max_compile_seconds):
+            precompute_mask_cache(self._mask_cache, self._automaton, self._automaton_tables,
+                                  self._vocab_tables, max_threads=max_threads)
         return self
 
     def cache_summary(self) -> dict:

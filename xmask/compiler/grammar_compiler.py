@@ -11,6 +11,7 @@ from typing import Optional, Union
 from .._deadline import compile_deadline
 from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
+from .._switch_interval import responsive_switching
 from ..limits import DEFAULT_LIMITS, CompileLimits
 from ..grammar.ir import Grammar
 from ..grammar.json_schema import load_schema
@@ -62,6 +63,8 @@ class GrammarCompiler:
             )
         if max_threads < 1:
             raise ValueError(f"max_threads must be >= 1, got {max_threads}")
+        if not isinstance(precompute, bool):
+            raise TypeError(f"precompute must be a bool, got {type(precompute).__name__}")
         if limits is not None and not isinstance(limits, CompileLimits):
             raise TypeError(f"limits must be an xmask.CompileLimits, got {type(limits).__name__}")
         self._limits = DEFAULT_LIMITS if limits is None else limits
@@ -100,7 +103,8 @@ class GrammarCompiler:
         return self._cache_limit
 
     def _compile(self, key, make_grammar) -> CompiledGrammar:
-        with deep_recursion(), gc_paused(), compile_deadline(self._limits.max_compile_seconds):
+        with deep_recursion(), gc_paused(), responsive_switching(), \
+                compile_deadline(self._limits.max_compile_seconds):
             return self._compile_inner(key, make_grammar)
 
     def _compile_inner(self, key, make_grammar) -> CompiledGrammar:

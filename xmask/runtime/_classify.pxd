@@ -1,6 +1,6 @@
 # Classifying the vocabulary for one automaton state (implemented in _classify.pyx): the work
 # behind one token-mask cache entry, done lazily by a fill or eagerly by precompute.
-from xmask.runtime._types cimport int32_t, uint8_t, uint64_t, word_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, word_t, intp_t
 from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._stack cimport StackC
 
@@ -29,6 +29,8 @@ ctypedef struct ClassifyScratch:
     int32_t* unc             # uncertain sorted positions
     intp_t unc_cap
     word_t* marks            # [n_words], all-zero between calls
+    int64_t* pair_keys       # string-body check (see _reads_plain_strings)
+    int64_t* pair_queue
 
 
 cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil

@@ -23,7 +23,9 @@ from libc.string cimport memset, memcpy
 
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, word_t, intp_t
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_REJECTED, XM_KIND_BITSET
-from xmask.runtime._tables cimport AutomatonC, VocabC
+from xmask.runtime._tables cimport (
+    AutomatonC, VocabC, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
+)
 from xmask.runtime._bitset cimport bitset_set
 from xmask.runtime._stack cimport (
     StackC, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
@@ -32,6 +34,18 @@ from xmask.runtime._stack cimport (
 
 cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
+
+
+# The string-body shortcut of classify_entry (off only to test it against the full walk), and
+# the fewest shortcut tokens of a first byte worth a plain-text check instead of a walk.
+cdef bint _plain_fast_path = True
+cdef intp_t _MIN_SHORTCUT = 16
+
+
+def set_plain_fast_path(bint on):
+    """Turn the string-body shortcut on or off (tests compare both; masks never differ)."""
+    global _plain_fast_path
+    _plain_fast_path = on
 
 
 cdef int _grow_i32(int32_t** p, intp_t* cap, intp_t need) except -1 nogil:
@@ -74,6 +88,8 @@ cdef void scratch_free(ClassifyScratch* s) noexcept nogil:
     free(s.acc)
     free(s.unc)
     free(s.marks)
+    free(s.pair_keys)
+    free(s.pair_queue)
     memset(s, 0, sizeof(ClassifyScratch))
 
 
@@ -91,18 +107,13 @@ cdef bint _inside_rule(const StackC* st) noexcept nogil:
     return False
 
 
-cdef int _walk(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, int32_t state,
-               const int32_t* ctx, intp_t n_ctx, const uint8_t* follow,
-               intp_t* n_acc_out, intp_t* n_unc_out) except -1 nogil:
-    # Accepted positions -> s.acc, uncertain positions -> s.unc (both ascending).
+cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
+                      const int32_t* ctx, intp_t n_ctx) except -1 nogil:
+    # The stack for a walk from `state`, whose rule returns into `ctx`; returns whether the
+    # callers' own top set holds CONTEXT (they can return further).
     cdef StackC* st = &s.st
-    cdef uint8_t* unc_prefix = s.unc_prefix
-    cdef intp_t n = v.n_sorted
-    cdef intp_t i = 0, j, d, k, length, reached = 0, n_ctx_tops, n_acc = 0, n_unc = 0
-    cdef int64_t off
-    cdef uint8_t b
-    cdef bint ok, ctx_has_ctx
-    cdef int32_t* p
+    cdef intp_t i, n_ctx_tops
+    cdef bint ctx_has_ctx
     stack_reset(st, st.n_nodes > 1 << 16)
     st.bottom_cont = NULL
     # the caller contexts' top set, kept outside the history (node ids stay valid: no reset
@@ -118,54 +129,171 @@ cdef int _walk(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, int32_t
     st.bottom_cont = s.ctx_tops
     st.n_bottom_cont = n_ctx_tops
     stack_start(st, a, state)
-    unc_prefix[0] = 0
-    i = 0
-    while i < n:
+    s.unc_prefix[0] = 0
+    return ctx_has_ctx
+
+
+cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp_t pos,
+                  intp_t k, const uint8_t* follow, bint ctx_has_ctx) except -2 nogil:
+    # Feed token `pos` from byte k on (the history holds its first k bytes).  Returns -1 if a
+    # path consumed it whole, else the depth d at which every path died.
+    cdef StackC* st = &s.st
+    cdef int64_t off = v.tok_offsets[pos]
+    cdef intp_t length = v.tok_offsets[pos + 1] - off, d = k
+    cdef uint8_t b
+    stack_truncate(st, k + 1)
+    while d < length:
+        b = v.tok_bytes[off + d]
+        # returned past the callers too (directly, or via BOTTOM whose continuation holds
+        # CONTEXT) with a byte that can follow them: only the real stack can tell
+        s.unc_prefix[d + 1] = s.unc_prefix[d] | (
+            follow[b] != 0 and (stack_set_contains(st, d, 1)
+                                or (ctx_has_ctx and stack_set_contains(st, d, 0))))
+        if stack_step(st, a, b) == 0:
+            return d
+        d += 1
+    return -1
+
+
+cdef inline int _push(int32_t** buf, intp_t* cap, intp_t* n, intp_t pos) except -1 nogil:
+    if n[0] >= cap[0]:
+        _grow_i32(buf, cap, n[0] + 1)
+    buf[0][n[0]] = <int32_t>pos
+    n[0] += 1
+    return 0
+
+
+cdef int _walk_range(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp_t lo,
+                     intp_t hi, const uint8_t* follow, bint ctx_has_ctx, intp_t* n_acc,
+                     intp_t* n_unc) except -1 nogil:
+    # Sorted positions [lo, hi) (tokens sharing a first byte): accepted ones appended to
+    # s.acc, uncertain ones to s.unc.
+    cdef intp_t i = lo, d, k, reached = 0
+    while i < hi:
         k = v.lcp[i] if v.lcp[i] < reached else reached
-        stack_truncate(st, k + 1)
-        off = v.tok_offsets[i]
-        length = v.tok_offsets[i + 1] - off
-        ok = True
-        d = k
-        while d < length:
-            b = v.tok_bytes[off + d]
-            # returned past the callers too (directly, or via BOTTOM whose continuation holds
-            # CONTEXT) with a byte that can follow them: only the real stack can tell
-            unc_prefix[d + 1] = unc_prefix[d] | (
-                follow[b] != 0 and (stack_set_contains(st, d, 1)
-                                    or (ctx_has_ctx and stack_set_contains(st, d, 0))))
-            if stack_step(st, a, b) == 0:
-                ok = False
-                break
-            d += 1
-        if ok:
-            reached = length
-            if _inside_rule(st):
-                if n_acc >= s.acc_cap:
-                    _grow_i32(&s.acc, &s.acc_cap, n_acc + 1)
-                s.acc[n_acc] = <int32_t>i
-                n_acc += 1
+        if i == lo:
+            k = 0
+        d = _feed(s, a, v, i, k, follow, ctx_has_ctx)
+        if d < 0:
+            reached = v.tok_offsets[i + 1] - v.tok_offsets[i]
+            if _inside_rule(&s.st):
+                _push(&s.acc, &s.acc_cap, n_acc, i)
             else:
-                if n_unc >= s.unc_cap:
-                    _grow_i32(&s.unc, &s.unc_cap, n_unc + 1)
-                s.unc[n_unc] = <int32_t>i
-                n_unc += 1
+                _push(&s.unc, &s.unc_cap, n_unc, i)
             i += 1
             continue
         reached = d
         # every token sharing these d + 1 bytes dies the same way: jump over the group
-        j = v.skip[off + d]
-        if unc_prefix[d + 1]:
-            if n_unc + (j - i) > s.unc_cap:
-                _grow_i32(&s.unc, &s.unc_cap, n_unc + (j - i))
-            while i < j:
-                s.unc[n_unc] = <int32_t>i
-                n_unc += 1
+        k = v.skip[v.tok_offsets[i] + d]
+        if s.unc_prefix[d + 1]:
+            while i < k:
+                _push(&s.unc, &s.unc_cap, n_unc, i)
                 i += 1
-        i = j
-    n_acc_out[0] = n_acc
-    n_unc_out[0] = n_unc
+        i = k
     return 0
+
+
+cdef int _walk_list(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                    const int32_t* pos_list, const int32_t* lcp_list, intp_t n,
+                    const uint8_t* follow, bint ctx_has_ctx, intp_t* n_acc,
+                    intp_t* n_unc) except -1 nogil:
+    # Like _walk_range over the ascending positions pos_list[0:n] of tokens sharing a first
+    # byte (lcp_list: common prefix with the previous one); tokens after one that died at
+    # depth d and share more than d bytes with it are judged without a walk.
+    cdef intp_t i, d, k, reached = 0, dead_at = -1, pos
+    cdef bint dead_unc = False
+    for i in range(n):
+        pos = pos_list[i]
+        k = 0 if i == 0 else lcp_list[i]
+        if dead_at >= 0 and k > dead_at:
+            if dead_unc:
+                _push(&s.unc, &s.unc_cap, n_unc, pos)
+            continue
+        dead_at = -1
+        if reached < k:
+            k = reached
+        d = _feed(s, a, v, pos, k, follow, ctx_has_ctx)
+        if d < 0:
+            reached = v.tok_offsets[pos + 1] - v.tok_offsets[pos]
+            if _inside_rule(&s.st):
+                _push(&s.acc, &s.acc_cap, n_acc, pos)
+            else:
+                _push(&s.unc, &s.unc_cap, n_unc, pos)
+        else:
+            reached = dead_at = d
+            dead_unc = s.unc_prefix[d + 1] != 0
+            if dead_unc:
+                _push(&s.unc, &s.unc_cap, n_unc, pos)
+    return 0
+
+
+cdef bint _shortcut_group(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                          int32_t state, intp_t b, bint whole) except -1 nogil:
+    # Whether every shortcut token starting with byte b is accepted from `state` without a
+    # walk: b starts plain text and `state` reads any plain text (whole), or b does not and
+    # `state`'s own b-transition leads to a state that reads any plain text.
+    cdef int32_t y
+    if v.shortcut_off[b + 1] - v.shortcut_off[b] < _MIN_SHORTCUT:
+        return False  # a walk is as cheap
+    if plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
+        return whole
+    y = a.trans[state * a.n_classes + a.byte_class[b]]
+    return y >= 0 and _reads_plain_strings(s, a, y)
+
+
+cdef inline intp_t _slot(int64_t key, intp_t mask) noexcept nogil:
+    return <intp_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask
+
+
+cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t state) \
+        except -1 nogil:
+    # Whether `state`'s own byte transitions (no calls, no returns) accept every plain-string
+    # token: our automaton, started in `state`, simulates the plain UTF-8 automaton from its
+    # boundary state.  Then every plain token is consumed inside the rule, i.e. accepted,
+    # and only the other tokens need a walk.  A bounded search over (state, plain state) pairs.
+    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot, bi, h
+    cdef int64_t key, got
+    cdef int32_t x, t
+    cdef uint8_t u, u2
+    cdef int b
+    if s.pair_keys == NULL:
+        s.pair_keys = <int64_t*>malloc(2 * cap * sizeof(int64_t))
+        s.pair_queue = <int64_t*>malloc(cap * sizeof(int64_t))
+        if s.pair_keys == NULL or s.pair_queue == NULL:
+            with gil:
+                raise MemoryError()
+    for slot in range(2 * cap):
+        s.pair_keys[slot] = -1
+    key = <int64_t>state * PLAIN_UTF8_STATES
+    s.pair_queue[0] = key
+    s.pair_keys[_slot(key, 2 * cap - 1)] = key
+    while head < n_pairs:
+        key = s.pair_queue[head]
+        head += 1
+        x = <int32_t>(key // PLAIN_UTF8_STATES)
+        u = <uint8_t>(key % PLAIN_UTF8_STATES)
+        for b in range(256):
+            u2 = plain_utf8_step(u, <uint8_t>b)
+            if u2 == PLAIN_UTF8_NONE:
+                continue
+            t = a.trans[x * a.n_classes + a.byte_class[b]]
+            if t < 0:
+                return False
+            key = <int64_t>t * PLAIN_UTF8_STATES + u2
+            slot = _slot(key, 2 * cap - 1)
+            while True:
+                got = s.pair_keys[slot]
+                if got == key:
+                    break
+                if got < 0:
+                    if n_pairs == cap:
+                        return False  # too big to be a string body: walk everything
+                    s.pair_keys[slot] = key
+                    s.pair_queue[n_pairs] = key
+                    n_pairs += 1
+                    break
+                slot = (slot + 1) & (2 * cap - 1)
+    return True
 
 
 cdef int _cmp_i32(const void* x, const void* y) noexcept nogil:
@@ -230,7 +358,26 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     cdef CacheEntryC* e
     cdef int32_t* data
     cdef word_t bits
-    _walk(s, a, v, state, ctx, n_ctx, follow, &n_acc, &n_unc)
+    cdef intp_t b, lo, hi
+    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
+    # a string body reads any plain text: its plain tokens are accepted without a walk
+    cdef bint whole = _plain_fast_path and _reads_plain_strings(s, a, state)
+    n_acc = n_unc = 0
+    for b in range(256):  # the groups of tokens sharing a first byte, in sorted order
+        if v.group_off[b] == v.group_off[b + 1]:
+            continue
+        if _plain_fast_path and _shortcut_group(s, a, v, state, b, whole):
+            lo, hi = v.shortcut_off[b], v.shortcut_off[b + 1]
+            if n_acc + (hi - lo) > s.acc_cap:
+                _grow_i32(&s.acc, &s.acc_cap, n_acc + (hi - lo))
+            memcpy(s.acc + n_acc, v.shortcut_pos + lo, <size_t>(hi - lo) * sizeof(int32_t))
+            n_acc += hi - lo
+            lo, hi = v.rest_off[b], v.rest_off[b + 1]
+            _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
+                       ctx_has_ctx, &n_acc, &n_unc)
+        else:
+            _walk_range(s, a, v, v.group_off[b], v.group_off[b + 1], follow, ctx_has_ctx,
+                        &n_acc, &n_unc)
     n_rej = v.n_sorted - n_acc - n_unc
     if n_acc <= n_rej and n_acc <= n_words:
         kind = XM_KIND_ACCEPTED

@@ -71,4 +71,4 @@ cdef inline const CacheEntryC* cache_peek(MaskCacheC* c, int32_t state) noexcept
 cdef class MaskCache:
     cdef MaskCacheC c
     cdef readonly object arrays      # ctx / follow / state_rule arrays the C struct points into
-    cdef _check_states(self, const int32_t[::1] st)
+    cdef int _check_states(self, const int32_t[::1] st) except -1

@@ -22,7 +22,7 @@ Example::
 from cython.parallel cimport prange
 
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.string cimport memset
+from libc.string cimport memset, memcpy
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 import numpy as np
@@ -310,25 +310,31 @@ cdef class MaskCache:
                 raise ValueError(f"state {r[i]} is not classified")
             _share(&self.c, m[i], e)
 
-    cdef _check_states(self, const int32_t[::1] st):
+    cdef int _check_states(self, const int32_t[::1] st) except -1:
         cdef intp_t i
         for i in range(st.shape[0]):
             if not 0 <= st[i] < self.c.n_states:
                 raise ValueError(f"state {st[i]} out of range")
+        return 0
 
     def summary(self):
         """``(classified states, distinct entries, entry bytes)``."""
+        cdef intp_t classified, owned
+        cdef int64_t nbytes
+        # no Python object is made under the spin lock: that could run arbitrary Python code
+        # and switch to a thread spinning on the lock while holding the GIL
         _lock(&self.c)
-        out = (self.c.n_classified, self.c.n_owned, self.c.entry_bytes)
+        classified, owned, nbytes = self.c.n_classified, self.c.n_owned, self.c.entry_bytes
         _unlock(&self.c)
-        return out
+        return classified, owned, nbytes
 
     @property
     def nbytes(self):
         """Bytes held: entry payloads and headers, the per-state pointers, the dedup table."""
+        cdef int64_t n
         _lock(&self.c)
-        n = (self.c.entry_bytes + self.c.n_owned * sizeof(CacheEntryC)
-             + self.c.n_states * sizeof(void*) + self.c.table_cap * sizeof(void*))
+        n = (self.c.entry_bytes + self.c.n_owned * <int64_t>sizeof(CacheEntryC)
+             + self.c.n_states * <int64_t>sizeof(void*) + self.c.table_cap * <int64_t>sizeof(void*))
         _unlock(&self.c)
         return n + sum(a.nbytes for a in self.arrays.values())
 
@@ -339,14 +345,21 @@ cdef class MaskCache:
         ``unc``.  Entries are numbered in state order of first use."""
         cdef intp_t n = self.c.n_states, s, k, m = 0, dlen = 0, ulen = 0
         cdef const CacheEntryC* e
-        state_entry = np.full(n, -1, dtype=np.int32)
-        cdef int32_t[::1] se = state_entry
-        index = {}
-        firsts = []
-        _lock(&self.c)  # a consistent snapshot: no entry is published meanwhile
+        cdef CacheEntryC** snap = <CacheEntryC**>malloc(<size_t>(n if n > 0 else 1)
+                                                        * sizeof(CacheEntryC*))
+        if snap == NULL:
+            raise MemoryError()
+        # entries are immutable and live as long as the cache: copy the pointers under the
+        # lock (no Python code there, see summary), read the entries after it
+        _lock(&self.c)
+        memcpy(snap, self.c.entry, <size_t>n * sizeof(CacheEntryC*))
+        _unlock(&self.c)
         try:
+            state_entry = np.full(n, -1, dtype=np.int32)
+            index = {}
+            firsts = []
             for s in range(n):
-                e = self.c.entry[s]
+                e = snap[s]
                 if e == NULL:
                     continue
                 key = <size_t>e
@@ -356,30 +369,32 @@ cdef class MaskCache:
                     firsts.append(key)
                     dlen += e.n_data
                     ulen += e.n_unc
-                se[s] = <int32_t>k
-            m = len(firsts)
-            kind = np.empty(m, dtype=np.uint8)
-            cols = {name: np.empty(m, dtype=np.int64) for name in
-                    ("entry_off", "entry_len", "unc_off", "unc_len", "entry_accepted",
-                     "entry_rejected")}
-            data = np.empty(dlen, dtype=np.int32)
-            unc = np.empty(ulen, dtype=np.int32)
-            dlen = ulen = 0
-            for k in range(m):
-                e = <const CacheEntryC*><size_t>firsts[k]
-                kind[k] = e.kind
-                cols["entry_off"][k] = dlen
-                cols["entry_len"][k] = e.n_data
-                cols["unc_off"][k] = ulen
-                cols["unc_len"][k] = e.n_unc
-                cols["entry_accepted"][k] = e.n_acc
-                cols["entry_rejected"][k] = e.n_rej
-                data[dlen:dlen + e.n_data] = <int32_t[:e.n_data]><int32_t*>e.data if e.n_data else []
-                unc[ulen:ulen + e.n_unc] = <int32_t[:e.n_unc]><int32_t*>e.unc if e.n_unc else []
-                dlen += e.n_data
-                ulen += e.n_unc
+                state_entry[s] = k
         finally:
-            _unlock(&self.c)
+            free(snap)
+        m = len(firsts)
+        kind = np.empty(m, dtype=np.uint8)
+        cols = {name: np.empty(m, dtype=np.int64) for name in
+                ("entry_off", "entry_len", "unc_off", "unc_len", "entry_accepted",
+                 "entry_rejected")}
+        data = np.empty(dlen, dtype=np.int32)
+        unc = np.empty(ulen, dtype=np.int32)
+        dlen = ulen = 0
+        for k in range(m):
+            e = <const CacheEntryC*><size_t>firsts[k]
+            kind[k] = e.kind
+            cols["entry_off"][k] = dlen
+            cols["entry_len"][k] = e.n_data
+            cols["unc_off"][k] = ulen
+            cols["unc_len"][k] = e.n_unc
+            cols["entry_accepted"][k] = e.n_acc
+            cols["entry_rejected"][k] = e.n_rej
+            if e.n_data:
+                data[dlen:dlen + e.n_data] = <int32_t[:e.n_data]><int32_t*>e.data
+            if e.n_unc:
+                unc[ulen:ulen + e.n_unc] = <int32_t[:e.n_unc]><int32_t*>e.unc
+            dlen += e.n_data
+            ulen += e.n_unc
         out = {"state_entry": state_entry, "entry_kind": kind, "data": data, "unc": unc}
         out.update(cols)
         return out

@@ -31,6 +31,16 @@ ctypedef struct VocabC:
                                    # first d + 1 bytes of token i (the end of that prefix group)
     const int32_t* id_pos          # [vocab_size] sorted position of an id, -1 if special
     const word_t* eligible         # [n_words] bitset of non-special ids
+    # Tokens by first byte b: sorted positions [group_off[b], group_off[b + 1]).  A token is a
+    # "shortcut" token if a string body takes it whole: its bytes are plain string text (valid
+    # UTF-8, the last character may be cut off, no '"', '\\' or control bytes), or, when b
+    # itself cannot start plain text (a quote, ...), the bytes after b are (see _classify.pyx).
+    const int32_t* group_off       # [257]
+    const int32_t* shortcut_pos    # shortcut tokens' sorted positions, ascending
+    const int32_t* shortcut_off    # [257] those starting with b: shortcut_off[b] .. [b + 1]
+    const int32_t* rest_pos        # the other tokens' sorted positions, ascending
+    const int32_t* rest_lcp        # common prefix with the previous rest token of the same b
+    const int32_t* rest_off        # [257] those starting with b: rest_off[b] .. [b + 1]
 
 
 
@@ -44,3 +54,13 @@ cdef class AutomatonTables:
 cdef class VocabTables:
     cdef VocabC c
     cdef readonly object arrays
+    cdef int _split_plain(self) except -1
+
+
+# The automaton of plain string bytes (see _tables.pyx): states 0-7, 0 = at a character
+# boundary (the start); 255 = no transition.
+cdef enum:
+    PLAIN_UTF8_STATES = 8
+    PLAIN_UTF8_NONE = 255
+cdef uint8_t plain_utf8_step(uint8_t u, uint8_t b) noexcept nogil
+cdef bint plain_from(uint8_t u, const uint8_t* data, intp_t n) noexcept nogil

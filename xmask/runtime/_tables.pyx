@@ -5,6 +5,7 @@ copy, at construction) and keeps them in ``arrays`` so introspection can read th
 """
 
 from libc.stdlib cimport calloc, free
+from libc.string cimport memset
 
 import numpy as np
 
@@ -180,6 +181,70 @@ cdef class VocabTables:
         skip.setflags(write=False)
         self.arrays["skip"] = skip
         self.c.skip = &sk[0]
+        self._split_plain()
+
+    cdef int _split_plain(self) except -1:
+        # Per first byte, the tokens a string-body shortcut can take whole vs the rest (see
+        # VocabC): a token whose first byte can start plain text is "plain" if all of it is;
+        # one whose first byte cannot (a quote, a backslash, ...) if everything after it is.
+        cdef intp_t n = self.c.n_sorted, i, k, length, n_sc = 0, n_rest = 0
+        cdef int64_t off, prev_off = 0, prev_len = 0
+        cdef uint8_t b, u, prev_b = 0
+        cdef bint took
+        sc = np.empty(max(n, 1), dtype=np.int32)
+        rest = np.empty(max(n, 1), dtype=np.int32)
+        rest_lcp = np.zeros(max(n, 1), dtype=np.int32)
+        offs = np.zeros((3, 257), dtype=np.int32)  # grp_off, sc_off, rest_off
+        cdef int32_t[::1] sv = sc, rv = rest, lv = rest_lcp
+        cdef int32_t[:, ::1] ov = offs
+        with nogil:
+            for i in range(n):
+                off = self.c.tok_offsets[i]
+                length = self.c.tok_offsets[i + 1] - off
+                b = self.c.tok_bytes[off]
+                ov[0, b + 1] += 1
+                u = PLAIN_UTF8[0][b]
+                took = plain_from(0 if u == 255 else u, self.c.tok_bytes + off + 1, length - 1)
+                if took:
+                    sv[n_sc] = <int32_t>i
+                    n_sc += 1
+                    ov[1, b + 1] += 1
+                    continue
+                k = 0
+                if n_rest > 0 and prev_b == b:
+                    while (k < length and k < prev_len
+                           and self.c.tok_bytes[prev_off + k] == self.c.tok_bytes[off + k]):
+                        k += 1
+                rv[n_rest] = <int32_t>i
+                lv[n_rest] = <int32_t>k
+                n_rest += 1
+                ov[2, b + 1] += 1
+                prev_off = off
+                prev_len = length
+                prev_b = b
+        np.cumsum(offs, axis=1, out=offs)
+        for name, arr, m in (("shortcut_pos", sc, n_sc), ("rest_pos", rest, n_rest),
+                             ("rest_lcp", rest_lcp, n_rest)):
+            arr = np.ascontiguousarray(arr[:max(m, 1)])
+            arr.setflags(write=False)
+            self.arrays[name] = arr
+        for row, name in enumerate(("group_off", "shortcut_off", "rest_off")):
+            arr = np.ascontiguousarray(offs[row])
+            arr.setflags(write=False)
+            self.arrays[name] = arr
+        cdef const int32_t[::1] p1 = self.arrays["shortcut_pos"]
+        cdef const int32_t[::1] p2 = self.arrays["rest_pos"]
+        cdef const int32_t[::1] p3 = self.arrays["rest_lcp"]
+        cdef const int32_t[::1] o1 = self.arrays["group_off"]
+        cdef const int32_t[::1] o2 = self.arrays["shortcut_off"]
+        cdef const int32_t[::1] o3 = self.arrays["rest_off"]
+        self.c.shortcut_pos = &p1[0]
+        self.c.rest_pos = &p2[0]
+        self.c.rest_lcp = &p3[0]
+        self.c.group_off = &o1[0]
+        self.c.shortcut_off = &o2[0]
+        self.c.rest_off = &o3[0]
+        return 0
 
     @property
     def nbytes(self):
@@ -210,3 +275,56 @@ cdef void _prefix_group_ends(const VocabC* v, int32_t* skip) noexcept nogil:
                 skip[off + d] = <int32_t>(i + 1)
             else:
                 skip[off + d] = skip[nxt + d]
+
+
+# Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF) over the bytes a JSON string holds
+# unescaped: states 0 = at a character boundary, 1-3 = that many continuation bytes to go,
+# 4-7 = the restricted second byte after E0 / ED / F0 / F4.  255 = no transition.
+cdef uint8_t PLAIN_UTF8[8][256]
+
+
+cdef void _init_plain_utf8() noexcept nogil:
+    cdef int b
+    memset(PLAIN_UTF8, 255, sizeof(PLAIN_UTF8))
+    for b in range(0x20, 0x80):
+        if b != 0x22 and b != 0x5C:
+            PLAIN_UTF8[0][b] = 0
+    for b in range(0xC2, 0xE0):
+        PLAIN_UTF8[0][b] = 1
+    for b in range(0xE1, 0xF0):
+        PLAIN_UTF8[0][b] = 2
+    PLAIN_UTF8[0][0xE0] = 4
+    PLAIN_UTF8[0][0xED] = 5
+    for b in range(0xF1, 0xF4):
+        PLAIN_UTF8[0][b] = 3
+    PLAIN_UTF8[0][0xF0] = 6
+    PLAIN_UTF8[0][0xF4] = 7
+    for b in range(0x80, 0xC0):
+        PLAIN_UTF8[1][b] = 0
+        PLAIN_UTF8[2][b] = 1
+        PLAIN_UTF8[3][b] = 2
+    for b in range(0xA0, 0xC0):
+        PLAIN_UTF8[4][b] = 1
+    for b in range(0x80, 0xA0):
+        PLAIN_UTF8[5][b] = 1
+    for b in range(0x90, 0xC0):
+        PLAIN_UTF8[6][b] = 2
+    for b in range(0x80, 0x90):
+        PLAIN_UTF8[7][b] = 2
+
+
+_init_plain_utf8()
+
+
+cdef uint8_t plain_utf8_step(uint8_t u, uint8_t b) noexcept nogil:
+    return PLAIN_UTF8[u][b]
+
+
+cdef bint plain_from(uint8_t u, const uint8_t* data, intp_t n) noexcept nogil:
+    # Whether the plain-string automaton, in state u, reads all of data.
+    cdef intp_t i
+    for i in range(n):
+        u = PLAIN_UTF8[u][data[i]]
+        if u == 255:
+            return False
+    return True

@@ -1,0 +1,125 @@
+"""The string-body shortcut of the token classifier never changes a cache entry.
+
+A state whose own byte transitions accept every plain-string token (valid UTF-8 without '"',
+'\\' or control bytes) gets those tokens as accepted without walking them, and only the other
+tokens are walked (runtime/_classify.pyx).  Here every state of real grammars is classified with
+the shortcut and with the full walk, on real tokenizers, and the entries must be identical.
+"""
+
+import codecs
+import json
+import os
+
+import numpy as np
+import pytest
+import tokenizers
+from conftest import require_data, tokenizer_json
+
+import xmask
+from xmask.runtime import _classify
+
+GRAMMARS = [
+    ("builtin", None),
+    ("schema", {"type": "object", "properties": {
+        "name": {"type": "string"},
+        "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]+$"},
+        "short": {"type": "string", "maxLength": 3},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ['a"b', "é", "x"]}},
+        "when": {"type": "string", "format": "date-time"},
+        "n": {"type": "number"}}, "required": ["name"]}),
+    ("ebnf", 'root ::= "<" [^<>]* ">" | "\\"" ([^"\\\\] | "\\\\" ["nt])* "\\""'),
+    ("ebnf", 'root ::= "s" [^\\x00-\\x7f]* "e" | [a-z\\u00e0-\\u00ff]+'),
+    ("ebnf", 'root ::= ("\\n" | "\\"" | "\\\\") [^"\\\\\\x00-\\x1f]* ";"'),
+] + [("maskbench", name) for name in (
+    "Github_trivial---o75594.json", "Glaiveai2K---calculate_area_b4863a84.json",
+    "Github_medium---o27154.json")]
+
+
+def _compile(compiler, kind, what):
+    if kind == "builtin":
+        return compiler.compile_builtin_json_grammar()
+    if kind == "schema":
+        return compiler.compile_json_schema(what)
+    if kind == "maskbench":
+        path = require_data("maskbench", what)
+        return compiler.compile_json_schema(json.loads(path.read_text())["schema"],
+                                            strict_mode=False)
+    return compiler.compile_grammar(what)
+
+
+def _entries(compiled):
+    compiled.precompute()
+    snap = compiled._mask_cache.export()
+    out = {}
+    for s in np.nonzero(snap["state_entry"] >= 0)[0].tolist():
+        k = int(snap["state_entry"][s])
+        lo, n = int(snap["entry_off"][k]), int(snap["entry_len"][k])
+        ulo, un = int(snap["unc_off"][k]), int(snap["unc_len"][k])
+        out[s] = (int(snap["entry_kind"][k]), snap["data"][lo:lo + n].tobytes(),
+                  snap["unc"][ulo:ulo + un].tobytes())
+    return out
+
+
+@pytest.mark.parametrize("tok_name", ["llama3", "qwen2.5"])
+def test_shortcut_entries_equal_full_walk(tok_name):
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_json(tok_name)))
+    info = xmask.TokenizerInfo.from_huggingface(tok)
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
+    shortcut_states = 0
+    for kind, what in GRAMMARS:
+        try:
+            _classify.set_plain_fast_path(True)
+            fast = _entries(_compile(compiler, kind, what))
+            _classify.set_plain_fast_path(False)
+            full = _entries(_compile(compiler, kind, what))
+        finally:
+            _classify.set_plain_fast_path(True)
+        assert fast.keys() == full.keys()
+        for s in fast:
+            assert fast[s] == full[s], f"{kind} state {s}"
+        shortcut_states += sum(1 for e in fast.values() if e[0] != 0)
+    assert shortcut_states > 0  # string bodies were met (they accept most of the vocabulary)
+
+
+def test_shortcut_tokens_are_what_a_json_string_holds():
+    # the per-tokenizer split the shortcut relies on: per first byte b, a token is a shortcut
+    # token iff its text after b -- or all of it, when b can start plain text -- is strict
+    # UTF-8 (the last character may be cut short) without '"', '\\' or bytes below 0x20
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_json("llama3")))
+    info = xmask.TokenizerInfo.from_huggingface(tok)
+    arrays = xmask.GrammarCompiler(info)._vocab_tables.arrays
+    n_sorted = len(arrays["sorted_ids"])
+    offs, data = arrays["tok_offsets"], arrays["tok_bytes"].tobytes()
+    group, sc_off, rest_off = (arrays[k].tolist() for k in ("group_off", "shortcut_off",
+                                                             "rest_off"))
+    sc = arrays["shortcut_pos"].tolist()[: sc_off[256]]
+    rest = arrays["rest_pos"].tolist()[: rest_off[256]]
+    lcp = arrays["rest_lcp"].tolist()
+    assert group[256] == n_sorted and len(sc) + len(rest) == n_sorted
+    assert not set(sc) & set(rest) and len(rest) < len(sc)
+
+    def plain(b):
+        if any(c < 0x20 or c in (0x22, 0x5C) for c in b):
+            return False
+        try:  # an incremental decoder keeps a valid cut-off last character pending
+            codecs.getincrementaldecoder("utf-8")().decode(b, final=False)
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    def token(pos):
+        return data[offs[pos]:offs[pos + 1]]
+
+    for b in range(256):
+        members = range(group[b], group[b + 1])
+        assert all(token(p)[0] == b for p in members)
+        lead_plain = plain(bytes([b]))
+        expected = [p for p in members
+                    if (plain(token(p)) if lead_plain else plain(token(p)[1:]))]
+        assert sc[sc_off[b]:sc_off[b + 1]] == expected, b
+        others = rest[rest_off[b]:rest_off[b + 1]]
+        taken = set(expected)
+        assert others == [p for p in members if p not in taken], b
+        for i in range(1, len(others)):
+            x, y = token(others[i - 1]), token(others[i])
+            assert lcp[rest_off[b] + i] == len(os.path.commonprefix([x, y]))

@@ -1,0 +1,241 @@
+"""Compile-time kernels over the assembled automaton, GIL released: pruning unproductive
+states and the nullable / FIRST / FOLLOW / left-call analysis.
+
+Calls are flat arrays sorted by source state: ``(call_src[k], call_callee[k], call_ret[k])``
+with the callee as a rule index and the return state a real state (never -1 here).  Byte sets
+are 256-bit rows of four uint64 words (bit ``b`` of word ``b >> 6``).
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t, uint8_t, uint64_t
+from libc.stdlib cimport malloc, free
+
+ctypedef Py_ssize_t isz
+
+cdef enum:
+    FINAL = 1
+    HAS_BYTES = 2
+    EXIT_ONLY = 4
+
+
+def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[::1] call_src,
+                       const int32_t[::1] call_callee, const int32_t[::1] call_ret,
+                       const int32_t[::1] rule_start):
+    """Drop every byte edge into a state from which its rule can never finish (in place, in
+    ``trans``) and clear HAS_BYTES where no edge is left; returns ``(productive, keep)``: uint8
+    per state and per call (a call is kept iff its callee start and return state are
+    productive).  A state is productive iff final, or it has an edge into a productive state,
+    or a call whose callee start and return state are both productive."""
+    cdef isz n = trans.shape[0], nc = trans.shape[1], m = call_src.shape[0], s, c, k, t, top
+    prod_a = np.zeros(n, dtype=np.uint8)
+    keep_a = np.zeros(m, dtype=np.uint8)
+    cdef uint8_t[::1] prod = prod_a
+    cdef uint8_t[::1] keep = keep_a
+    cdef isz n_edges = 0
+    with nogil:
+        for s in range(n):
+            for c in range(nc):
+                if trans[s, c] >= 0:
+                    n_edges += 1
+    cdef int32_t* rev_off = <int32_t*>malloc((n + 2) * sizeof(int32_t))
+    cdef int32_t* rev_src = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    cdef int32_t* w_off = <int32_t*>malloc((n + 2) * sizeof(int32_t))
+    cdef int32_t* w_call = <int32_t*>malloc((2 * m + 1) * sizeof(int32_t))
+    cdef int32_t* stack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t cs, rs
+    try:
+        if not (rev_off and rev_src and w_off and w_call and stack):
+            raise MemoryError()
+        with nogil:
+            # reversed byte edges (CSR by target) and call waiters (CSR by awaited state)
+            for s in range(n + 2):
+                rev_off[s] = 0
+                w_off[s] = 0
+            for s in range(n):
+                for c in range(nc):
+                    t = trans[s, c]
+                    if t >= 0:
+                        rev_off[t + 2] += 1
+            for k in range(m):
+                cs = rule_start[call_callee[k]]
+                w_off[cs + 2] += 1
+                if call_ret[k] != cs:
+                    w_off[call_ret[k] + 2] += 1
+            for s in range(2, n + 2):
+                rev_off[s] += rev_off[s - 1]
+                w_off[s] += w_off[s - 1]
+            for s in range(n):
+                for c in range(nc):
+                    t = trans[s, c]
+                    if t >= 0:
+                        rev_src[rev_off[t + 1]] = <int32_t>s
+                        rev_off[t + 1] += 1
+            for k in range(m):
+                cs = rule_start[call_callee[k]]
+                w_call[w_off[cs + 1]] = <int32_t>k
+                w_off[cs + 1] += 1
+                if call_ret[k] != cs:
+                    w_call[w_off[call_ret[k] + 1]] = <int32_t>k
+                    w_off[call_ret[k] + 1] += 1
+            top = 0
+            for s in range(n):
+                if flags[s] & FINAL:
+                    prod[s] = 1
+                    stack[top] = <int32_t>s
+                    top += 1
+            while top:
+                top -= 1
+                t = stack[top]
+                for k in range(rev_off[t], rev_off[t + 1]):
+                    s = rev_src[k]
+                    if not prod[s]:
+                        prod[s] = 1
+                        stack[top] = <int32_t>s
+                        top += 1
+                for k in range(w_off[t], w_off[t + 1]):
+                    c = w_call[k]
+                    s = call_src[c]
+                    if not prod[s] and prod[rule_start[call_callee[c]]] and prod[call_ret[c]]:
+                        prod[s] = 1
+                        stack[top] = <int32_t>s
+                        top += 1
+            for k in range(m):
+                keep[k] = prod[rule_start[call_callee[k]]] and prod[call_ret[k]]
+            for s in range(n):
+                rs = 0
+                for c in range(nc):
+                    t = trans[s, c]
+                    if t >= 0:
+                        if prod[s] and prod[t]:
+                            rs = 1
+                        else:
+                            trans[s, c] = -1
+                if not rs:
+                    flags[s] &= ~HAS_BYTES
+    finally:
+        free(rev_off)
+        free(rev_src)
+        free(w_off)
+        free(w_call)
+        free(stack)
+    return prod_a, keep_a
+
+
+def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t[::1] byte_class,
+            const int32_t[::1] call_off, const int32_t[::1] call_callee,
+            const int32_t[::1] call_ret, const int32_t[::1] rule_start,
+            const int32_t[::1] state_rule):
+    """Nullable states, FIRST byte sets per state, FOLLOW byte sets per rule and the rules each
+    rule calls before reading a byte (``left``: pairs ``(caller rule, callee rule)``, possibly
+    repeated).  ``call_off`` is the CSR offset array of the calls by source state."""
+    cdef isz n = trans.shape[0], nc = trans.shape[1], R = rule_start.shape[0], s, c, k, j, r, p
+    cdef isz top, n_left = 0
+    cdef int32_t t, callee, ret
+    cdef bint changed
+    cdef uint64_t cls_bits[256][4]
+    cdef uint64_t m[4]
+    nullable_a = np.zeros(n, dtype=np.uint8)
+    first_a = np.zeros((n, 4), dtype=np.uint64)
+    follow_a = np.zeros((R, 4), dtype=np.uint64)
+    left_a = np.zeros((max(call_callee.shape[0], 1), 2), dtype=np.int32)
+    cdef uint8_t[::1] nullable = nullable_a
+    cdef uint64_t[:, ::1] first = first_a
+    cdef uint64_t[:, ::1] follow = follow_a
+    cdef int32_t[:, ::1] left = left_a
+    cdef int32_t* stack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* seen = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* callers = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef isz n_callers = 0
+    if not (stack and seen and callers):
+        free(stack)
+        free(seen)
+        free(callers)
+        raise MemoryError()
+    try:
+        with nogil:
+            for c in range(256):
+                for j in range(4):
+                    cls_bits[c][j] = 0
+            for c in range(256):
+                cls_bits[byte_class[c]][c >> 6] |= (<uint64_t>1) << (c & 63)
+            for s in range(n):
+                nullable[s] = flags[s] & FINAL
+                seen[s] = -1
+                for c in range(nc):
+                    if trans[s, c] >= 0:
+                        for j in range(4):
+                            first[s, j] |= cls_bits[c][j]
+                if call_off[s + 1] > call_off[s]:
+                    callers[n_callers] = <int32_t>s
+                    n_callers += 1
+            changed = True
+            while changed:
+                changed = False
+                for p in range(n_callers):
+                    s = callers[p]
+                    if nullable[s]:
+                        continue
+                    for k in range(call_off[s], call_off[s + 1]):
+                        if nullable[rule_start[call_callee[k]]] and nullable[call_ret[k]]:
+                            nullable[s] = 1
+                            changed = True
+                            break
+            # calls reachable from each rule's start without reading a byte
+            for r in range(R):
+                top = 0
+                stack[top] = rule_start[r]
+                top += 1
+                seen[rule_start[r]] = <int32_t>r
+                while top:
+                    top -= 1
+                    s = stack[top]
+                    for k in range(call_off[s], call_off[s + 1]):
+                        callee = call_callee[k]
+                        left[n_left, 0] = <int32_t>r
+                        left[n_left, 1] = callee
+                        n_left += 1  # < len(left): a call is visited by its own rule only
+                        ret = call_ret[k]
+                        if nullable[rule_start[callee]] and seen[ret] != r:
+                            seen[ret] = <int32_t>r
+                            stack[top] = ret
+                            top += 1
+            changed = True
+            while changed:
+                changed = False
+                for p in range(n_callers):
+                    s = callers[p]
+                    for j in range(4):
+                        m[j] = first[s, j]
+                    for k in range(call_off[s], call_off[s + 1]):
+                        t = rule_start[call_callee[k]]
+                        for j in range(4):
+                            m[j] |= first[t, j]
+                        if nullable[t]:
+                            for j in range(4):
+                                m[j] |= first[call_ret[k], j]
+                    for j in range(4):
+                        if m[j] != first[s, j]:
+                            first[s, j] = m[j]
+                            changed = True
+            changed = True
+            while changed:
+                changed = False
+                for p in range(n_callers):
+                    s = callers[p]
+                    r = state_rule[s]
+                    for k in range(call_off[s], call_off[s + 1]):
+                        callee = call_callee[k]
+                        ret = call_ret[k]
+                        for j in range(4):
+                            m[j] = follow[callee, j] | first[ret, j]
+                            if nullable[ret]:
+                                m[j] |= follow[r, j]
+                            if m[j] != follow[callee, j]:
+                                follow[callee, j] = m[j]
+                                changed = True
+    finally:
+        free(stack)
+        free(seen)
+        free(callers)
+    return nullable_a, first_a, follow_a, left_a[:n_left]

@@ -1,0 +1,469 @@
+"""Grammar IR -> one Thompson NFA for all rules (the builder behind :mod:`nfa`).
+
+Every rule gets a contiguous range of NFA states; edges are epsilon, byte ranges or calls of
+another rule (with the state the call returns to), appended to C int32 buffers and turned into
+CSR arrays once (:meth:`NFA.arrays`), the layout the determinizer reads.  The IR walk itself
+reads Python objects, so it holds the GIL; it is compiled to skip the interpreter's overhead.
+Bounded repeats place copies of one minimal DFA per repeated item (see :class:`_Copies`),
+pasted shifted from its edge arrays, so ``x{0,10000}`` costs 10,000 small C copies.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+from xmask.compiler._ivec cimport IVec, iv_reserve
+
+from .. import _deadline as deadline
+from ..errors import GrammarLimitError
+from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from .nfa import NfaArrays, flatten_repeat, utf8_paths
+
+ctypedef Py_ssize_t isz
+
+
+cdef inline int push2(IVec* v, int32_t a, int32_t b) except -1:
+    if v.n + 2 > v.cap and iv_reserve(v, v.n + 2):
+        raise MemoryError()
+    v.d[v.n] = a
+    v.d[v.n + 1] = b
+    v.n += 2
+    return 0
+
+
+cdef inline int push3(IVec* v, int32_t a, int32_t b, int32_t c) except -1:
+    if v.n + 3 > v.cap and iv_reserve(v, v.n + 3):
+        raise MemoryError()
+    v.d[v.n] = a
+    v.d[v.n + 1] = b
+    v.d[v.n + 2] = c
+    v.n += 3
+    return 0
+
+
+cdef inline int push4(IVec* v, int32_t a, int32_t b, int32_t c, int32_t d) except -1:
+    if v.n + 4 > v.cap and iv_reserve(v, v.n + 4):
+        raise MemoryError()
+    v.d[v.n] = a
+    v.d[v.n + 1] = b
+    v.d[v.n + 2] = c
+    v.d[v.n + 3] = d
+    v.n += 4
+    return 0
+
+
+_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))
+
+
+def _kind_of(expr):
+    """The node kind of an instance of a subclass of one (built as that kind)."""
+    for kind in _KINDS:
+        if isinstance(expr, kind):
+            return kind
+    raise TypeError(f"unknown grammar node {expr!r}")
+
+
+cdef class NFA:
+    """Thompson NFA of a whole grammar; limits are per rule (the rule being added).
+
+    ``dfa_of(nfa, start, end)`` returns a fragment's minimal DFA (see ``dfa.dfa_of_fragment``);
+    ``inline`` is ``(bodies, sizes)``: inlined rule -> body expanded where it is referenced,
+    and its expanded size.
+    """
+
+    cdef IVec eps      # src, dst, ...
+    cdef IVec byte     # src, lo, hi, dst, ...
+    cdef IVec calls    # src, rule, dst, ...
+    cdef readonly isz n
+    cdef isz base
+    cdef isz max_nfa
+    cdef readonly object limits
+    cdef readonly str rule
+    cdef readonly object dfa_of
+    cdef dict templates
+    cdef dict size_memo
+    cdef dict bodies
+    cdef dict sizes
+    cdef isz ticks
+
+    def __init__(self, limits, dfa_of, templates=None, inline=({}, {})):
+        self.n = 0
+        self.base = 0
+        self.limits = limits
+        self.max_nfa = limits.max_nfa_states
+        self.rule = ""
+        self.dfa_of = dfa_of
+        # repeat item -> its minimal DFA as edge arrays, shared by all rules of one grammar
+        self.templates = {} if templates is None else templates
+        # expression id -> estimated expansion size (the expressions outlive this NFA)
+        self.size_memo = {}
+        self.bodies, self.sizes = inline
+
+    def __dealloc__(self):
+        free(self.eps.d)
+        free(self.byte.d)
+        free(self.calls.d)
+
+    def add_rule(self, str name, expr, dict rule_index):
+        """Add rule ``name``'s states; returns its (start, end) NFA states."""
+        self.rule = name
+        self.base = self.n
+        cdef isz s = self.new()
+        return s, self.build(expr, s, rule_index, -1)
+
+    cdef isz new(self) except -1:
+        cdef isz n = self.n, k = n - self.base
+        if not k & 4095:
+            deadline.check()
+        if k >= self.max_nfa:
+            self._too_many()
+        self.n = n + 1
+        return n
+
+    cdef int _too_many(self) except -1:
+        raise GrammarLimitError(
+            f"grammar expands to more than {self.max_nfa} NFA states "
+            "(CompileLimits.max_nfa_states) "
+            "(large repeat counts?)",
+            rule=self.rule,
+        )
+
+    cdef isz reserve(self, isz count) except -1:
+        """``count`` fresh consecutive states (as ``count`` calls of :meth:`new`)."""
+        cdef isz n = self.n, k = n - self.base
+        if k + count > self.max_nfa:
+            self._too_many()
+        if (k + count - 1) >> 12 != k >> 12 or not k & 4095:
+            deadline.check()
+        self.n = n + count
+        return n
+
+    cdef isz build(self, expr, isz start, dict rule_index, isz end) except -1:
+        """Add ``expr`` starting at ``start``; return its end state (``end`` when >= 0).
+
+        Passing the enclosing construct's ``end`` down to the last piece of a sequence or a
+        choice's branches lets nested optionals (``a (b (c)?)?`` as pattern DFAs emit them) all
+        finish at one state: otherwise every nesting level adds its own end state and an
+        epsilon edge to the next, and each closure walks the whole chain (quadratic).
+        """
+        cdef object t = type(expr)
+        self.ticks += 1
+        if not self.ticks & 1023:
+            # compiled code never reaches the interpreter's switch check: let a thread that
+            # waits for the GIL run (it asked after the switch interval), about every 0.3 ms
+            with nogil:
+                pass
+        if t not in _KINDS:
+            t = _kind_of(expr)
+        cdef isz cur, nxt, i, last, k, s, got
+        cdef bytes data
+        cdef const unsigned char* p
+        cdef tuple items
+        cdef dict suffix_state
+        if t is Bytes:
+            data = expr.data
+            p = data
+            last = len(data) - 1
+            cur = start
+            for i in range(last + 1):
+                nxt = end if end >= 0 and i == last else self.new()
+                push4(&self.byte, <int32_t>cur, p[i], p[i], <int32_t>nxt)
+                cur = nxt
+            return self.finish(cur, end)
+        if t is Seq:
+            items = expr.items
+            cur = start
+            last = len(items) - 1
+            for i in range(last + 1):
+                cur = self.build(items[i], cur, rule_index, end if i == last else -1)
+            return self.finish(cur, end)
+        if t is RuleRef:
+            body = self.bodies.get(expr.name)
+            if body is not None:
+                return self.build(body, start, rule_index, end)
+            if end < 0:
+                end = self.new()
+            push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
+            return end
+        if t is Choice:
+            if end < 0:
+                end = self.new()
+            for item in expr.items:
+                s = self.new()
+                push2(&self.eps, <int32_t>start, <int32_t>s)
+                self.build(item, s, rule_index, end)
+            return end
+        if t is CharClass:
+            if end < 0:
+                end = self.new()
+            if expr.byte_level:
+                for lo, hi in expr.positive_ranges():
+                    push4(&self.byte, <int32_t>start, lo, hi, <int32_t>end)
+                return end
+            # paths share their common suffixes (the continuation bytes), so the sub-automaton
+            # is already minimal and determinization does not multiply equivalent states
+            suffix_state = {(): end}
+            for seq in utf8_paths(expr):
+                nxt = end
+                for k in range(len(seq) - 1, 0, -1):
+                    key = seq[k:]
+                    g = suffix_state.get(key)
+                    if g is None:
+                        got = self.new()
+                        suffix_state[key] = got
+                        push4(&self.byte, <int32_t>got, seq[k][0], seq[k][1], <int32_t>nxt)
+                    else:
+                        got = g
+                    nxt = got
+                push4(&self.byte, <int32_t>start, seq[0][0], seq[0][1], <int32_t>nxt)
+            return end
+        if t is Repeat:
+            return self.finish(self.repeat(expr, start, rule_index), end)
+        raise TypeError(f"unknown grammar node {expr!r}")
+
+    cdef isz finish(self, isz cur, isz end) except -1:
+        """``cur`` if no end was asked for, else ``end`` (joined by an epsilon edge if apart)."""
+        if end < 0:
+            return cur
+        if cur != end:
+            push2(&self.eps, <int32_t>cur, <int32_t>end)
+        return end
+
+    cdef isz repeat(self, expr, isz start, dict rule_index) except -1:
+        cdef isz lo, hi, bound, cap, size, built, cur, loop, body_end, end, i, count
+        expr = flatten_repeat(expr, self.limits.max_repeat)
+        lo = expr.min
+        hi = expr.max if expr.max is not None else -1
+        bound = hi if hi >= 0 else lo
+        if bound > self.limits.max_repeat:
+            raise GrammarLimitError(
+                f"repeat count {bound} exceeds the limit {self.limits.max_repeat} "
+                "(CompileLimits.max_repeat)", rule=self.rule
+            )
+        # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
+        # the product before building any of it, not when the NFA has already grown.
+        cap = self.max_nfa
+        size = rule_size(expr, self.sizes, cap + 1, self.size_memo)
+        built = self.n - self.base
+        if built + size > cap:
+            raise GrammarLimitError(
+                f"a repeat expands to {'more than' if size > cap else 'about'} {min(size, cap)} "
+                f"NFA states, which with {built} already built passes the limit {cap} "
+                "(CompileLimits.max_nfa_states) (nested repeat counts multiply)", rule=self.rule)
+        count = hi if hi >= 0 else lo
+        copies = _Copies(self, expr.item, rule_index, count)
+        cur = start
+        for i in range(lo):
+            cur = copies.place(cur)
+        if hi < 0:
+            # star: loop state with an epsilon back edge
+            loop = self.new()
+            push2(&self.eps, <int32_t>cur, <int32_t>loop)
+            body_end = self.build(expr.item, loop, rule_index, -1)
+            push2(&self.eps, <int32_t>body_end, <int32_t>loop)
+            return loop
+        end = self.new()
+        for i in range(hi - lo):
+            push2(&self.eps, <int32_t>cur, <int32_t>end)
+            cur = copies.place(cur)
+        push2(&self.eps, <int32_t>cur, <int32_t>end)
+        return end
+
+    def arrays(self):
+        """The NFA in CSR form (:class:`nfa.NfaArrays`; edges in insertion order per state)."""
+        cdef isz n = self.n
+        eps_off, (eps_dst,) = _csr(&self.eps, 2, n)
+        b_off, (b_lo, b_hi, b_dst) = _csr(&self.byte, 4, n)
+        c_off, (c_rule, c_dst) = _csr(&self.calls, 3, n)
+        return NfaArrays(n, eps_off, eps_dst, b_off, b_lo, b_hi, b_dst, c_off, c_rule, c_dst)
+
+    cdef int paste(self, const int32_t[:, ::1] edges, IVec* v, isz base, int width,
+                   bint shift_last) except -1:
+        """Append template ``edges`` (rows: source, columns..., target) shifted by ``base``."""
+        cdef isz m = edges.shape[0], i, j
+        cdef int32_t* d
+        if v.n + m * width > v.cap and iv_reserve(v, v.n + m * width):
+            raise MemoryError()
+        d = v.d + v.n
+        for i in range(m):
+            d[i * width] = edges[i, 0] + <int32_t>base
+            for j in range(1, width - 1):
+                d[i * width + j] = edges[i, j]
+            d[i * width + width - 1] = edges[i, width - 1] + (<int32_t>base if shift_last else 0)
+        v.n += m * width
+        return 0
+
+
+cdef tuple _csr(IVec* v, int width, isz n):
+    """Counting sort of the ``width``-int rows of ``v`` by their first int (the source state,
+    < ``n``), stable: ``(offsets, (column 1, column 2, ...))``."""
+    cdef isz m = v.n // width, i, j, s, pos
+    off_a = np.zeros(n + 1, dtype=np.int32)
+    cols_a = np.empty((width - 1, m), dtype=np.int32)
+    cdef int32_t[::1] off = off_a
+    cdef int32_t[:, ::1] cols = cols_a
+    cdef int32_t* fill = NULL
+    with nogil:
+        for i in range(m):
+            off[v.d[i * width] + 1] += 1
+        for s in range(n):
+            off[s + 1] += off[s]
+    fill = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    if fill == NULL:
+        raise MemoryError()
+    with nogil:
+        memcpy(fill, &off[0], (n + 1) * sizeof(int32_t))
+        for i in range(m):
+            s = v.d[i * width]
+            pos = fill[s]
+            fill[s] += 1
+            for j in range(1, width):
+                cols[j - 1, pos] = v.d[i * width + j]
+    free(fill)
+    return off_a, tuple(cols_a)
+
+
+# (item, dfa_of, limits...) -> template; bounded, oldest evicted first (dicts keep order).
+# Concurrent compiles may both build one entry; either result is the same template.
+_SHARED_TEMPLATES = {}
+_SHARED_TEMPLATES_MAX = 256
+
+
+cdef class _Copies:
+    """Bounded repeats place ``count`` copies of one item.  The item is built once, as its own
+    minimal DFA (so equivalent states are not multiplied by the copy count: a JSON string
+    character's UTF-8 and escape paths would otherwise determinize into ~2x the states per
+    copy), and each copy is that DFA's states shifted to fresh numbers, entered by an epsilon
+    edge and left by epsilon edges from its final states."""
+
+    cdef NFA nfa
+    cdef object item
+    cdef dict rule_index
+    cdef isz count
+    cdef object template
+
+    def __init__(self, NFA nfa, item, dict rule_index, isz count):
+        self.nfa, self.item, self.rule_index, self.count = nfa, item, rule_index, count
+        self.template = None
+
+    cdef object make_template(self):
+        frag = NFA(self.nfa.limits, self.nfa.dfa_of, self.nfa.templates,
+                   (self.nfa.bodies, self.nfa.sizes))
+        s, e = frag.add_rule(self.nfa.rule, self.item, self.rule_index)
+        trans, finals, call_src, call_rule, call_dst, byte_class = self.nfa.dfa_of(frag, s, e)
+        m, n_classes = trans.shape
+        # classes are contiguous byte ranges: first and last byte of each
+        first = np.searchsorted(byte_class, np.arange(n_classes), side="left")
+        last = np.searchsorted(byte_class, np.arange(n_classes), side="right") - 1
+        src, cls = np.nonzero(trans >= 0)
+        byte = np.stack([src, first[cls], last[cls], trans[src, cls]], axis=1).astype(np.int32)
+        fin = np.nonzero(finals)[0]
+        eps = np.stack([fin, np.full(len(fin), m)], axis=1).astype(np.int32)
+        calls = np.stack([call_src, call_rule, call_dst], axis=1).astype(np.int32)
+        return m + 1, (np.ascontiguousarray(eps.reshape(-1, 2)),
+                       np.ascontiguousarray(byte.reshape(-1, 4)),
+                       np.ascontiguousarray(calls.reshape(-1, 3)))
+
+    cdef object shared_template(self):
+        """The template, from the process-wide memo when the item calls no rule (then it
+        depends only on the item, the limits and the DFA builder): most grammars repeat the
+        same few items (a \\u escape's hex digit, a JSON string character)."""
+        if distinct_refs(self.item):
+            return self.make_template()
+        lim = self.nfa.limits
+        key = (self.item, self.nfa.dfa_of, lim.max_nfa_states, lim.max_states, lim.max_repeat)
+        got = _SHARED_TEMPLATES.get(key)
+        if got is None:
+            got = self.make_template()
+            for a in got[1]:
+                a.setflags(write=False)
+            if len(_SHARED_TEMPLATES) >= _SHARED_TEMPLATES_MAX:
+                try:  # the oldest (another thread may be evicting too)
+                    _SHARED_TEMPLATES.pop(next(iter(_SHARED_TEMPLATES)), None)
+                except (StopIteration, RuntimeError):
+                    pass
+            _SHARED_TEMPLATES[key] = got
+        return got
+
+    cdef isz place(self, isz cur) except -1:
+        cdef NFA nfa = self.nfa
+        cdef isz size, base
+        if self.count < 2:
+            return nfa.build(self.item, cur, self.rule_index, -1)
+        if self.template is None:
+            self.template = nfa.templates.get(self.item)
+            if self.template is None:
+                self.template = nfa.templates[self.item] = self.shared_template()
+        size, (t_eps, t_byte, t_calls) = self.template
+        base = nfa.reserve(size)
+        nfa.paste(t_eps, &nfa.eps, base, 2, True)
+        nfa.paste(t_byte, &nfa.byte, base, 4, True)
+        nfa.paste(t_calls, &nfa.calls, base, 3, True)
+        push2(&nfa.eps, <int32_t>cur, <int32_t>base)
+        return base + size - 1
+
+
+cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
+    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``; a
+    reference counts ``sizes[name]`` (1 if absent).  ``memo`` (by object id) makes shared
+    sub-expressions cost one visit."""
+    cdef object t = type(expr)
+    cdef isz total, n
+    if t not in _KINDS:
+        t = _kind_of(expr)
+    if t is Bytes:
+        return len(expr.data)
+    if t is CharClass:
+        return 1 + len(expr.ranges)
+    if t is RuleRef:
+        return sizes.get(expr.name, 1)
+    key = id(expr)
+    got = memo.get(key)
+    if got is not None:
+        return got
+    if t is Seq or t is Choice:
+        total = 1
+        for e in expr.items:
+            total += rule_size(e, sizes, cap, memo)
+            if total >= cap:
+                break
+        total = min(cap, total)
+    else:  # Repeat
+        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
+        total = min(cap, 1 + n * rule_size(expr.item, sizes, cap, memo))
+    memo[key] = total
+    return total
+
+
+def distinct_refs(expr) -> list:
+    """The rule names referenced inside ``expr``, each once, in first-visit order of a
+    depth-first walk (shared sub-expressions are visited once): ``grammar.ir.iter_refs``
+    deduplicated, compiled (the inliner calls it for every rule of every grammar)."""
+    cdef list out = []
+    cdef set names = set()
+    cdef set seen = {id(expr)}
+    cdef list stack = [expr]
+    cdef object t
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t not in _KINDS:
+            t = _kind_of(e)
+        if t is RuleRef:
+            if e.name not in names:
+                names.add(e.name)
+                out.append(e.name)
+            continue
+        if t is Seq or t is Choice:
+            items = e.items
+        elif t is Repeat:
+            items = (e.item,)
+        else:
+            continue
+        for item in items:
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.append(item)
+    return out

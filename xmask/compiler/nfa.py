@@ -1,0 +1,103 @@
+"""The NFA's data: flat CSR edge arrays, byte classes, and the IR helpers the builder uses.
+
+The builder itself is ``_nfa_build.NFA`` (compiled): every rule gets a contiguous range of
+NFA states with epsilon, byte-range and call edges, returned by ``NFA.arrays()`` as
+:class:`NfaArrays`, the layout the Cython determinizer reads.
+
+Example::
+
+    >>> from xmask.compiler._nfa_build import NFA
+    >>> from xmask.grammar.ir import Bytes
+    >>> nfa = NFA(AutomatonLimitsLike(), dfa_of=None)
+    >>> s, e = nfa.add_rule("root", Bytes(b"ab"), {})
+    >>> (s, e, nfa.n)
+    (0, 2, 3)
+    >>> byte_classes(nfa.arrays())[ord("a") - 1 : ord("b") + 2].tolist()
+    [0, 1, 2, 3]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Dict, Tuple
+
+import numpy as np
+
+from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from .utf8 import utf8_sequences
+
+
+@dataclass(frozen=True)
+class AutomatonLimitsLike:
+    """The limit fields the NFA reads (``AutomatonLimits`` has them all); for doctests."""
+
+    max_nfa_states: int = 2_000_000
+    max_states: int = 200_000
+    max_repeat: int = 10_000
+
+
+@lru_cache(maxsize=4096)
+def utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
+    """UTF-8 byte-range paths of a code-point class (memoized: long repeats rebuild the same
+    JSON-string character class thousands of times)."""
+    return tuple(seq for lo, hi in cls.positive_ranges() for seq in utf8_sequences(lo, hi))
+
+
+@dataclass
+class NfaArrays:
+    """CSR form: state ``s``'s epsilon targets are ``eps_dst[eps_off[s]:eps_off[s+1]]``; byte
+    edges ``b_lo/b_hi/b_dst`` (inclusive byte ranges) and calls ``c_rule/c_dst`` likewise."""
+
+    n: int
+    eps_off: np.ndarray
+    eps_dst: np.ndarray
+    b_off: np.ndarray
+    b_lo: np.ndarray
+    b_hi: np.ndarray
+    b_dst: np.ndarray
+    c_off: np.ndarray
+    c_rule: np.ndarray
+    c_dst: np.ndarray
+
+
+def byte_classes(arrays: NfaArrays) -> np.ndarray:
+    """Global byte equivalence classes: bytes no edge distinguishes share one (uint8[256],
+    classes numbered by their first byte)."""
+    cuts = np.zeros(257, dtype=bool)
+    cuts[0] = True
+    cuts[arrays.b_lo] = True
+    cuts[arrays.b_hi + 1] = True
+    return (np.cumsum(cuts[:256]) - 1).astype(np.uint8)
+
+
+def flatten_repeat(expr: Repeat, max_repeat: int) -> Repeat:
+    """``(x{a,b}){c,d}`` as ``x{ac,bd}`` when the two mean the same, i.e. when the counts the
+    nesting can produce, the union of ``[ka, kb]`` over ``k`` in ``c..d``, have no gap.
+
+    The nested form builds ``d`` copies of a ``b``-copy automaton whose determinization holds
+    ~``(bd)^2/2`` NFA states when ``x{a,b}`` can be empty; the flat form is one linear chain.
+    Example: ``(a{0,100}){0,100}`` -> ``a{0,10000}``.  A product past ``max_repeat`` stays
+    nested (chunked repeats, such as a long ``maxLength``, are built that way on purpose).
+    """
+    while isinstance(expr.item, Repeat):
+        inner = expr.item
+        a, b, c, d = inner.min, inner.max, expr.min, expr.max
+        if b == 0 or d == 0:
+            break
+        # consecutive intervals [ka, kb] and [(k+1)a, (k+1)b] touch iff k(b - a) >= a - 1;
+        # the left side grows with k, so the first step (k = c) decides; a fixed outer count
+        # (d == c) has one interval
+        if b is None:
+            if a > 1 and c == 0:
+                break
+            if c * a > max_repeat:
+                break
+            expr = Repeat(inner.item, c * a, None)
+        else:
+            if d != c and c * (b - a) < a - 1:
+                break
+            if max(c * a, d * b if d is not None else 0) > max_repeat:
+                break
+            expr = Repeat(inner.item, c * a, None if d is None else d * b)
+    return expr
