@@ -55,12 +55,15 @@ def make_seq(items) -> Expr:
     fuse adjacent ``Bytes``, unwrap a single item; the empty sequence is ``Seq(())``."""
     out: List[Expr] = []
     for item in items:
-        parts = item.items if isinstance(item, Seq) else (item,)
-        for p in parts:
-            if isinstance(p, Bytes):
+        t = type(item)  # (exact types: the node kinds are never subclassed)
+        if t is not Seq and t is not Bytes:
+            out.append(item)
+            continue
+        for p in (item.items if t is Seq else (item,)):
+            if type(p) is Bytes:
                 if not p.data:
                     continue
-                if out and isinstance(out[-1], Bytes):
+                if out and type(out[-1]) is Bytes:
                     out[-1] = Bytes(out[-1].data + p.data)
                     continue
             out.append(p)
@@ -75,7 +78,7 @@ def make_choice(items) -> Expr:
     """Alternation with light simplification: flatten nested ``Choice``, unwrap one item."""
     out: List[Expr] = []
     for item in items:
-        if isinstance(item, Choice):
+        if type(item) is Choice:
             out.extend(item.items)
         else:
             out.append(item)

@@ -31,21 +31,54 @@ MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
 
 
-@dataclass(frozen=True)
-class Bytes:
+class _Node:
+    """Base of the node kinds: a node caches its hash (the value the dataclass would compute),
+    as converters put deep trees in sets and dict keys again and again.  The cache is not
+    part of the pickled state (string hashes differ between processes).  Each kind writes its
+    fields in its own ``__init__`` (half the cost of the frozen dataclass one; converters
+    build many thousands of nodes)."""
+
+    _FIELDS: Tuple[str, ...] = ()
+
+    def _cached_hash(self) -> int:
+        d = self.__dict__
+        h = d.get("_h")
+        if h is None:
+            h = d["_h"] = hash(tuple([getattr(self, f) for f in self._FIELDS]))
+        return h
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_h"}
+
+
+@dataclass(frozen=True, init=False)
+class Bytes(_Node):
     data: bytes
 
+    _FIELDS = ("data",)
+    __hash__ = _Node._cached_hash
 
-@dataclass(frozen=True)
-class CharClass:
+    def __init__(self, data: bytes):
+        self.__dict__["data"] = data
+
+
+@dataclass(frozen=True, init=False)
+class CharClass(_Node):
     ranges: Tuple[Tuple[int, int], ...]
     negated: bool = False
     byte_level: bool = False
 
-    def __post_init__(self):
-        object.__setattr__(self, "ranges", merge_ranges(self.ranges))
-        limit = 0xFF if self.byte_level else MAX_CODE_POINT
-        for lo, hi in self.ranges:
+    _FIELDS = ("ranges", "negated", "byte_level")
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, ranges: Tuple[Tuple[int, int], ...], negated: bool = False,
+                 byte_level: bool = False):
+        d = self.__dict__
+        d["ranges"] = ranges = merge_ranges(ranges)
+        d["negated"] = negated
+        d["byte_level"] = byte_level
+        limit = 0xFF if byte_level else MAX_CODE_POINT
+        for lo, hi in ranges:
             if lo < 0 or hi > limit or lo > hi:
                 raise ValueError(f"bad character range {lo:#x}-{hi:#x}")
 
@@ -59,30 +92,55 @@ class CharClass:
         return intersect_ranges(base, universe)
 
 
-@dataclass(frozen=True)
-class Seq:
+@dataclass(frozen=True, init=False)
+class Seq(_Node):
     items: Tuple["Expr", ...]
 
+    _FIELDS = ("items",)
+    __hash__ = _Node._cached_hash
 
-@dataclass(frozen=True)
-class Choice:
+    def __init__(self, items: Tuple["Expr", ...]):
+        self.__dict__["items"] = items
+
+
+@dataclass(frozen=True, init=False)
+class Choice(_Node):
     items: Tuple["Expr", ...]
 
+    _FIELDS = ("items",)
+    __hash__ = _Node._cached_hash
 
-@dataclass(frozen=True)
-class RuleRef:
+    def __init__(self, items: Tuple["Expr", ...]):
+        self.__dict__["items"] = items
+
+
+@dataclass(frozen=True, init=False)
+class RuleRef(_Node):
     name: str
 
+    _FIELDS = ("name",)
+    __hash__ = _Node._cached_hash
 
-@dataclass(frozen=True)
-class Repeat:
+    def __init__(self, name: str):
+        self.__dict__["name"] = name
+
+
+@dataclass(frozen=True, init=False)
+class Repeat(_Node):
     item: "Expr"
     min: int
     max: Optional[int]
 
-    def __post_init__(self):
-        if self.min < 0 or (self.max is not None and self.max < self.min):
-            raise ValueError(f"bad repeat bounds {{{self.min},{self.max}}}")
+    _FIELDS = ("item", "min", "max")
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, item: "Expr", min: int, max: Optional[int]):  # noqa: A002 (field names)
+        d = self.__dict__
+        d["item"] = item
+        d["min"] = min
+        d["max"] = max
+        if min < 0 or (max is not None and max < min):
+            raise ValueError(f"bad repeat bounds {{{min},{max}}}")
 
 
 Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat]
@@ -112,10 +170,9 @@ class Grammar:
             raise GrammarError(f"root rule '{root}' is not defined", rule=root)
         self._rules = dict(rules)
         self._root = root
-        for name, expr in self._rules.items():
-            for ref in iter_refs(expr):
-                if ref not in self._rules:
-                    raise GrammarError(f"rule '{ref}' is referenced but not defined", rule=name)
+        missing = _first_undefined_ref(self._rules)
+        if missing is not None:
+            raise GrammarError(f"rule '{missing[1]}' is referenced but not defined", rule=missing[0])
 
     @property
     def rules(self) -> Dict[str, Expr]:
@@ -279,6 +336,37 @@ def iter_refs(expr: Expr) -> Iterator[str]:
             if id(item) not in seen:
                 seen.add(id(item))
                 stack.append(item)
+
+
+def _first_undefined_ref(rules: Dict[str, Expr]) -> Optional[Tuple[str, str]]:
+    """``(rule, name)`` of the first reference to an undefined rule, in the order ``iter_refs``
+    meets them rule after rule; None when all are defined.  Sub-expressions shared between
+    rules are walked once (one seen-set for the whole grammar: a shared part with a bad
+    reference raises at its first rule already)."""
+    seen = set()
+    for rule, expr in rules.items():
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            t = type(e)
+            if t is RuleRef:
+                if e.name not in rules:
+                    return rule, e.name
+                continue
+            if t is Seq or t is Choice:
+                items = e.items
+            elif t is Repeat:
+                items = (e.item,)
+            else:
+                continue
+            for item in items:
+                ti = type(item)
+                if ti is Bytes or ti is CharClass:
+                    continue  # leaves
+                if id(item) not in seen:
+                    seen.add(id(item))
+                    stack.append(item)
+    return None
 
 
 def merge_ranges(ranges) -> Tuple[Tuple[int, int], ...]:

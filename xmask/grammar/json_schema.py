@@ -114,6 +114,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from collections import deque
 from fractions import Fraction
@@ -139,6 +140,7 @@ from .number_range import (
     dfa_product,
     dfa_to_expr,
     dfa_with_length,
+    dfa_word_complement,
     number_expr,
     to_fraction,
 )
@@ -226,6 +228,7 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_SINGLES = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not",
                    "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "contentSchema")
+_SUBSCHEMA_KEYS = frozenset(_SCHEMA_MAPS + _SCHEMA_LISTS + _SCHEMA_SINGLES + ("items",))
 
 
 class _CannotValidate(Exception):
@@ -369,6 +372,10 @@ class _Layout:
         self.item_sep, self.key_sep_text = separators
         self.ws = Repeat(_WS_CLASS, 0, max_ws) if max_ws != 0 else EPSILON
         self.depth_matters = self.indent_unit is not None
+        # built once (asked for at every member and item)
+        self._any_sep = make_seq([self.ws, Bytes(b","), self.ws])
+        self._key_sep = (make_seq([self.ws, Bytes(b":"), self.ws]) if self.any_ws
+                         else Bytes(self.key_sep_text.encode()))
 
     def _nl(self, depth: int) -> Expr:
         return Bytes(("\n" + self.indent_unit * depth).encode())
@@ -389,15 +396,13 @@ class _Layout:
 
     def sep(self, depth: int) -> Expr:
         if self.any_ws:
-            return make_seq([self.ws, Bytes(b","), self.ws])
+            return self._any_sep
         if self.indent_unit is not None:
             return make_seq([Bytes(self.item_sep.encode()), self._nl(depth + 1)])
         return Bytes(self.item_sep.encode())
 
     def key_sep(self) -> Expr:
-        if self.any_ws:
-            return make_seq([self.ws, Bytes(b":"), self.ws])
-        return Bytes(self.key_sep_text.encode())
+        return self._key_sep
 
     def empty(self) -> Expr:
         return self.ws if self.any_ws else EPSILON
@@ -477,7 +482,7 @@ class _Doc:
                     first = self.by_id[id(o)]
                 continue
             if check:
-                check_keywords(o, p, self.draft)
+                check_keywords(o, p, self.draft, subschemas=False)
             sid = o.get("$id")
             if not isinstance(sid, str) and self.draft <= 4 and isinstance(o.get("id"), str):
                 sid = o.get("id")
@@ -498,6 +503,8 @@ class _Doc:
             self.by_id[id(o)] = n
             if first is None:
                 first = n
+            if _SUBSCHEMA_KEYS.isdisjoint(o):
+                continue  # a leaf schema (the usual case)
             for k in _SCHEMA_SINGLES:
                 if k in o:
                     stack.append((o[k], b, f"{p}/{k}"))
@@ -730,6 +737,7 @@ class _Converter:
         self.queue: deque = deque()
         self.flat_memo: Dict[int, FrozenSet] = {}
         self.merge_memo: Dict[FrozenSet, _Merged] = {}
+        self.object_units: Dict[Tuple[int, bool], tuple] = {}  # see _merge_object
         self.inline_memo: Dict[Tuple[FrozenSet, int], Optional[Expr]] = {}
         self.gen_memo: Dict[Tuple[FrozenSet, int], Optional[Expr]] = {}
         self.shared: Dict[Any, Optional[Expr]] = {}
@@ -1242,14 +1250,35 @@ class _Converter:
         m.arr_units.append((prefix, rest, p))
 
     def _merge_object(self, m: _Merged, obj, n: int, p: str) -> None:
+        if "unevaluatedProperties" not in obj or "additionalProperties" in obj:
+            # then the unit depends on the node (and merge_proof) only: built once per node, as
+            # distributing disjunctions merges the same nodes into very many alternatives
+            key = (n, self.merge_proof)
+            hit = self.object_units.get(key)
+            if hit is None:
+                hit = self.object_units[key] = self._object_unit(m, obj, n, p)
+        else:
+            hit = self._object_unit(m, obj, n, p)
+        unit, has_addl = hit
+        if has_addl:
+            m.has_addl = True
+        m.obj_units.append(unit)
+
+    def _object_unit(self, m: _Merged, obj, n: int, p: str):
+        """(the ``obj_units`` entry of the object keywords of node ``n``, whether it sets
+        ``has_addl``); ``m`` is read (and its ``gated``/``uneval_approx`` set) only for
+        ``unevaluatedProperties``."""
         base = self.doc.nodes[n][1]
+        by_id = self.doc.by_id
         props: Dict[str, int] = {}
         pats: List[Tuple[str, int, str]] = []
         addl: Optional[int] = None
+        has_addl = False
         pv = obj.get("properties")
         if isinstance(pv, dict):
             for name, s in pv.items():
-                props[name] = self.doc.nid(s, base, f"{p}/properties/{_esc(name)}")
+                t = by_id.get(id(s)) if type(s) is dict else None  # (an indexed subschema)
+                props[name] = t if t is not None else self.doc.nid(s, base, f"{p}/properties/{_esc(name)}")
         pp = obj.get("patternProperties")
         if isinstance(pp, dict):
             for pat, s in pp.items():
@@ -1257,9 +1286,9 @@ class _Converter:
                              f"{p}/patternProperties/{_esc(pat)}"))
         if "additionalProperties" in obj:
             addl = self.doc.nid(obj["additionalProperties"], base, f"{p}/additionalProperties")
-            m.has_addl = True
+            has_addl = True
         elif "unevaluatedProperties" in obj and self.merge_proof:
-            m.has_addl = True  # left out: a superset
+            has_addl = True  # left out: a superset
         elif "unevaluatedProperties" in obj:
             sub = self._evaluated_subtree(n, m)
             if sub is None:
@@ -1269,7 +1298,7 @@ class _Converter:
                 # evaluated: the names and patterns of the in-place subschemas (which are merged
                 # here too, with their own schemas), everything with additional/unevaluatedProperties
                 subs = [self.doc.nodes[k] for k in sub]
-                m.has_addl = True
+                has_addl = True
                 if not any("additionalProperties" in o or "unevaluatedProperties" in o for o, _, _ in subs):
                     for o, _, sp in subs:
                         for name in o.get("properties") or ():
@@ -1277,7 +1306,7 @@ class _Converter:
                         for pat in o.get("patternProperties") or ():
                             pats.append((pat, self.doc.TRUE_NID, f"{sp}/patternProperties/{_esc(pat)}"))
                     addl = self.doc.nid(obj["unevaluatedProperties"], base, f"{p}/unevaluatedProperties")
-        m.obj_units.append((props, pats, addl, p))
+        return (props, pats, addl, p), has_addl
 
     def _has_unevaluated(self, n: int) -> bool:
         obj = self.doc.nodes[n][0]
@@ -1633,7 +1662,7 @@ class _Converter:
             e = self.regex_memo.get(pattern)
             if e is None:
                 e = self.regex(pattern, "#")
-            self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
+            self.dfa_memo[key] = None if e is None else _shared_dfa(key, e)
         return self.dfa_memo[key]
 
     def format_dfa(self, fmt: str, superset: bool = False) -> Optional[Dfa]:
@@ -1641,11 +1670,15 @@ class _Converter:
         key = ("fmt-superset" if superset else "fmt", fmt)
         if key not in self.dfa_memo:
             e = format_superset_expr(fmt) if superset else format_expr(fmt)
-            self.dfa_memo[key] = None if e is None else dfa_from_expr(e)
+            self.dfa_memo[key] = None if e is None else _shared_dfa(key, e)
         return self.dfa_memo[key]
 
     def string_dfa(self, key) -> Optional[Dfa]:
-        """The DFA over decoded code points of the string constraint ``key``; None = any string."""
+        """The DFA over decoded code points of the string constraint ``key``; None = any string.
+        (A pure function of ``key``, whose patterns all parse: memoized process-wide.)"""
+        return _shared(_SHARED_DFAS, key, lambda: self._string_dfa(key))
+
+    def _string_dfa(self, key) -> Optional[Dfa]:
         _, lo, hi, pats, fmts, not_pats, not_fmts, not_strings = key
         d: Optional[Dfa] = None
 
@@ -1687,7 +1720,7 @@ class _Converter:
         path = self.ptr(m.nids[0]) if m.nids else "#"
         if len(pats) + len(fmts) == 1 and not (not_pats or not_fmts or not_strings) and lo == 0 and hi is None:
             e = self.regex_memo[pats[0]] if pats else format_expr(fmts[0])
-            enc = encode_expr_as_json(e)
+            enc = _shared_json_encoding(("re", pats[0]) if pats else ("fmt", fmts[0]), e)
             return None if enc is None else make_seq([q, enc, q])
         try:
             d = self.string_dfa(key)
@@ -1712,8 +1745,7 @@ class _Converter:
         automaton edge.
         """
         d = dfa_minimize(d)
-        esc_any = self.shared_rule("key_esc_char", "key_esc_char",
-                                   lambda: encode_ranges_canonical(ESCAPABLE))
+        esc_any = self._key_esc_char()
         n = d.n_states
         univ = -1
         for q in range(n):
@@ -1736,10 +1768,30 @@ class _Converter:
         lit_edges = [tuple((max(lo, a), min(hi, b), t) for lo, hi, t in es for a, b in _LIT
                            if max(lo, a) <= min(hi, b)) for es in d.edges]
         lit_edges = [tuple(sorted(es)) for es in lit_edges]
-        e1 = dfa_to_expr(Dfa(lit_edges, list(d.accept)), self.sink, hint)
+        pre = (lambda: dfa_to_expr(Dfa(lit_edges, acc2), self.sink, hint + "_pre")) if any(acc2) else None
+        return self._emit_key_split(Dfa(lit_edges, list(d.accept)), pre, esc_any, hint)
+
+    def emit_key_complement(self, words: List[str], hint: str) -> Optional[Expr]:
+        """``emit_key_dfa`` of the keys other than ``words`` (all of printable ASCII, see
+        :data:`_LITERAL_KEY`), without building the full automaton: the escape-free keys are
+        ``dfa_word_complement`` over printable ASCII, and every state leads to the
+        accept-all state on an escapable character, whose escape-free prefixes are any
+        printable ASCII string (the same expression, rule for rule)."""
+        esc_any = self._key_esc_char()
+        return self._emit_key_split(dfa_word_complement(words, _LIT), lambda: _ANY_LIT_EXPR, esc_any, hint)
+
+    def _key_esc_char(self) -> Expr:
+        return self.shared_rule("key_esc_char", "key_esc_char",
+                                lambda: encode_ranges_canonical(ESCAPABLE))
+
+    def _emit_key_split(self, lit: Dfa, pre, esc_any: Expr, hint: str) -> Optional[Expr]:
+        """Keys as the escape-free strings of ``lit``, or an escape-free prefix, one escaped
+        character and anything after it; ``pre()`` emits the prefixes (after ``lit``: rule
+        names follow the emission order), ``pre`` is None when there are none."""
+        e1 = dfa_to_expr(lit, self.sink, hint)
         alts = [e1] if e1 is not None else []
-        if any(acc2):
-            e2 = dfa_to_expr(Dfa(lit_edges, acc2), self.sink, hint + "_pre")
+        if pre is not None:
+            e2 = pre()
             if e2 is not None:
                 rest = self.shared_rule("key_any_rest", "key_any_rest", lambda: Repeat(
                     make_choice([CharClass(_LIT), esc_any]), 0, None))
@@ -2172,18 +2224,24 @@ class _Converter:
         key = ("key", tuple(sorted(declared)), cls_key, names_key)
 
         def build():
+            literal = False
             try:
                 d = cls
                 name_dfa = self.prop_names_dfa(m)
                 if name_dfa is not None:
                     d = name_dfa if d is None else dfa_product(d, name_dfa, "and")
-                if declared:
+                if declared and d is None and all(_LITERAL_KEY.fullmatch(w) for w in declared):
+                    literal = True  # the usual case: any key but the declared ones
+                elif declared:
                     names = dfa_literals(declared)
                     d = dfa_complement(names) if d is None else dfa_product(d, names, "diff")
             except GrammarLimitError as e:
                 self.unsupported(f"object key constraints too complex: {e}", self.ptr(m.nids[0]) if m.nids else "#")
                 return None
             q = Bytes(b'"')
+            if literal:
+                body = self.emit_key_complement(declared, f"{hint}_key")
+                return None if body is None else make_seq([q, body, q])
             if d is None:
                 return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
             body = self.emit_key_dfa(d, f"{hint}_key")
@@ -2969,6 +3027,10 @@ def _strip_contains(m: _Merged) -> _Merged:
 
 
 _LIT = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))  # printable ASCII other than '"' and '\\'
+#: a key written only literally (every character in ``_LIT``)
+_LITERAL_KEY = re.compile(r'[ !#-\[\]-~]*')
+#: any string of ``_LIT`` characters (emitted from its one-state DFA: no rules)
+_ANY_LIT_EXPR = dfa_to_expr(Dfa([tuple((lo, hi, 0) for lo, hi in _LIT)], [True]), None)
 _SCALARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 
 
@@ -2993,6 +3055,35 @@ def _targets_over(edges, ranges) -> set:
 
 def _covers(edges, ranges, target: int) -> bool:
     return _targets_over(edges, ranges) == {target}
+
+
+# Process-wide memos of pure functions of a pattern or format name (the same formats and
+# patterns recur across a server's schemas; a date-time DFA costs ~10 ms to build).  Only
+# successes are kept, so errors are raised again exactly as the first time.  Bounded: the
+# memo is emptied when full.
+_SHARED_MEMO_SIZE = 512
+_SHARED_DFAS: Dict[tuple, Dfa] = {}
+_SHARED_ENCODINGS: Dict[tuple, Optional[Expr]] = {}
+
+
+def _shared(memo: dict, key, build):
+    hit = memo.get(key)
+    if hit is None and key not in memo:
+        hit = build()
+        if len(memo) >= _SHARED_MEMO_SIZE:
+            memo.clear()
+        memo[key] = hit
+    return hit
+
+
+def _shared_dfa(key: tuple, e: Expr) -> Dfa:
+    """``dfa_from_expr(e)``, where ``e`` is the expression of the pattern or format ``key``."""
+    return _shared(_SHARED_DFAS, key, lambda: dfa_from_expr(e))
+
+
+def _shared_json_encoding(key: tuple, e: Expr) -> Optional[Expr]:
+    """``encode_expr_as_json(e)``, where ``e`` is the expression of the pattern or format ``key``."""
+    return _shared(_SHARED_ENCODINGS, key, lambda: encode_expr_as_json(e))
 
 
 _ANY_STRING: Optional[Dfa] = None

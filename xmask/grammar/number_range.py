@@ -80,6 +80,7 @@ __all__ = [
     "dfa_product",
     "dfa_to_expr",
     "dfa_with_length",
+    "dfa_word_complement",
     "integer_expr",
     "integer_grammar",
     "number_expr",
@@ -136,6 +137,18 @@ _NAME_JUNK = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def _clean_name(hint: str) -> str:
+    s = _CLEAN_NAMES.get(hint)
+    if s is None:
+        if len(_CLEAN_NAMES) >= 4096:
+            _CLEAN_NAMES.clear()  # bounded (hints repeat: state and member names)
+        s = _CLEAN_NAMES[hint] = _clean_name_uncached(hint)
+    return s
+
+
+_CLEAN_NAMES: Dict[str, str] = {}
+
+
+def _clean_name_uncached(hint: str) -> str:
     s = _NAME_JUNK.sub("_", hint).strip("_-")
     s = re.sub(r"__+", "_", s)
     if s and not (s[0].isalpha() or s[0] == "_"):
@@ -149,11 +162,14 @@ class Dfa:
     """A DFA over code points: ``edges[q]`` is a sorted tuple of disjoint ``(lo, hi, target)``;
     missing symbols go to an implicit dead state.  State 0 is the start state."""
 
-    __slots__ = ("edges", "accept")
+    __slots__ = ("edges", "accept", "minimal")
 
-    def __init__(self, edges: List[Tuple[Tuple[int, int, int], ...]], accept: List[bool]):
+    def __init__(self, edges: List[Tuple[Tuple[int, int, int], ...]], accept: List[bool],
+                 minimal: bool = False):
         self.edges = edges
         self.accept = accept
+        # set only by dfa_minimize: its output is canonical (minimizing it again is the identity)
+        self.minimal = minimal
 
     @property
     def n_states(self) -> int:
@@ -279,6 +295,20 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
     ``step`` must be constant over each ``alphabet`` interval (it is called with the
     interval's low end).  ``None`` is the dead state.
     """
+    def moves(key):
+        for lo, hi in alphabet:
+            nxt = step(key, lo)
+            if nxt is not None:
+                yield lo, hi, nxt
+
+    return _explore(start, moves, accepting, max_states)
+
+
+def _explore(start: Hashable, moves: Callable, accepting: Callable, max_states: int,
+             what: str = "automaton", fuse: bool = True) -> Dfa:
+    """The ``what`` of the states reachable from ``start``, where ``moves(state)`` yields its
+    edges ``(lo, hi, next state)`` in code point order; GrammarLimitError beyond
+    ``max_states`` states.  ``fuse``: merge adjacent edges (not needed before minimizing)."""
     ids: Dict[Hashable, int] = {start: 0}
     keys = [start]
     edges: List[Tuple[Tuple[int, int, int], ...]] = []
@@ -286,20 +316,16 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
     while i < len(keys):
         if not i & 255:
             deadline.check()
-        key = keys[i]
         out = []
-        for lo, hi in alphabet:
-            nxt = step(key, lo)
-            if nxt is None:
-                continue
+        for lo, hi, nxt in moves(keys[i]):
             t = ids.get(nxt)
             if t is None:
                 if len(keys) >= max_states:
-                    raise GrammarLimitError(f"automaton exceeds {max_states} states")
+                    raise GrammarLimitError(f"{what} exceeds {max_states} states")
                 t = ids[nxt] = len(keys)
                 keys.append(nxt)
             out.append((lo, hi, t))
-        edges.append(_merge_edges(out))
+        edges.append(_merge_edges(out) if fuse else tuple(out))
         i += 1
     return Dfa(edges, [bool(accepting(k)) for k in keys])
 
@@ -315,36 +341,54 @@ def _split_points(interval_lists) -> List[Tuple[int, int]]:
 
 
 def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STATES) -> Dfa:
-    """Product automaton; ``mode`` is ``"and"``, ``"or"`` or ``"diff"`` (a and not b)."""
-    start = (0, 0)
-    ids = {start: 0}
-    keys = [start]
-    edges = []
-    i = 0
-    while i < len(keys):
-        p, q = keys[i]
+    """Product automaton; ``mode`` is ``"and"``, ``"or"`` or ``"diff"`` (a and not b).
+
+    The edges of a pair of states come from one merge walk over both sorted edge lists; the
+    minimized result does not depend on how the pairs are explored, only which are reachable
+    (their number is what ``max_states`` caps)."""
+    need_a = mode != "or"  # intervals a does not cover lead nowhere ("and", "diff")
+    need_b = mode == "and"
+
+    def moves(key):
+        p, q = key
         ea = a.edges[p] if p >= 0 else ()
         eb = b.edges[q] if q >= 0 else ()
-        out = []
-        for lo, hi in _split_points([[(x, y) for x, y, _ in ea], [(x, y) for x, y, _ in eb]]):
-            ta = a.step(p, lo) if p >= 0 else -1
-            tb = b.step(q, lo) if q >= 0 else -1
-            if mode == "and" and (ta < 0 or tb < 0):
+        # walk the union of cut points of ea and eb in code point order
+        ia = ib = 0
+        na, nb = len(ea), len(eb)
+        pos = min(ea[0][0] if na else 1 << 30, eb[0][0] if nb else 1 << 30)
+        while ia < na or ib < nb:
+            # the interval starting at pos: its end and the targets on each side
+            if ia < na and ea[ia][1] < pos:
+                ia += 1
                 continue
-            if mode == "diff" and ta < 0:
+            if ib < nb and eb[ib][1] < pos:
+                ib += 1
                 continue
-            if ta < 0 and tb < 0:
-                continue
-            key = (ta, tb)
-            t = ids.get(key)
-            if t is None:
-                if len(keys) >= max_states:
-                    raise GrammarLimitError(f"automaton product exceeds {max_states} states")
-                t = ids[key] = len(keys)
-                keys.append(key)
-            out.append((lo, hi, t))
-        edges.append(_merge_edges(out))
-        i += 1
+            end = 1 << 30
+            ta = tb = -1
+            if ia < na:
+                lo, hi, t = ea[ia]
+                if lo <= pos:
+                    ta, end = t, hi
+                else:
+                    end = lo - 1
+            if ib < nb:
+                lo, hi, t = eb[ib]
+                if lo <= pos:
+                    tb = t
+                    end = min(end, hi)
+                else:
+                    end = min(end, lo - 1)
+            if not ((need_a and ta < 0) or (need_b and tb < 0) or (ta < 0 and tb < 0)):
+                yield pos, end, (ta, tb)
+            pos = end + 1
+            if ia < na and ea[ia][1] < pos:
+                ia += 1
+            if ib < nb and eb[ib][1] < pos:
+                ib += 1
+            nxt = min(ea[ia][0] if ia < na else 1 << 30, eb[ib][0] if ib < nb else 1 << 30)
+            pos = max(pos, nxt)
 
     def acc(p, q):
         fa = p >= 0 and a.accept[p]
@@ -355,7 +399,8 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
             return fa or fb
         return fa and not fb
 
-    return dfa_minimize(Dfa(edges, [acc(p, q) for p, q in keys]))
+    return dfa_minimize(_explore((0, 0), moves, lambda k: acc(*k), max_states, "automaton product",
+                                 fuse=False))
 
 
 def dfa_complement(a: Dfa, universe=_UNIVERSE) -> Dfa:
@@ -391,33 +436,112 @@ def _subtract(universe, ranges) -> List[Tuple[int, int]]:
 
 
 def dfa_minimize(a: Dfa) -> Dfa:
-    """Remove unreachable and dead states and merge equivalent ones (Moore refinement)."""
-    reach = a._reachable()
-    live = a._live()
-    keep = [q for q in reach if q in live]
+    """Remove unreachable and dead states and merge equivalent ones.
+
+    The result is canonical (states numbered in BFS order from the start, edges fused), so
+    minimizing it again returns it unchanged: it is flagged ``minimal`` and returned as is.
+    """
+    if a.minimal:
+        return a
+    a_edges = a.edges
+    # reachable states, in discovery order, and their predecessors (for liveness)
+    seen = {0}
+    stack = [0]
+    preds: Dict[int, List[int]] = {}
+    while stack:
+        q = stack.pop()
+        for _, _, t in a_edges[q]:
+            pl = preds.get(t)
+            if pl is None:
+                preds[t] = [q]
+            else:
+                pl.append(q)
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    a_accept = a.accept
+    live = {q for q in seen if a_accept[q]}
+    stack = list(live)
+    while stack:
+        for p in preds.get(stack.pop(), ()):
+            if p not in live:
+                live.add(p)
+                stack.append(p)
     if 0 not in live:
-        return Dfa([()], [False])
+        return Dfa([()], [False], minimal=True)
+    keep = sorted(live)  # (live states were all reached from the start)
     index = {q: i for i, q in enumerate(keep)}
-    edges = [[(lo, hi, index[t]) for lo, hi, t in a.edges[q] if t in index] for q in keep]
-    accept = [a.accept[q] for q in keep]
-    block = _moore_blocks(edges, accept)
-    # renumber with the start state first (BFS order for readable output)
+    edges = [[(lo, hi, index[t]) for lo, hi, t in a_edges[q] if t in index] for q in keep]
+    accept = [a_accept[q] for q in keep]
+    block = _acyclic_blocks(edges, accept)
+    if block is None:
+        block = _moore_blocks(edges, accept)
+    return _canonical(edges, accept, block)
+
+
+def _canonical(edges, accept, block) -> Dfa:
+    """The DFA of the blocks of a trimmed DFA (``block[q]``: the class of state q), states
+    numbered in BFS order from the start (the edges of each state in code point order) and
+    edges fused: the canonical form every minimal DFA is returned in."""
     order = {block[0]: 0}
     queue = [0]
     rep: Dict[int, int] = {block[0]: 0}
-    while queue:
-        q = queue.pop(0)
+    head = 0
+    while head < len(queue):
+        q = queue[head]
+        head += 1
         for _, _, t in edges[q]:
-            if block[t] not in order:
-                order[block[t]] = len(order)
-                rep[block[t]] = t
+            bt = block[t]
+            if bt not in order:
+                order[bt] = len(order)
+                rep[bt] = t
                 queue.append(t)
     new_edges: List[tuple] = [()] * len(order)
     new_accept = [False] * len(order)
     for b, q in rep.items():
         new_edges[order[b]] = _merge_edges((lo, hi, order[block[t]]) for lo, hi, t in edges[q])
         new_accept[order[b]] = accept[q]
-    return Dfa(new_edges, new_accept)
+    return Dfa(new_edges, new_accept, minimal=True)
+
+
+def _acyclic_blocks(edges, accept) -> Optional[List[int]]:
+    """Equivalence blocks of a trimmed DFA whose only cycles are self-loops (tries, key
+    complements, bounded lengths), in one pass; None when there is a longer cycle.
+
+    States are classified successors first.  A state joins a block when its signature
+    (acceptance and fused edges with targets replaced by their blocks) equals the block's, an
+    edge into the block itself (a self-loop, or an edge to a member: a state can equal a
+    successor, e.g. ``a -> a*``) counting as "same block".  The relation "q and the block" is
+    then closed under transitions, so it is exactly language equivalence.
+    """
+    n = len(accept)
+    order = _order_if_acyclic([[t for _, _, t in es] for es in edges])
+    if order is None:
+        return None
+    block = [-1] * n
+    sigs: Dict[tuple, int] = {}
+    uses: List[frozenset] = []  # per block: the other blocks its signature names
+    for q in order:  # successors first
+        es = edges[q]
+        acc = accept[q]
+        sig = (acc, _merge_edges([(lo, hi, -1 if t == q else block[t]) for lo, hi, t in es]))
+        b = sigs.get(sig)
+        if b is None:
+            succ = {block[t] for _, _, t in es if t != q}
+            for c in succ:
+                # q can equal its successor's block c only if both name the same other blocks
+                if uses[c] != succ - {c}:
+                    continue
+                alt = (acc, _merge_edges([(lo, hi, -1 if t == q or block[t] == c else block[t])
+                                          for lo, hi, t in es]))
+                if sigs.get(alt) == c:
+                    b = c
+                    break
+            else:
+                b = sigs[sig] = len(sigs)
+                uses.append(frozenset(succ))
+        block[q] = b
+    return block
 
 
 def _moore_blocks(edges, accept) -> List[int]:
@@ -462,30 +586,50 @@ def _moore_blocks(edges, accept) -> List[int]:
 
 def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
                     max_states: int = MAX_DFA_STATES) -> Dfa:
-    """Strings of ``a`` whose length (in code points) lies in ``[min_len, max_len]``."""
+    """Strings of ``a`` whose length (in code points) lies in ``[min_len, max_len]``.
+
+    The product of ``a`` with a length counter (saturating at ``max_len``, or at ``min_len``
+    when unbounded), explored along ``a``'s own edges; ``max_states`` caps its reachable
+    states."""
     cap = max_len if max_len is not None else min_len
-
-    def step(key, cp):
-        q, n = key
-        t = a.step(q, cp)
-        if t < 0:
-            return None
-        if max_len is not None and n >= max_len:
-            return None
-        return (t, min(n + 1, cap))
-
-    def accepting(key):
-        q, n = key
-        return a.accept[q] and n >= min_len
-
-    alphabet = _split_points([[(lo, hi) for lo, hi, _ in es] for es in a.edges])
-    return dfa_minimize(dfa_from_step((0, 0), step, accepting, alphabet, max_states))
+    a_edges = a.edges
+    ids = {(0, 0): 0}
+    keys = [(0, 0)]
+    edges = []
+    i = 0
+    while i < len(keys):  # (_explore's loop, inlined: this one runs up to max_states times)
+        if not i & 255:
+            deadline.check()
+        q, n = keys[i]
+        out = []
+        if max_len is None or n < max_len:
+            n2 = n + 1 if n < cap else cap
+            for lo, hi, t in a_edges[q]:
+                s = ids.get((t, n2))
+                if s is None:
+                    if len(keys) >= max_states:
+                        raise GrammarLimitError(f"automaton exceeds {max_states} states")
+                    s = ids[(t, n2)] = len(keys)
+                    keys.append((t, n2))
+                out.append((lo, hi, s))
+        edges.append(tuple(out))
+        i += 1
+    accept = a.accept
+    return dfa_minimize(Dfa(edges, [accept[q] and n >= min_len for q, n in keys]))
 
 
 def dfa_literals(words: Sequence[str]) -> Dfa:
     """The DFA (a trie) accepting exactly ``words``."""
+    trie, accept = _trie(words)
+    edges = [_merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
+    return dfa_minimize(Dfa(edges, accept))
+
+
+def _trie(words: Sequence[str]) -> Tuple[List[Dict[int, int]], List[bool]]:
+    """(children: code point -> node, per node; whether a word ends there); node 0 is the
+    root and every child has a larger number than its parent."""
     trie: List[Dict[int, int]] = [{}]
-    accept = [False]
+    is_word = [False]
     for w in words:
         q = 0
         for ch in w:
@@ -494,11 +638,94 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
             if nxt is None:
                 nxt = trie[q][cp] = len(trie)
                 trie.append({})
-                accept.append(False)
+                is_word.append(False)
             q = nxt
-        accept[q] = True
-    edges = [_merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
-    return dfa_minimize(Dfa(edges, accept))
+        is_word[q] = True
+    return trie, is_word
+
+
+def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]]) -> Dfa:
+    """The minimal DFA of the strings over ``alphabet`` (sorted, disjoint ``(lo, hi)``
+    ranges) that are not in ``words``, every character of which must lie in
+    ``alphabet``; built directly, in the canonical form of :func:`dfa_minimize`.
+
+    Equal to ``dfa_minimize`` of ``dfa_complement(dfa_literals(words))`` restricted to
+    ``alphabet``: the states are the trie nodes merged by their sets of word endings (two
+    nodes are equivalent iff those are equal, as the sets are finite) plus one state
+    accepting everything; all are live and pairwise different, so nothing else merges.
+
+    Example::
+
+        >>> d = dfa_word_complement(["ab"], [(97, 98)])
+        >>> [d.matches(w) for w in ("", "a", "ab", "abb", "b")]
+        [True, True, False, True, True]
+    """
+    children, is_word = _trie(words)
+    # trie nodes -> classes, children first (a child has a larger id than its parent); per
+    # class, the sorted (code point, class) children and the word flag of its first node
+    n = len(children)
+    cls = [0] * n
+    sigs: Dict[tuple, int] = {}
+    class_kids: List[tuple] = []
+    class_word: List[bool] = []
+    for q in range(n - 1, -1, -1):
+        ch = children[q]
+        if len(ch) == 1:
+            ks = tuple((cp, cls[t]) for cp, t in ch.items())
+        else:
+            ks = tuple(sorted([(cp, cls[t]) for cp, t in ch.items()]))
+        sig = (is_word[q], ks)
+        c = sigs.get(sig)
+        if c is None:
+            c = sigs[sig] = len(sigs)
+            class_kids.append(ks)
+            class_word.append(is_word[q])
+        cls[q] = c
+    # states in BFS order from the root (edges in code point order, fused), as _canonical
+    # numbers them; class ``univ`` accepts everything
+    univ = len(sigs)
+    ids = {cls[0]: 0}
+    queue = [cls[0]]
+    edges: List[tuple] = []
+    accept: List[bool] = []
+    head = 0
+    while head < len(queue):
+        c = queue[head]
+        head += 1
+        out: List[Tuple[int, int, int]] = []
+        if c == univ:
+            ks: tuple = ()
+            accept.append(True)
+        else:
+            ks = class_kids[c]
+            accept.append(not class_word[c])
+        i, nk = 0, len(ks)
+        for lo, hi in alphabet:
+            pos = lo
+            while pos <= hi:
+                if i < nk and ks[i][0] <= hi:
+                    cp, t = ks[i]
+                    if cp < pos:
+                        raise ValueError(f"character {chr(cp)!r} of a word is outside the alphabet")
+                    if cp > pos:  # a gap: to the accept-all state
+                        t, cp = univ, cp - 1
+                    else:
+                        i += 1
+                else:
+                    t, cp = univ, hi
+                tid = ids.get(t)
+                if tid is None:
+                    tid = ids[t] = len(queue)
+                    queue.append(t)
+                if out and out[-1][2] == tid and out[-1][1] + 1 == pos:
+                    out[-1] = (out[-1][0], cp, tid)
+                else:
+                    out.append((pos, cp, tid))
+                pos = cp + 1
+        if i < nk:
+            raise ValueError(f"character {chr(ks[i][0])!r} of a word is outside the alphabet")
+        edges.append(tuple(out))
+    return Dfa(edges, accept, minimal=True)
 
 
 # ---------------------------------------------------------------------------- expr -> DFA
@@ -627,7 +854,13 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
     if not a.accept[0] and not a.edges[0]:
         return None
     if label is None:
-        label = _plain_label
+        # the default labels are shared by every call (the same character classes recur)
+        label, memo_lab, memo_size = _plain_label, _PLAIN_LABELS, _PLAIN_SIZES
+        if len(memo_lab) > 8192:
+            memo_lab.clear()
+            memo_size.clear()
+    else:
+        memo_lab, memo_size = {}, {}
     n = a.n_states
     # group edges by target
     grouped: List[List[Tuple[int, Tuple[Tuple[int, int], ...]]]] = []
@@ -640,21 +873,25 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
         for t in by_t:
             if t != q:
                 indeg[t] += 1
-    cyc = _cyclic_states(n, grouped)
+    order = _acyclic_order(n, grouped)
+    if order is None:
+        cyc = _cyclic_states(n, grouped)
+        order = _topo_order(n, grouped, cyc)
+    else:
+        cyc = set()  # (the usual case: key tries, bounded strings)
     size: Dict[int, int] = {}
     needs_rule = [False] * n
-    for q in range(n):
-        if q in cyc:
-            needs_rule[q] = True
+    for q in cyc:
+        needs_rule[q] = True
     # sizes bottom-up (acyclic part), deciding rules for shared big states
-    order = _topo_order(n, grouped, cyc)
-    memo_lab: Dict[tuple, Expr] = {}
-
     def lab_size(rs) -> int:
-        e = memo_lab.get(rs)
-        if e is None:
-            e = memo_lab[rs] = label(rs)
-        return _expr_size(e)
+        sz = memo_size.get(rs)
+        if sz is None:
+            e = memo_lab.get(rs)
+            if e is None:
+                e = memo_lab[rs] = label(rs)
+            sz = memo_size[rs] = _expr_size(e)
+        return sz
 
     for q in order:
         s = 1
@@ -733,6 +970,10 @@ def _expr_size(e: Expr, cap: int = 10_000) -> int:
     return n
 
 
+_PLAIN_LABELS: Dict[tuple, Expr] = {}
+_PLAIN_SIZES: Dict[tuple, int] = {}
+
+
 def _plain_label(ranges) -> Expr:
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1] and not 0xD800 <= ranges[0][0] <= 0xDFFF:
         return Bytes(chr(ranges[0][0]).encode("utf-8"))
@@ -747,6 +988,41 @@ def _cyclic_states(n: int, grouped) -> set:
         if len(comp) > 1:
             out.update(comp)
     return out
+
+
+def _acyclic_order(n: int, grouped) -> Optional[List[int]]:
+    """Successors-first order of the states when the only cycles are self-loops (the order
+    :func:`_topo_order` gives then); None when there is a longer cycle."""
+    return _order_if_acyclic([[t for t, _ in g] for g in grouped])
+
+
+def _order_if_acyclic(succ: List[List[int]]) -> Optional[List[int]]:
+    """Successors-first (DFS post-) order of the nodes ``0..len(succ)-1`` of a graph whose only
+    cycles are self-loops; None when it has a longer cycle."""
+    order: List[int] = []
+    state = [0] * len(succ)  # 0 new, 1 on the DFS path, 2 done
+    for root in range(len(succ)):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(succ[root]))]
+        while stack:
+            q, it = stack[-1]
+            for t in it:
+                if t == q:
+                    continue
+                st = state[t]
+                if st == 1:
+                    return None
+                if st == 0:
+                    state[t] = 1
+                    stack.append((t, iter(succ[t])))
+                    break
+            else:
+                stack.pop()
+                state[q] = 2
+                order.append(q)
+    return order
 
 
 def _topo_order(n: int, grouped, cyc: set) -> List[int]:
@@ -898,7 +1174,25 @@ def _magnitude_plain_dfa(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fra
     """Unsigned ``(0|[1-9][0-9]*)(\\.[0-9]+)?`` (``int_only``: no fraction;
     ``single_digit_int``: integer part one digit 1-9) with value in the interval, a multiple
     of ``mult`` (if given), not a multiple of any of ``not_mults``, and (``nonint``) not an
-    integer."""
+    integer.  Memoized process-wide (a pure function; the same bounds recur across schemas)."""
+    key = (lo, lo_excl, hi, hi_excl, int_only, mult, single_digit_int, nonint, tuple(not_mults))
+    d = _MAGNITUDE_DFAS.get(key)
+    if d is None:
+        if len(_MAGNITUDE_DFAS) >= 1024:
+            _MAGNITUDE_DFAS.clear()
+        d = _MAGNITUDE_DFAS[key] = _magnitude_plain_dfa_uncached(
+            lo, lo_excl, hi, hi_excl, int_only=int_only, mult=mult,
+            single_digit_int=single_digit_int, nonint=nonint, not_mults=not_mults)
+    return d
+
+
+_MAGNITUDE_DFAS: Dict[tuple, Dfa] = {}
+
+
+def _magnitude_plain_dfa_uncached(lo: Optional[Fraction], lo_excl: bool, hi: Optional[Fraction],
+                                  hi_excl: bool, *, int_only: bool, mult: Optional[Fraction],
+                                  single_digit_int: bool = False, nonint: bool = False,
+                                  not_mults: Sequence[Fraction] = ()) -> Dfa:
     clo = _Cmp(lo) if lo is not None else None
     chi = _Cmp(hi) if hi is not None else None
     mods = ([(mult, True)] if mult is not None else []) + [(f, False) for f in not_mults]

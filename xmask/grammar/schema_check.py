@@ -106,6 +106,10 @@ _SINGLES = ("additionalProperties", "unevaluatedProperties", "propertyNames", "a
             "unevaluatedItems", "contains", "not", "if", "then", "else", "contentSchema")
 _MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _LISTS = ("allOf", "anyOf", "oneOf")
+# keywords checked by _check_value / holding subschemas; every other keyword is a value
+_VALUE_KEYWORDS = frozenset(("type", "uniqueItems", "enum", "const", "required", "dependentRequired")
+                            + _COUNTS + _NUMBERS + _STRINGS)
+_SCHEMA_KEYWORDS = frozenset(("dependencies", "items", "prefixItems") + _SINGLES + _MAPS + _LISTS)
 
 
 def _esc(token: str) -> str:
@@ -195,53 +199,21 @@ def _string_array(v, path: str, what: str) -> None:
                                      f"{path}/{i}")
 
 
-def check_keywords(obj: dict, ptr: str, draft: int) -> List[Tuple[Any, str]]:
+def check_keywords(obj: dict, ptr: str, draft: int, subschemas: bool = True) -> List[Tuple[Any, str]]:
     """Raise :class:`~xmask.errors.InvalidSchemaError` (with the keyword's JSON pointer) for a
     keyword of the schema object ``obj`` (at ``ptr``) whose value is malformed; return its
-    subschemas as ``(schema, pointer)`` pairs."""
+    subschemas as ``(schema, pointer)`` pairs (``subschemas=False``: check only, return [])."""
     subs: List[Tuple[Any, str]] = []
     for k, v in obj.items():
         if not isinstance(k, str):
             raise InvalidSchemaError(f"schema keys must be strings, got {_kind(k)}", ptr)
+        if k in _VALUE_KEYWORDS:
+            _check_value(k, v, ptr, draft)
+            continue
+        if k not in _SCHEMA_KEYWORDS:
+            continue  # annotations and unknown keywords are values, never checked
         kp = f"{ptr}/{_esc(k)}"
-        if k == "type":
-            _check_type(v, kp, draft)
-        elif k in _COUNTS:
-            if isinstance(v, float) and not math.isfinite(v):
-                raise _bad_number(v, kp, f"{k} must be a non-negative integer")
-            if not is_count(v):
-                raise InvalidSchemaError(f"{k} must be a non-negative integer, got {_kind(v)}", kp)
-        elif k in _NUMBERS:
-            if isinstance(v, bool) and k.startswith("exclusive"):
-                continue  # the draft-4 flag form
-            if isinstance(v, float) and not math.isfinite(v):
-                raise _bad_number(v, kp, f"{k} must be a number")
-            if not _is_number(v):
-                raise InvalidSchemaError(f"{k} must be a number, got {_kind(v)}", kp)
-            if k == "multipleOf" and v <= 0:
-                raise InvalidSchemaError(f"multipleOf must be greater than 0, got {v!r}", kp)
-        elif k in _STRINGS:
-            if not isinstance(v, str):
-                raise InvalidSchemaError(f"{k} must be a string, got {_kind(v)}", kp)
-        elif k == "uniqueItems":
-            if not isinstance(v, bool):
-                raise InvalidSchemaError(f"uniqueItems must be a boolean, got {_kind(v)}", kp)
-        elif k == "enum":
-            if not isinstance(v, list):
-                raise InvalidSchemaError(f"enum must be an array, got {_kind(v)}", kp)
-            check_json_value(v, kp)
-        elif k == "const":
-            check_json_value(v, kp)
-        elif k == "required":
-            if draft == 3 and isinstance(v, bool):
-                continue  # draft-3 form, unsupported (reported by the converter)
-            _string_array(v, kp, "required")
-        elif k == "dependentRequired":
-            if not isinstance(v, dict):
-                raise InvalidSchemaError(f"dependentRequired must be an object, got {_kind(v)}", kp)
-            for name, x in v.items():
-                _string_array(x, f"{kp}/{_esc(name)}", "a dependentRequired value")
-        elif k == "dependencies":
+        if k == "dependencies":
             if not isinstance(v, dict):
                 raise InvalidSchemaError(f"dependencies must be an object, got {_kind(v)}", kp)
             for name, x in v.items():
@@ -257,6 +229,8 @@ def check_keywords(obj: dict, ptr: str, draft: int) -> List[Tuple[Any, str]]:
             if not isinstance(v, dict):
                 raise InvalidSchemaError(f"{k} must be an object of schemas, got {_kind(v)}", kp)
             for name, x in v.items():
+                if not subschemas and type(x) is dict:
+                    continue  # (the usual case; pointers are built only when needed)
                 _schema(x, f"{kp}/{_esc(name)}")
                 subs.append((x, f"{kp}/{_esc(name)}"))
         elif k in _LISTS or k == "prefixItems":
@@ -275,7 +249,57 @@ def check_keywords(obj: dict, ptr: str, draft: int) -> List[Tuple[Any, str]]:
             else:
                 _schema(v, kp, "a schema or an array of schemas")
                 subs.append((v, kp))
-    return subs
+    return subs if subschemas else []
+
+
+def _check_value(k: str, v, ptr: str, draft: int) -> None:
+    """Check one keyword whose value is not a schema (its pointer is built only for errors)."""
+    if k == "type":
+        if isinstance(v, str) and v in _TYPE_NAMES:
+            return  # (the usual case)
+        _check_type(v, f"{ptr}/{_esc(k)}", draft)
+    elif k in _COUNTS:
+        if is_count(v):
+            return
+        kp = f"{ptr}/{_esc(k)}"
+        if isinstance(v, float) and not math.isfinite(v):
+            raise _bad_number(v, kp, f"{k} must be a non-negative integer")
+        raise InvalidSchemaError(f"{k} must be a non-negative integer, got {_kind(v)}", kp)
+    elif k in _NUMBERS:
+        if isinstance(v, bool) and k.startswith("exclusive"):
+            return  # the draft-4 flag form
+        kp = f"{ptr}/{_esc(k)}"
+        if isinstance(v, float) and not math.isfinite(v):
+            raise _bad_number(v, kp, f"{k} must be a number")
+        if not _is_number(v):
+            raise InvalidSchemaError(f"{k} must be a number, got {_kind(v)}", kp)
+        if k == "multipleOf" and v <= 0:
+            raise InvalidSchemaError(f"multipleOf must be greater than 0, got {v!r}", kp)
+    elif k in _STRINGS:
+        if not isinstance(v, str):
+            raise InvalidSchemaError(f"{k} must be a string, got {_kind(v)}", f"{ptr}/{_esc(k)}")
+    elif k == "uniqueItems":
+        if not isinstance(v, bool):
+            raise InvalidSchemaError(f"uniqueItems must be a boolean, got {_kind(v)}", f"{ptr}/{_esc(k)}")
+    elif k == "enum":
+        kp = f"{ptr}/{_esc(k)}"
+        if not isinstance(v, list):
+            raise InvalidSchemaError(f"enum must be an array, got {_kind(v)}", kp)
+        check_json_value(v, kp)
+    elif k == "const":
+        check_json_value(v, f"{ptr}/{_esc(k)}")
+    elif k == "required":
+        if draft == 3 and isinstance(v, bool):
+            return  # draft-3 form, unsupported (reported by the converter)
+        if isinstance(v, list) and all(type(x) is str for x in v):
+            return
+        _string_array(v, f"{ptr}/{_esc(k)}", "required")
+    elif k == "dependentRequired":
+        kp = f"{ptr}/{_esc(k)}"
+        if not isinstance(v, dict):
+            raise InvalidSchemaError(f"dependentRequired must be an object, got {_kind(v)}", kp)
+        for name, x in v.items():
+            _string_array(x, f"{kp}/{_esc(name)}", "a dependentRequired value")
 
 
 def _check_type(v, path: str, draft: int) -> None:
