@@ -313,7 +313,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     table = np.ascontiguousarray(table, dtype=np.int32)
     flags = np.zeros(n_states, dtype=np.uint8)
     flags[finals != 0] |= FLAG_FINAL
-    flags[(table >= 0).any(axis=1)] |= FLAG_HAS_BYTES
+    # FLAG_HAS_BYTES is set by the pruning pass (on the edges it keeps)
     state_rule = np.repeat(np.arange(len(names), dtype=np.int32), np.diff(rule_base))
     # calls sorted by (state, callee start); one return state per (state, callee)
     order = np.lexsort((rule_start[crule], csrc))
@@ -366,7 +366,8 @@ def _check_context_work(auto: Automaton, cap: int) -> None:
 
 def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names):
     """Drop every edge into a state from which the rule can never finish (``table`` and
-    ``flags`` in place); returns the calls kept ``(src, callee rule, return state)``.
+    ``flags`` in place; sets FLAG_HAS_BYTES on the states left with an edge); returns the
+    calls kept ``(src, callee rule, return state)``.
 
     Such dead ends (``bad ::= "y" bad``) would let the matcher accept bytes after which no
     complete sentence exists; masks must only allow tokens that can still lead to the end.
@@ -402,20 +403,34 @@ def _analyze(auto: Automaton) -> None:
     rule_of = state_rule.tolist()
     for callee, p, ret in zip(crule.tolist(), caller_rule, auto.call_ret.tolist()):
         sites[callee].append((p, ret))
-    ctx_follow = np.zeros((n_rules, 4), dtype=np.uint64)
+    # one entry per distinct context set (rules often share their caller's set object)
     ctx_len = np.zeros(n_rules + 1, dtype=np.int64)
+    set_of = np.empty(n_rules, dtype=np.intp)
     parts: List[List[int]] = []
-    memo: Dict[int, Tuple[List[int], np.ndarray]] = {}
+    set_parts: List[List[int]] = []
+    set_callers: List[int] = []  # caller rules of each set's states, set after set
+    set_start: List[int] = []
+    memo: Dict[int, int] = {}
     for r, rets in enumerate(_return_contexts(sites)):
-        got = memo.get(id(rets))
-        if got is None:
+        k = memo.get(id(rets))
+        if k is None:
+            k = memo[id(rets)] = len(set_parts)
             ordered = sorted(rets)
-            callers = sorted({rule_of[s] for s in ordered})
-            got = memo[id(rets)] = (ordered, np.bitwise_or.reduce(follow[callers], axis=0)
-                                    if callers else np.zeros(4, dtype=np.uint64))
-        parts.append(got[0])
-        ctx_len[r + 1] = len(got[0])
-        ctx_follow[r] = got[1]
+            set_parts.append(ordered)
+            set_start.append(len(set_callers))
+            set_callers.extend(sorted({rule_of[s] for s in ordered}))
+        set_of[r] = k
+        parts.append(set_parts[k])
+        ctx_len[r + 1] = len(set_parts[k])
+    # follow bytes of each set's callers, OR-ed per set in one reduceat (empty sets: none)
+    set_follow = np.zeros((len(set_parts) + 1, 4), dtype=np.uint64)
+    if set_callers:
+        starts = np.asarray(set_start, dtype=np.intp)
+        sizes = np.diff(np.append(starts, len(set_callers)))
+        nonempty = sizes > 0
+        set_follow[:-1][nonempty] = np.bitwise_or.reduceat(
+            follow[np.asarray(set_callers, dtype=np.intp)], starts[nonempty], axis=0)
+    ctx_follow = set_follow[set_of] if n_rules else np.zeros((0, 4), dtype=np.uint64)
     auto._rule_ctx_offsets = np.cumsum(ctx_len)
     auto._rule_ctx_flat = np.fromiter((x for p in parts for x in p), dtype=np.int32,
                                       count=int(auto._rule_ctx_offsets[-1]))
