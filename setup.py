@@ -41,6 +41,7 @@ MODULES = [
     "xmask.runtime.batch",
     "xmask.runtime._apply",
     "xmask.compiler._partition",
+    "xmask.compiler._minimize",
     "xmask.compiler._determinize",
     "xmask.compiler._analysis",
     "xmask.compiler._nfa_build",

@@ -23,7 +23,7 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
                        const int32_t[::1] call_callee, const int32_t[::1] call_ret,
                        const int32_t[::1] rule_start):
     """Drop every byte edge into a state from which its rule can never finish (in place, in
-    ``trans``) and clear HAS_BYTES where no edge is left; returns ``(productive, keep)``: uint8
+    ``trans``) and set HAS_BYTES exactly where an edge is left; returns ``(productive, keep)``: uint8
     per state and per call (a call is kept iff its callee start and return state are
     productive).  A state is productive iff final, or it has an edge into a productive state,
     or a call whose callee start and return state are both productive."""
@@ -111,7 +111,9 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
                             rs = 1
                         else:
                             trans[s, c] = -1
-                if not rs:
+                if rs:
+                    flags[s] |= HAS_BYTES
+                else:
                     flags[s] &= ~HAS_BYTES
     finally:
         free(rev_off)

@@ -438,9 +438,10 @@ cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
 
 
 def distinct_refs(expr) -> list:
-    """The rule names referenced inside ``expr``, each once, in first-visit order of a
+    """The rule names referenced inside ``expr``, each once, in discovery order of a
     depth-first walk (shared sub-expressions are visited once): ``grammar.ir.iter_refs``
-    deduplicated, compiled (the inliner calls it for every rule of every grammar)."""
+    deduplicated, compiled (the inliner calls it for every rule of every grammar).  Callers
+    use the names as a set or sort them, so the order is only deterministic, not canonical."""
     cdef list out = []
     cdef set names = set()
     cdef set seen = {id(expr)}
@@ -463,6 +464,14 @@ def distinct_refs(expr) -> list:
         else:
             continue
         for item in items:
+            u = type(item)
+            if u is Bytes or u is CharClass:
+                continue  # a leaf: nothing to find, and cheaper to skip than to remember
+            if u is RuleRef:
+                if item.name not in names:
+                    names.add(item.name)
+                    out.append(item.name)
+                continue
             if id(item) not in seen:
                 seen.add(id(item))
                 stack.append(item)

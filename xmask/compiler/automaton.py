@@ -85,6 +85,43 @@ class Automaton:
         return got
 
     @property
+    def rule_ctx_states(self) -> List[List[int]]:
+        """Per rule, its return contexts (sorted states its frame can return to), as lists;
+        built on first use from the flat ``rule_ctx_offsets`` / ``rule_ctx_flat`` arrays."""
+        got = self.__dict__.get("_rule_ctx_states")
+        if got is None:
+            got = self.__dict__.get("rule_ctx_states")  # set by a decoder
+        if got is None:
+            off, flat = self.rule_ctx_offsets.tolist(), self.rule_ctx_flat.tolist()
+            got = [flat[off[r]:off[r + 1]] for r in range(len(off) - 1)]
+        self.__dict__["_rule_ctx_states"] = got
+        return got
+
+    @property
+    def rule_ctx_offsets(self) -> np.ndarray:
+        """int64 ``n_rules + 1``: rule ``r``'s return contexts are
+        ``rule_ctx_flat[rule_ctx_offsets[r]:rule_ctx_offsets[r + 1]]`` (sorted states)."""
+        got = self.__dict__.get("_rule_ctx_offsets", self.__dict__.get("rule_ctx_offsets"))
+        if got is None:
+            self._flatten_ctx()
+            got = self.__dict__["_rule_ctx_offsets"]
+        return got
+
+    @property
+    def rule_ctx_flat(self) -> np.ndarray:
+        """int32: every rule's return contexts, concatenated (see ``rule_ctx_offsets``)."""
+        got = self.__dict__.get("_rule_ctx_flat", self.__dict__.get("rule_ctx_flat"))
+        if got is None:
+            self._flatten_ctx()
+            got = self.__dict__["_rule_ctx_flat"]
+        return got
+
+    def _flatten_ctx(self) -> None:
+        ctx = self.rule_ctx_states
+        self._rule_ctx_offsets = np.cumsum([0] + [len(c) for c in ctx], dtype=np.int64)
+        self._rule_ctx_flat = np.asarray([x for c in ctx for x in c], dtype=np.int32)
+
+    @property
     def first_bytes(self) -> List[int]:
         """Per state, the bytes that can be read first from it (through calls of nullable
         prefixes), as a 256-bit int (bit b = byte b)."""
@@ -276,7 +313,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     table = np.ascontiguousarray(table, dtype=np.int32)
     flags = np.zeros(n_states, dtype=np.uint8)
     flags[finals != 0] |= FLAG_FINAL
-    flags[(table >= 0).any(axis=1)] |= FLAG_HAS_BYTES
+    # FLAG_HAS_BYTES is set by the pruning pass (on the edges it keeps)
     state_rule = np.repeat(np.arange(len(names), dtype=np.int32), np.diff(rule_base))
     # calls sorted by (state, callee start); one return state per (state, callee)
     order = np.lexsort((rule_start[crule], csrc))
@@ -316,9 +353,10 @@ def _check_context_work(auto: Automaton, cap: int) -> None:
     sites and 20,000 such states, and classifying them takes minutes."""
     n_rules = len(auto.rule_names)
     reads = np.bincount(auto.state_rule[(auto.flags & FLAG_HAS_BYTES) != 0], minlength=n_rules)
+    n_ctx = np.diff(auto.rule_ctx_offsets)
     work = 0
     for r in np.nonzero(reads)[0].tolist():
-        work += int(reads[r]) * len(auto.rule_ctx_states[r])
+        work += int(reads[r]) * int(n_ctx[r])
         if work > cap:
             raise GrammarLimitError(
                 f"the token-mask cache would walk more than {cap} (state, return site) pairs "
@@ -328,7 +366,8 @@ def _check_context_work(auto: Automaton, cap: int) -> None:
 
 def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names):
     """Drop every edge into a state from which the rule can never finish (``table`` and
-    ``flags`` in place); returns the calls kept ``(src, callee rule, return state)``.
+    ``flags`` in place; sets FLAG_HAS_BYTES on the states left with an edge); returns the
+    calls kept ``(src, callee rule, return state)``.
 
     Such dead ends (``bad ::= "y" bad``) would let the matcher accept bytes after which no
     complete sentence exists; masks must only allow tokens that can still lead to the end.
@@ -364,18 +403,37 @@ def _analyze(auto: Automaton) -> None:
     rule_of = state_rule.tolist()
     for callee, p, ret in zip(crule.tolist(), caller_rule, auto.call_ret.tolist()):
         sites[callee].append((p, ret))
-    auto.rule_ctx_states = []
-    ctx_follow = np.zeros((n_rules, 4), dtype=np.uint64)
-    memo: Dict[int, Tuple[List[int], np.ndarray]] = {}
+    # one entry per distinct context set (rules often share their caller's set object)
+    ctx_len = np.zeros(n_rules + 1, dtype=np.int64)
+    set_of = np.empty(n_rules, dtype=np.intp)
+    parts: List[List[int]] = []
+    set_parts: List[List[int]] = []
+    set_callers: List[int] = []  # caller rules of each set's states, set after set
+    set_start: List[int] = []
+    memo: Dict[int, int] = {}
     for r, rets in enumerate(_return_contexts(sites)):
-        got = memo.get(id(rets))
-        if got is None:
+        k = memo.get(id(rets))
+        if k is None:
+            k = memo[id(rets)] = len(set_parts)
             ordered = sorted(rets)
-            callers = sorted({rule_of[s] for s in ordered})
-            got = memo[id(rets)] = (ordered, np.bitwise_or.reduce(follow[callers], axis=0)
-                                    if callers else np.zeros(4, dtype=np.uint64))
-        auto.rule_ctx_states.append(got[0])
-        ctx_follow[r] = got[1]
+            set_parts.append(ordered)
+            set_start.append(len(set_callers))
+            set_callers.extend(sorted({rule_of[s] for s in ordered}))
+        set_of[r] = k
+        parts.append(set_parts[k])
+        ctx_len[r + 1] = len(set_parts[k])
+    # follow bytes of each set's callers, OR-ed per set in one reduceat (empty sets: none)
+    set_follow = np.zeros((len(set_parts) + 1, 4), dtype=np.uint64)
+    if set_callers:
+        starts = np.asarray(set_start, dtype=np.intp)
+        sizes = np.diff(np.append(starts, len(set_callers)))
+        nonempty = sizes > 0
+        set_follow[:-1][nonempty] = np.bitwise_or.reduceat(
+            follow[np.asarray(set_callers, dtype=np.intp)], starts[nonempty], axis=0)
+    ctx_follow = set_follow[set_of] if n_rules else np.zeros((0, 4), dtype=np.uint64)
+    auto._rule_ctx_offsets = np.cumsum(ctx_len)
+    auto._rule_ctx_flat = np.fromiter((x for p in parts for x in p), dtype=np.int32,
+                                      count=int(auto._rule_ctx_offsets[-1]))
     auto.rule_ctx_follow = _bit_rows(ctx_follow)
     auto.nullable = nullable.view(np.bool_)
     auto._first_words = first

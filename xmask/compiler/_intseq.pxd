@@ -1,0 +1,49 @@
+# Small int32-sequence helpers shared by the compile-time kernels (inline, nogil).
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport qsort
+
+ctypedef Py_ssize_t isz
+
+
+cdef inline int cmp_i32(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*>a)[0], y = (<const int32_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline int cmp_i64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*>a)[0], y = (<const int64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline isz sort_unique(int32_t* a, isz n) noexcept nogil:
+    """Sort ``a[:n]`` ascending and drop duplicates; returns the new length."""
+    cdef isz i, j, k
+    cdef int32_t x
+    if n < 2:
+        return n
+    if n <= 16:
+        for i in range(1, n):
+            x = a[i]
+            j = i
+            while j > 0 and a[j - 1] > x:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
+    else:
+        qsort(a, n, sizeof(int32_t), cmp_i32)
+    k = 1
+    for i in range(1, n):
+        if a[i] != a[k - 1]:
+            a[k] = a[i]
+            k += 1
+    return k
+
+
+
+cdef inline uint64_t seq_hash(const int32_t* k, isz n) noexcept nogil:
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef isz i
+    for i in range(n):
+        h = (h ^ <uint32_t>k[i]) * 0x100000001B3ULL
+        h ^= h >> 31
+    return h

@@ -1,0 +1,345 @@
+"""Compile-time kernel: Moore minimization of one DFA, GIL released (``_determinize`` calls it
+for every rule it determinizes).
+
+Calls are columns too: each callee rule called in the DFA is one more column (its return
+state the target).  Rounds are synchronous like the full algorithm's but touch only the states
+whose successors changed block (see :func:`moore_rounds`); the work budget counts states x
+columns per round as the pure-Python twin (``dfa_reference``) does, so both give up on the
+same automata and leave them unminimized.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcmp, memset
+
+from xmask.compiler._intseq cimport seq_hash, sort_unique
+from xmask.compiler._ivec cimport IVec, iv_reserve, iv_push
+
+
+cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_off,
+                           const int32_t* run_col, const int32_t* run_tgt, IVec* sig) noexcept nogil:
+    """Append state ``s``'s signature: its block, then its row as maximal runs of columns whose
+    targets lie in one block ((first column, block) pairs, -1 for no target).  Rows are stored
+    as runs of equal targets; adjacent runs whose targets now share a block merge, so equal
+    rows give equal signatures."""
+    cdef isz k
+    cdef int32_t t, b, prev = -2
+    if iv_reserve(sig, sig.n + 1 + 2 * (run_off[s + 1] - run_off[s])):
+        return -1
+    sig.d[sig.n] = block[s]
+    sig.n += 1
+    for k in range(run_off[s], run_off[s + 1]):
+        t = run_tgt[k]
+        b = block[t] if t >= 0 else -1
+        if b != prev:
+            sig.d[sig.n] = run_col[k]
+            sig.d[sig.n + 1] = b
+            sig.n += 2
+            prev = b
+    return 0
+
+
+cdef struct Moore:
+    # partition: block ids, and each block's members as a doubly linked list
+    int32_t* block
+    int32_t* head
+    int32_t* nxt
+    int32_t* prv
+    # predecessors (CSR), per-round marks
+    int32_t* rev_off
+    int32_t* rev_src
+    int32_t* dmark      # state -> round it is dirty in
+    int32_t* bmark      # block -> round it is affected in
+    int32_t* bkeep      # block -> round its id was handed out
+    IVec dirty
+    IVec newid
+    IVec spos           # signature offsets: dirty states, then block representatives
+    IVec blocks         # affected blocks
+    IVec reps           # representative (a clean member) per affected block, -1 none
+    IVec changed
+    IVec sig
+    IVec slots
+
+
+cdef void moore_free(Moore* m) noexcept nogil:
+    free(m.block); free(m.head); free(m.nxt); free(m.prv); free(m.rev_off); free(m.rev_src)
+    free(m.dmark); free(m.bmark); free(m.bkeep); free(m.dirty.d); free(m.newid.d)
+    free(m.spos.d); free(m.blocks.d); free(m.reps.d); free(m.changed.d); free(m.sig.d)
+    free(m.slots.d)
+
+
+cdef inline void unlink(Moore* m, int32_t s) noexcept nogil:
+    if m.prv[s] >= 0:
+        m.nxt[m.prv[s]] = m.nxt[s]
+    else:
+        m.head[m.block[s]] = m.nxt[s]
+    if m.nxt[s] >= 0:
+        m.prv[m.nxt[s]] = m.prv[s]
+
+
+cdef inline void link(Moore* m, int32_t s, int32_t b) noexcept nogil:
+    m.block[s] = b
+    m.prv[s] = -1
+    m.nxt[s] = m.head[b]
+    if m.head[b] >= 0:
+        m.prv[m.head[b]] = s
+    m.head[b] = s
+
+
+cdef isz moore_rounds(Moore* m, isz n, isz w, const int32_t* finals, const int32_t* run_off,
+                      const int32_t* run_col, const int32_t* run_tgt, int64_t budget) noexcept nogil:
+    """Moore refinement in synchronous rounds, each equal to a full round, but touching only
+    the states whose successors changed block in the previous round (plus one clean member
+    per affected block, whose unchanged signature all its clean block-mates share): a chain of
+    n states costs O(n), not O(n^2).  Returns the block count (``m.block`` holds ids), ``n``
+    when ``budget`` (states x columns per round, as the full algorithm counts) ran out, or -1
+    when out of memory."""
+    cdef isz i, k, j, cap, nd, nb_aff, L, round_ = 1, n_blocks, next_id
+    cdef int64_t work = 0
+    cdef int32_t s, t, b, r, e, idx
+    cdef uint64_t h
+    cdef bint has0 = False, has1 = False
+    for i in range(n):
+        if finals[i]:
+            has1 = True
+        else:
+            has0 = True
+    n_blocks = (<isz>has0) + (<isz>has1)
+    for i in range(n):
+        m.head[i] = -1
+        m.dmark[i] = 0
+        m.bmark[i] = 0
+        m.bkeep[i] = 0
+    for i in range(n - 1, -1, -1):
+        link(m, <int32_t>i, 1 if finals[i] and has0 else 0)
+    # predecessors over the runs
+    for i in range(n + 1):
+        m.rev_off[i] = 0
+    for i in range(n):
+        for k in range(run_off[i], run_off[i + 1]):
+            if run_tgt[k] >= 0:
+                m.rev_off[run_tgt[k] + 1] += 1
+    for i in range(n):
+        m.rev_off[i + 1] += m.rev_off[i]
+    m.rev_src = <int32_t*>malloc((m.rev_off[n] + 1) * sizeof(int32_t))
+    if m.rev_src == NULL:
+        return -1
+    for i in range(n):
+        for k in range(run_off[i], run_off[i + 1]):
+            t = run_tgt[k]
+            if t >= 0:
+                m.rev_src[m.rev_off[t]] = <int32_t>i
+                m.rev_off[t] += 1
+    for i in range(n, 0, -1):
+        m.rev_off[i] = m.rev_off[i - 1]
+    m.rev_off[0] = 0
+    m.dirty.n = 0
+    for i in range(n):
+        if iv_push(&m.dirty, <int32_t>i):
+            return -1
+    while m.dirty.n:
+        nd = m.dirty.n
+        for i in range(nd):
+            m.dmark[m.dirty.d[i]] = <int32_t>round_
+        # affected blocks, each with a clean member if it has one
+        m.blocks.n = 0
+        m.reps.n = 0
+        for i in range(nd):
+            b = m.block[m.dirty.d[i]]
+            if m.bmark[b] != round_:
+                m.bmark[b] = <int32_t>round_
+                r = m.head[b]
+                while r >= 0 and m.dmark[r] == round_:
+                    r = m.nxt[r]
+                if iv_push(&m.blocks, b) or iv_push(&m.reps, r):
+                    return -1
+        nb_aff = m.blocks.n
+        # signatures against the current ids: dirty states, then the representatives
+        m.sig.n = 0
+        m.spos.n = 0
+        for i in range(nd):
+            if iv_push(&m.spos, <int32_t>m.sig.n) or append_sig(
+                    m.dirty.d[i], m.block, run_off, run_col, run_tgt, &m.sig):
+                return -1
+        for i in range(nb_aff):
+            if iv_push(&m.spos, <int32_t>m.sig.n):
+                return -1
+            if m.reps.d[i] >= 0 and append_sig(m.reps.d[i], m.block, run_off, run_col, run_tgt,
+                                               &m.sig):
+                return -1
+        if iv_push(&m.spos, <int32_t>m.sig.n):
+            return -1
+        # group equal signatures (the block is their first element): a representative's group
+        # keeps its block id, as does the first group of a block without one
+        cap = 16
+        while cap < 2 * (nd + nb_aff):
+            cap <<= 1
+        if iv_reserve(&m.slots, cap) or iv_reserve(&m.newid, nd + nb_aff):
+            return -1
+        for i in range(cap):
+            m.slots.d[i] = -1
+        next_id = n_blocks
+        for j in range(nd + nb_aff):
+            # representatives first (j >= nd maps to them), then the dirty states in order
+            idx = <int32_t>(nd + j if j < nb_aff else j - nb_aff)
+            if idx >= nd and m.reps.d[idx - nd] < 0:
+                continue
+            L = m.spos.d[idx + 1] - m.spos.d[idx]
+            h = seq_hash(m.sig.d + m.spos.d[idx], L)
+            i = <isz>(h & <uint64_t>(cap - 1))
+            while True:
+                e = m.slots.d[i]
+                if e < 0:
+                    m.slots.d[i] = idx
+                    if idx >= nd:
+                        b = m.blocks.d[idx - nd]
+                        m.bkeep[b] = <int32_t>round_
+                    else:
+                        b = m.block[m.dirty.d[idx]]
+                        if m.bkeep[b] != round_:
+                            m.bkeep[b] = <int32_t>round_
+                        else:
+                            b = <int32_t>next_id
+                            next_id += 1
+                    m.newid.d[idx] = b
+                    break
+                if (m.spos.d[e + 1] - m.spos.d[e] == L and memcmp(
+                        m.sig.d + m.spos.d[e], m.sig.d + m.spos.d[idx], L * sizeof(int32_t)) == 0):
+                    m.newid.d[idx] = m.newid.d[e]
+                    break
+                i = (i + 1) & (cap - 1)
+        if next_id == n_blocks:
+            return n_blocks
+        n_blocks = next_id
+        work += n * (w + 1)
+        if work > budget:
+            return n
+        # move the split-off states, then next round's dirty states: their predecessors
+        m.changed.n = 0
+        for i in range(nd):
+            s = m.dirty.d[i]
+            if m.newid.d[i] != m.block[s]:
+                unlink(m, s)
+                link(m, s, m.newid.d[i])
+                if iv_push(&m.changed, s):
+                    return -1
+        round_ += 1
+        m.dirty.n = 0
+        for i in range(m.changed.n):
+            s = m.changed.d[i]
+            for k in range(m.rev_off[s], m.rev_off[s + 1]):
+                t = m.rev_src[k]
+                if m.dmark[t] != round_:
+                    m.dmark[t] = <int32_t>round_
+                    if iv_push(&m.dirty, t):
+                        return -1
+    return n_blocks
+
+
+cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals,
+                      const int32_t* call_src, const int32_t* call_rule, const int32_t* call_dst,
+                      isz ncal, int64_t budget, int32_t* blk_out) noexcept nogil:
+    """Moore refinement of a DFA (``n`` states, ``trans`` ``n x nc``, calls sorted by source
+    state as ``(call_src, call_rule, call_dst)``, each callee its own column); fills
+    ``blk_out[state]`` with its block (first-appearance numbering, start = 0) and returns the
+    block count (== n when nothing merges or the budget ran out, then ``blk_out`` is the
+    identity), or -1 when out of memory.  The budget counts states x columns per round, as the
+    Python twin does, so both give up on the same automata."""
+    cdef isz w, i, k, m = -1
+    cdef bint nomem = False
+    cdef isz lo_i, hi_i, mid, kk, col
+    cdef int32_t prev, t
+    cdef int32_t* nb = NULL
+    cdef int32_t* run_off = NULL
+    cdef int32_t* callrow = NULL
+    cdef IVec callees, run_col, run_tgt
+    cdef Moore mo
+    memset(&callees, 0, sizeof(IVec))
+    memset(&run_col, 0, sizeof(IVec))
+    memset(&run_tgt, 0, sizeof(IVec))
+    for i in range(n):
+        blk_out[i] = <int32_t>i
+    if n < 2:
+        return n
+    # the callee rules called in this DFA, each its own column after the classes
+    for k in range(ncal):
+        if iv_push(&callees, call_rule[k]):
+            free(callees.d)
+            return -1
+    callees.n = sort_unique(callees.d, callees.n)
+    w = nc + callees.n
+    nb = <int32_t*>malloc(n * sizeof(int32_t))
+    run_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    callrow = <int32_t*>malloc((callees.n + 1) * sizeof(int32_t))
+    if not (nb and run_off and callrow):
+        nomem = True
+    else:
+        # each row as runs of equal targets: (first column, target)
+        kk = 0
+        for i in range(n):
+            run_off[i] = <int32_t>run_col.n
+            prev = -2
+            for col in range(nc):
+                t = trans[i * nc + col]
+                if t != prev:
+                    if iv_push(&run_col, <int32_t>col) or iv_push(&run_tgt, t):
+                        nomem = True
+                    prev = t
+            for k in range(callees.n):
+                callrow[k] = -1
+            while kk < ncal and call_src[kk] == i:
+                # column of this callee: binary search in the sorted callee list
+                lo_i = 0
+                hi_i = callees.n
+                while lo_i < hi_i:
+                    mid = (lo_i + hi_i) // 2
+                    if callees.d[mid] < call_rule[kk]:
+                        lo_i = mid + 1
+                    else:
+                        hi_i = mid
+                callrow[lo_i] = call_dst[kk]
+                kk += 1
+            for k in range(callees.n):
+                t = callrow[k]
+                if t != prev:
+                    if iv_push(&run_col, <int32_t>(nc + k)) or iv_push(&run_tgt, t):
+                        nomem = True
+                    prev = t
+        run_off[n] = <int32_t>run_col.n
+    if not nomem:
+        memset(&mo, 0, sizeof(Moore))
+        mo.block = <int32_t*>malloc(n * sizeof(int32_t))
+        mo.head = <int32_t*>malloc(n * sizeof(int32_t))
+        mo.nxt = <int32_t*>malloc(n * sizeof(int32_t))
+        mo.prv = <int32_t*>malloc(n * sizeof(int32_t))
+        mo.rev_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        mo.dmark = <int32_t*>malloc(n * sizeof(int32_t))
+        mo.bmark = <int32_t*>malloc(n * sizeof(int32_t))
+        mo.bkeep = <int32_t*>malloc(n * sizeof(int32_t))
+        if not (mo.block and mo.head and mo.nxt and mo.prv and mo.rev_off and mo.dmark
+                and mo.bmark and mo.bkeep):
+            m = -1
+        else:
+            m = moore_rounds(&mo, n, w, finals, run_off, run_col.d, run_tgt.d, budget)
+        if m < 0:
+            nomem = True
+        elif m == n:
+            pass
+        else:
+            # renumber by first appearance (start stays 0); nb reused as the block -> new map
+            for i in range(n):
+                nb[i] = -1
+            m = 0
+            for i in range(n):
+                if nb[mo.block[i]] < 0:
+                    nb[mo.block[i]] = <int32_t>m
+                    m += 1
+                blk_out[i] = nb[mo.block[i]]
+        moore_free(&mo)
+    free(nb)
+    free(run_off)
+    free(callrow)
+    free(callees.d)
+    free(run_col.d)
+    free(run_tgt.d)
+    return -1 if nomem else m
