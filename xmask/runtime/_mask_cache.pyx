@@ -213,11 +213,11 @@ cdef class MaskCache:
     def __init__(self, automaton):
         cdef intp_t n = automaton.n_states
         cdef intp_t n_rules = len(automaton.rule_names)
-        ctx = automaton.rule_ctx_states
-        ctx_off = np.zeros(n_rules + 1, dtype=np.int64)
-        np.cumsum([len(ctx[r]) for r in range(n_rules)], out=ctx_off[1:])
-        ctx_states = np.fromiter((s for r in range(n_rules) for s in ctx[r]), dtype=np.int32,
-                                 count=int(ctx_off[-1]))
+        ctx_off = np.ascontiguousarray(automaton.rule_ctx_offsets, dtype=np.int64)
+        ctx_states = np.ascontiguousarray(automaton.rule_ctx_flat, dtype=np.int32)
+        if (ctx_off.shape[0] != n_rules + 1 or ctx_off[0] != 0
+                or ctx_off[n_rules] != ctx_states.shape[0] or (np.diff(ctx_off) < 0).any()):
+            raise ValueError("automaton return-context offsets are inconsistent")
         follow = np.ascontiguousarray(automaton.rule_ctx_follow, dtype=np.uint8).reshape(-1)
         state_rule = np.ascontiguousarray(automaton.state_rule, dtype=np.int32)
         if follow.shape[0] != 256 * n_rules or state_rule.shape[0] != n:

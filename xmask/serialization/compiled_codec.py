@@ -63,11 +63,8 @@ def automaton_to_body(automaton) -> Dict[str, Any]:
         "n_states": int(automaton.n_states),
         "n_classes": int(automaton.n_classes),
     }
-    ctx = automaton.rule_ctx_states
-    flat_ctx = {
-        "rule_ctx_offsets": np.cumsum([0] + [len(c) for c in ctx], dtype=np.int64),
-        "rule_ctx_flat": np.asarray([x for c in ctx for x in c], dtype=np.int32),
-    }
+    flat_ctx = {"rule_ctx_offsets": automaton.rule_ctx_offsets,
+                "rule_ctx_flat": automaton.rule_ctx_flat}
     for name in _AUTOMATON_ARRAYS:
         value = flat_ctx[name] if name in flat_ctx else getattr(automaton, name)
         if name == "nullable":
@@ -169,7 +166,8 @@ def automaton_from_body(body: Any, where: str) -> Automaton:
         raise format_error(w + "rule_ctx_offsets",
                            f"not a non-decreasing range 0..{ctx_flat.shape[0]}")
     _check_range(ctx_flat, 0, n_states, w + "rule_ctx_flat")
-    arr["rule_ctx_states"] = [ctx_flat[ctx_off[r]:ctx_off[r + 1]].tolist() for r in range(n_rules)]
+    arr["rule_ctx_offsets"] = ctx_off
+    arr["rule_ctx_flat"] = ctx_flat
     _check_no_left_recursion(arr, n_states, names, where)
     rule_start = arr.pop("rule_start")
     arr["nullable"] = arr["nullable"].astype(np.bool_)
