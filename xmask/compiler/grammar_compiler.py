@@ -197,7 +197,9 @@ class GrammarCompiler:
 
         # Canonical text for the cache key.  Keys keep their order: the order of ``properties``
         # is the member order of the grammar, so sorting keys would change the language.
-        with deep_recursion():  # deeply nested schemas (1,000 levels) are valid input
+        # deeply nested schemas (1,000 levels) are valid input; parsing a large schema is
+        # Python work, so other threads get the GIL back quickly here too
+        with deep_recursion(), responsive_switching():
             canonical = json.dumps(load_schema(schema))
         opts = (any_whitespace, indent, tuple(separators) if separators else None, strict_mode,
                 max_whitespace_cnt, lenient, any_order)
