@@ -92,14 +92,21 @@ def _maskbench_sample(n=40):
 
 @pytest.mark.parametrize("name", _maskbench_sample() or ["(no data)"])
 def test_maskbench_schemas(name):
+    # a schema the converter rejects says nothing about the automaton: take the next file in
+    # sorted order instead, so every case compares two automata
     path = require_data("maskbench", name)
-    text = json.dumps(json.loads(path.read_text(encoding="utf-8"))["schema"])
-    try:
-        with deep_recursion():
-            grammar = Grammar.from_json_schema(text, strict_mode=False, any_whitespace=True)
-    except XmaskError:
-        pytest.skip("schema rejected by xmask")
-    assert_same(grammar)
+    files = sorted(path.parent.glob("*.json"))
+    start = files.index(path)
+    for candidate in files[start:start + 10]:
+        text = json.dumps(json.loads(candidate.read_text(encoding="utf-8"))["schema"])
+        try:
+            with deep_recursion():
+                grammar = Grammar.from_json_schema(text, strict_mode=False, any_whitespace=True)
+        except XmaskError:
+            continue
+        assert_same(grammar)
+        return
+    pytest.fail(f"no schema the converter accepts among the 10 files from {name}")
 
 
 @pytest.mark.parametrize("text", [
