@@ -24,8 +24,10 @@ class CompiledGrammar:
         >>> import xmask
         >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
         >>> cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "a"+')
-        >>> cg.memory_size_bytes > 0, cg.cache_stats()[0].rule
-        (True, 'root')
+        >>> cg.cache_summary()["classified"]    # lazy: fills classify states on demand
+        0
+        >>> cg.precompute().cache_stats()[0].rule, cg.memory_size_bytes > 0
+        ('root', True)
     """
 
     __slots__ = (
