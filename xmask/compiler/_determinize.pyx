@@ -19,7 +19,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcmp, memcpy, memset
 
-from xmask.compiler._intseq cimport cmp_i64, seq_hash, sort_unique
+from xmask.runtime._intseq cimport cmp_i64, seq_hash, sort_unique
 from xmask.compiler._ivec cimport IVec, LVec, iv_reserve, iv_push, lv_reserve, lv_push
 from xmask.compiler._minimize cimport minimize_dfa
 

@@ -12,7 +12,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcmp, memset
 
-from xmask.compiler._intseq cimport seq_hash, sort_unique
+from xmask.runtime._intseq cimport seq_hash, sort_unique
 from xmask.compiler._ivec cimport IVec, iv_reserve, iv_push
 
 

@@ -18,7 +18,7 @@ share those d + 1 bytes (``VocabC.skip``) without touching them.  Only accepted 
 positions are written, straight into the entry's final form: no dense per-token row.
 """
 
-from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.stdlib cimport malloc, calloc, free, qsort
 from libc.string cimport memset, memcpy
 
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, word_t, intp_t
@@ -27,6 +27,7 @@ from xmask.runtime._tables cimport (
     AutomatonC, VocabC, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
 )
 from xmask.runtime._bitset cimport bitset_set
+from xmask.runtime._intseq cimport cmp_i32
 from xmask.runtime._stack cimport (
     StackC, grow_array, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
     stack_truncate, stack_set_contains,
@@ -56,19 +57,12 @@ cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil:
     memset(s, 0, sizeof(ClassifyScratch))
     stack_init(&s.st)
     s.unc_prefix = <uint8_t*>malloc(<size_t>(v.max_token_len + 2))
-    s.marks = <word_t*>calloc_words(v.n_words)
+    s.marks = <word_t*>calloc(<size_t>(v.n_words if v.n_words > 0 else 1), sizeof(word_t))
     if s.unc_prefix == NULL or s.marks == NULL:
         scratch_free(s)
         with gil:
             raise MemoryError()
     return 0
-
-
-cdef void* calloc_words(intp_t n) noexcept nogil:
-    cdef void* p = malloc(<size_t>(n if n > 0 else 1) * sizeof(word_t))
-    if p != NULL:
-        memset(p, 0, <size_t>(n if n > 0 else 1) * sizeof(word_t))
-    return p
 
 
 cdef void scratch_free(ClassifyScratch* s) noexcept nogil:
@@ -244,7 +238,7 @@ cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t 
     # token: our automaton, started in `state`, simulates the plain UTF-8 automaton from its
     # boundary state.  Then every plain token is consumed inside the rule, i.e. accepted,
     # and only the other tokens need a walk.  A bounded search over (state, plain state) pairs.
-    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot, bi, h
+    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot
     cdef int64_t key, got
     cdef int32_t x, t
     cdef uint8_t u, u2
@@ -287,11 +281,6 @@ cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t 
                     break
                 slot = (slot + 1) & (2 * cap - 1)
     return True
-
-
-cdef int _cmp_i32(const void* x, const void* y) noexcept nogil:
-    cdef int32_t a = (<const int32_t*>x)[0], b = (<const int32_t*>y)[0]
-    return (a > b) - (a < b)
 
 
 cdef CacheEntryC* entry_new(uint8_t kind, intp_t n_data, intp_t n_unc, intp_t n_acc,
@@ -378,7 +367,7 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
         data = <int32_t*>e.data
         for k in range(n_acc):
             data[k] = v.sorted_ids[s.acc[k]]
-        qsort(data, <size_t>n_acc, sizeof(int32_t), _cmp_i32)
+        qsort(data, <size_t>n_acc, sizeof(int32_t), cmp_i32)
     elif n_rej <= n_words:
         kind = XM_KIND_REJECTED
         e = entry_new(kind, n_rej, n_unc, n_acc, n_rej)

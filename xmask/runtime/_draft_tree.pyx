@@ -10,18 +10,12 @@ nothing is copied, nothing is re-parsed.
 """
 
 from libc.string cimport memset
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from xmask.runtime._types cimport word_t, int32_t
 from xmask.runtime._bitset cimport bitset_test
 from xmask.runtime._stack cimport stack_truncate, stack_has_bottom
 from xmask.runtime._fill cimport fill_job, accept_bytes, update_exact
-
-
-cdef double _now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + ts.tv_nsec * 1e-9
+from xmask.runtime._clock cimport monotonic_seconds
 
 
 cdef intp_t check_tree(const int64_t* nxt, const int64_t* sib, intp_t n,
@@ -69,7 +63,7 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
     cdef intp_t top = 0, cur, par, pos, t
     cdef intp_t base = job.st.depth
     cdef word_t* parent_row
-    cdef double deadline = _now() + time_threshold if time_threshold > 0 else 0.0
+    cdef double deadline = monotonic_seconds() + time_threshold if time_threshold > 0 else 0.0
     cdef int result = 1
     cdef int64_t off
     for cur in range(n):
@@ -80,7 +74,7 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
     pending[1] = -1
     top = 1
     while top > 0:
-        if deadline > 0 and _now() > deadline:
+        if deadline > 0 and monotonic_seconds() > deadline:
             result = 0
             break
         top -= 1

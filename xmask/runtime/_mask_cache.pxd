@@ -4,33 +4,9 @@
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, intp_t
 from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._classify cimport CacheEntryC
-
-cdef extern from *:
-    """
-    /* Publication of cache entries: a writer fills an entry, then stores its pointer with
-       release order; a reader loads with acquire order, so it sees a NULL (not classified
-       yet) or a complete entry, never a half-built one. */
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static __inline void* xm_load_acquire(void* volatile* p) { void* v = *p; _ReadWriteBarrier(); return v; }
-    static __inline void xm_store_release(void* volatile* p, void* v) { _ReadWriteBarrier(); *p = v; }
-    static __inline int xm_spin_try(volatile char* f) { return _InterlockedCompareExchange8(f, 1, 0) == 0; }
-    static __inline void xm_spin_release(volatile char* f) { _InterlockedExchange8(f, 0); }
-    #else
-    static inline void* xm_load_acquire(void* volatile* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void xm_store_release(void* volatile* p, void* v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    static inline int xm_spin_try(volatile char* f) {
-        char expected = 0;
-        return __atomic_compare_exchange_n(f, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-    }
-    static inline void xm_spin_release(volatile char* f) { __atomic_store_n(f, 0, __ATOMIC_RELEASE); }
-    #endif
-    """
-    void* xm_load_acquire(void** p) noexcept nogil
-    void xm_store_release(void** p, void* v) noexcept nogil
-    bint xm_spin_try(char* f) noexcept nogil
-    void xm_spin_release(char* f) noexcept nogil
-
+# entries are published with xm_store_release and read with xm_load_acquire: a reader sees
+# NULL (not classified yet) or a complete entry, never a half-built one
+from xmask.runtime._atomic cimport xm_load_acquire, xm_store_release
 
 ctypedef struct MaskCacheC:
     intp_t n_states

@@ -23,43 +23,25 @@ from cython.parallel cimport prange
 
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 import numpy as np
 
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
-from xmask.runtime._types cimport XM_FLAG_HAS_BYTES
+from xmask.runtime._atomic cimport xm_flag_try, xm_flag_release, xm_yield
+from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
 from xmask.runtime._classify cimport (
     CacheEntryC, ClassifyScratch, scratch_init, scratch_free, classify_entry, entry_new,
     entry_seal, entry_equal,
 )
 
-cdef extern from *:
-    """
-    #if defined(_MSC_VER)
-    static __inline void xm_yield(void) {}
-    #else
-    #include <sched.h>
-    static inline void xm_yield(void) { sched_yield(); }
-    #endif
-    """
-    void xm_yield() noexcept nogil
-
-
 cdef inline void _lock(MaskCacheC* c) noexcept nogil:
-    while not xm_spin_try(&c.lock):
+    while not xm_flag_try(&c.lock):
         xm_yield()
 
 
 cdef inline void _unlock(MaskCacheC* c) noexcept nogil:
-    xm_spin_release(&c.lock)
-
-
-cdef double _now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + ts.tv_nsec * 1e-9
+    xm_flag_release(&c.lock)
 
 
 cdef intp_t _entry_bytes(const CacheEntryC* e) noexcept nogil:
@@ -179,7 +161,7 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
         for i in range(n):
             if status[0]:
                 break
-            if deadline > 0 and _now() > deadline:
+            if deadline > 0 and monotonic_seconds() > deadline:
                 status[0] = 1
                 break
             if cache_peek(c, states[i]) == NULL:
@@ -401,7 +383,7 @@ cdef class MaskCache:
 
     def load(self, arrays):
         """Publish entries from ``export()``-style arrays (validated by the caller: ranges,
-        kinds, lengths).  States that already have an entry keep it."""
+        kinds, lengths) into this cache, which must have nothing classified yet."""
         cdef const int32_t[::1] se = np.ascontiguousarray(arrays["state_entry"], dtype=np.int32)
         cdef const uint8_t[::1] kind = np.ascontiguousarray(arrays["entry_kind"], dtype=np.uint8)
         cdef const int64_t[::1] eo = np.ascontiguousarray(arrays["entry_off"], dtype=np.int64)
@@ -419,6 +401,10 @@ cdef class MaskCache:
         cdef const CacheEntryC* got
         if se.shape[0] != self.c.n_states:
             raise ValueError("state_entry has the wrong length")
+        if self.c.n_classified:
+            # entries are shared by index: a state that already had one would pass a different
+            # entry on to the other states of the same index
+            raise ValueError("load() needs a cache with nothing classified yet")
         made = [0] * m
         for s in range(self.c.n_states):
             k = se[s]

@@ -39,29 +39,8 @@ cdef intp_t _MAX_JUMP_FORWARD_BYTES = 4096
 cdef intp_t _ACCEPT_NOGIL_BYTES = 4096
 
 
-cdef extern from *:
-    """
-    /* The matcher's busy flag (see GrammarMatcher._enter): an atomic test-and-set, so two
-       threads entering one matcher at once cannot both succeed, with or without a GIL. */
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static __inline int xmask_try_acquire(volatile char* flag) {
-        return _InterlockedCompareExchange8(flag, 1, 0) == 0;
-    }
-    static __inline void xmask_release(volatile char* flag) { _InterlockedExchange8(flag, 0); }
-    #else
-    static inline int xmask_try_acquire(volatile char* flag) {
-        char expected = 0;
-        return __atomic_compare_exchange_n(flag, &expected, 1, 0, __ATOMIC_ACQUIRE,
-                                           __ATOMIC_RELAXED);
-    }
-    static inline void xmask_release(volatile char* flag) {
-        __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
-    }
-    #endif
-    """
-    bint _try_acquire "xmask_try_acquire"(char* flag) noexcept nogil
-    void _release "xmask_release"(char* flag) noexcept nogil
+# The busy flag (see GrammarMatcher._enter) is an atomic test-and-set flag.
+from xmask.runtime._atomic cimport xm_flag_try as _try_acquire, xm_flag_release as _release
 
 
 # ---- recursion bound -------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-# Small int32-sequence helpers shared by the compile-time kernels (inline, nogil).
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+# Small int32-sequence helpers shared by the compile-time kernels and the classifier
+# (inline, nogil).
 from libc.stdlib cimport qsort
 
-ctypedef Py_ssize_t isz
+from xmask.runtime._types cimport int32_t, int64_t, uint32_t, uint64_t, intp_t as isz
 
 
 cdef inline int cmp_i32(const void* a, const void* b) noexcept nogil:
