@@ -10,28 +10,17 @@ collector the application disabled itself stays disabled.
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import threading
 
-_lock = threading.Lock()
-_depth = 0
-_was_enabled = False
+from ._process_setting import counted_setting
 
 
-@contextlib.contextmanager
-def gc_paused():
-    """``with gc_paused(): ...`` runs the block with cyclic GC off (reference counting stays)."""
-    global _depth, _was_enabled
-    with _lock:
-        if _depth == 0:
-            _was_enabled = gc.isenabled()
-            gc.disable()
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _was_enabled:
-                gc.enable()
+def _set_enabled(on: bool) -> None:
+    if on:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+# ``with gc_paused(): ...`` runs the block with cyclic GC off (reference counting stays)
+gc_paused = counted_setting(gc.isenabled, _set_enabled, lambda on: False if on else None)

@@ -5,26 +5,22 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 
+from ._process_setting import counted_setting
 from .errors import GrammarLimitError
 
 _LIMIT = 30_000
-_lock = threading.Lock()
+# nested and concurrent compiles share one raise of the limit (counted), so one compile ending
+# never lowers it under another that is still running
+_raised_limit = counted_setting(sys.getrecursionlimit, sys.setrecursionlimit,
+                                lambda now: _LIMIT if now < _LIMIT else None)
 
 
 @contextlib.contextmanager
 def deep_recursion(what: str = "grammar"):
     """Run a block with a recursion limit high enough for ~2,000 levels of nesting."""
-    with _lock:
-        old = sys.getrecursionlimit()
-        if old < _LIMIT:
-            sys.setrecursionlimit(_LIMIT)
-    try:
-        yield
-    except RecursionError:
-        raise GrammarLimitError(f"{what} is nested too deeply to compile") from None
-    finally:
-        with _lock:
-            if sys.getrecursionlimit() == _LIMIT and old < _LIMIT:
-                sys.setrecursionlimit(old)
+    with _raised_limit():
+        try:
+            yield
+        except RecursionError:
+            raise GrammarLimitError(f"{what} is nested too deeply to compile") from None

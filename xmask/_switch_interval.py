@@ -22,35 +22,13 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import sys
-import threading
+
+from ._process_setting import counted_setting
 
 COMPILE_SWITCH_INTERVAL = 0.0005  # seconds
 
-_lock = threading.Lock()
-_depth = 0
-_saved = 0.0
-_ours = None  # the value we set (as Python reports it back), None if we left it alone
-
-
-@contextlib.contextmanager
-def responsive_switching():
-    """``with responsive_switching(): ...`` runs the block with a short GIL switch interval."""
-    global _depth, _saved, _ours
-    with _lock:
-        if _depth == 0:
-            _saved = sys.getswitchinterval()
-            _ours = None
-            if _saved > COMPILE_SWITCH_INTERVAL:
-                sys.setswitchinterval(COMPILE_SWITCH_INTERVAL)
-                _ours = sys.getswitchinterval()
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            # restore unless the application set its own value meanwhile
-            if _depth == 0 and _ours is not None and sys.getswitchinterval() == _ours:
-                sys.setswitchinterval(_saved)
+# ``with responsive_switching(): ...`` runs the block with a short GIL switch interval
+responsive_switching = counted_setting(
+    sys.getswitchinterval, sys.setswitchinterval,
+    lambda now: COMPILE_SWITCH_INTERVAL if now > COMPILE_SWITCH_INTERVAL else None)
