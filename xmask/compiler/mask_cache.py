@@ -94,8 +94,8 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     ``max_threads`` C threads, under the compile deadline in force (``GrammarLimitError`` past
     it).  States that no token can tell apart share one walk (``token_equivalent_states``)."""
     tops = top_states(automaton)
-    if len(tops) == 0:
-        return
+    if cache.summary()[0] == len(tops):
+        return  # all classified (by fills or an earlier call): nothing to walk
     rep = token_equivalent_states(automaton, int(vocab_tables.max_token_len) + 1)
     reps = np.unique(rep[tops]).astype(np.int32)
     limit = deadline.current()
@@ -109,7 +109,7 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
 def cache_summary(cache: MaskCache, automaton) -> dict:
     """Classified vs pending states, distinct entries and their bytes."""
     classified, entries, nbytes = cache.summary()
-    n_tops = int(np.count_nonzero(automaton.flags & FLAG_HAS_BYTES))
+    n_tops = len(top_states(automaton))
     return {"top_states": n_tops, "classified": int(classified),
             "pending": n_tops - int(classified), "entries": int(entries), "bytes": int(nbytes)}
 
