@@ -16,3 +16,31 @@ def diff_ids(a, b, row: int = 0):
     """Token ids whose bits differ between row ``row`` of bitmasks ``a`` and ``b``."""
     x = np.bitwise_xor(np.asarray(a)[row].view(np.uint32), np.asarray(b)[row].view(np.uint32))
     return [int(w) * 32 + k for w in np.nonzero(x)[0] for k in range(32) if (int(x[w]) >> k) & 1]
+
+
+class GreedyTokens:
+    """Longest-match tokenization over a tokenizer's non-special vocabulary (first id of each
+    byte string), for documents the tokenizer's own encoding does not spell byte for byte."""
+
+    def __init__(self, info, who: str = ""):
+        special = set(info.special_token_ids)
+        self.who = who
+        self.by_bytes = {}
+        for tid, b in enumerate(info.decoded_vocab):
+            if b and tid not in special:
+                self.by_bytes.setdefault(b, tid)
+        self.longest = max(len(b) for b in self.by_bytes)
+
+    def ids(self, data: bytes):
+        out, pos = [], 0
+        while pos < len(data):
+            for n in range(min(self.longest, len(data) - pos), 0, -1):
+                tid = self.by_bytes.get(data[pos:pos + n])
+                if tid is not None:
+                    out.append(tid)
+                    pos += n
+                    break
+            else:
+                prefix = f"{self.who}: " if self.who else ""
+                raise AssertionError(f"{prefix}no token for byte {data[pos]:#x}")
+        return out

@@ -22,7 +22,7 @@ import tokenizers
 from conftest import require_data, tokenizer_json
 
 import xmask
-from maskutil import bit, diff_ids
+from maskutil import GreedyTokens, bit, diff_ids
 
 # tokenizer name -> mask width (None: the tokenizer's own id count); Qwen2.5 is padded
 TOKENIZERS = {"llama3": None, "qwen2.5": 151936, "llama2": None}
@@ -129,12 +129,7 @@ class Tok:
         self.vocab = self.info.decoded_vocab
         self.words = (self.info.vocab_size + 31) // 32
         self.stops = list(self.info.stop_token_ids)
-        special = set(self.info.special_token_ids)
-        self.by_bytes = {}
-        for tid, b in enumerate(self.vocab):
-            if b and tid not in special:
-                self.by_bytes.setdefault(b, tid)
-        self.longest = max(len(b) for b in self.by_bytes)
+        self.greedy = GreedyTokens(self.info, name)
 
     def encode(self, text: str):
         """The tokenizer's own ids when they decode to exactly ``text``; otherwise (Llama-2's
@@ -143,17 +138,7 @@ class Tok:
         data = text.encode("utf-8")
         if b"".join(self.vocab[i] for i in ids) == data:
             return ids
-        out, pos = [], 0
-        while pos < len(data):
-            for n in range(min(self.longest, len(data) - pos), 0, -1):
-                tid = self.by_bytes.get(data[pos:pos + n])
-                if tid is not None:
-                    out.append(tid)
-                    pos += n
-                    break
-            else:
-                raise AssertionError(f"{self.name}: no token for byte {data[pos]:#x}")
-        return out
+        return self.greedy.ids(data)
 
     def compiler(self, **kw):
         kw.setdefault("max_threads", 2)

@@ -10,7 +10,7 @@ import pytest
 
 import xmask
 from conftest import tokenizer_json
-from maskutil import bit, diff_ids
+from maskutil import GreedyTokens, bit, diff_ids
 from xmask.grammar import Recognizer, builtin_json_grammar
 
 TOKENIZERS = {"llama3": None, "qwen2.5": 151936, "llama2": None}
@@ -26,23 +26,7 @@ DOCS = [
 
 def greedy_ids(info, text: bytes):
     """Longest-match tokenization over the decoded vocabulary (tokenizer-independent)."""
-    special = set(info.special_token_ids)
-    index = {}
-    for i, b in enumerate(info.decoded_vocab):
-        if i not in special and b:
-            index.setdefault(b, i)
-    longest = max(len(b) for b in index)
-    ids, pos = [], 0
-    while pos < len(text):
-        for n in range(min(longest, len(text) - pos), 0, -1):
-            tid = index.get(text[pos : pos + n])
-            if tid is not None:
-                ids.append(tid)
-                pos += n
-                break
-        else:
-            raise AssertionError(f"no token for byte {text[pos]:#x}")
-    return ids
+    return GreedyTokens(info).ids(text)
 
 
 @pytest.fixture(scope="module", params=list(TOKENIZERS))

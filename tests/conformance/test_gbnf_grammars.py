@@ -30,7 +30,7 @@ from conftest import require_data, tokenizer_json
 
 import xmask
 from xmask.grammar import Recognizer, parse_ebnf
-from maskutil import bit as _bit, diff_ids as _diff_ids
+from maskutil import GreedyTokens, bit as _bit, diff_ids as _diff_ids
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -158,12 +158,7 @@ class TokEnv:
         assert self.stops, f"{name}: no stop tokens"
         self.is_stop = np.zeros(self.info.vocab_size, dtype=bool)
         self.is_stop[self.stops] = True
-        special = set(self.info.special_token_ids)
-        self.by_bytes = {}
-        for tid, b in enumerate(self.vocab):
-            if b and tid not in special and b not in self.by_bytes:
-                self.by_bytes[b] = tid
-        self.max_len = max(len(b) for b in self.by_bytes)
+        self._greedy = GreedyTokens(self.info, name)
         pad = [b""] * (self.info.vocab_size - len(self.vocab))
         self.tok_len = np.array([len(b) for b in self.vocab + pad])
         # ASCII tokens without letters or digits: structure (brackets, operators, whitespace)
@@ -181,17 +176,7 @@ class TokEnv:
 
     def greedy(self, data: bytes):
         """Greedy longest-match tokenization of ``data`` over the non-special vocabulary."""
-        out, i = [], 0
-        while i < len(data):
-            for n in range(min(self.max_len, len(data) - i), 0, -1):
-                tid = self.by_bytes.get(data[i : i + n])
-                if tid is not None:
-                    out.append(tid)
-                    i += n
-                    break
-            else:
-                raise AssertionError(f"{self.name}: no token for byte {data[i]:#x}")
-        return out
+        return self._greedy.ids(data)
 
     def own_tokens(self, doc: str):
         """(bytes to feed with accept_string first, token ids) from the tokenizer itself."""
