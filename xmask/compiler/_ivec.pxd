@@ -3,7 +3,7 @@
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport realloc
 
-ctypedef Py_ssize_t isz
+from xmask.runtime._types cimport intp_t as isz
 
 
 cdef struct IVec:
@@ -17,20 +17,25 @@ cdef struct LVec:
     isz cap
 
 
-cdef inline int iv_reserve(IVec* v, isz need) noexcept nogil:
-    cdef isz cap
-    cdef int32_t* p
-    if need <= v.cap:
+cdef inline int _reserve(void** d, isz* cap, isz need, size_t elem) noexcept nogil:
+    # Grow d[0] (doubling from 64) to hold `need` elements of `elem` bytes; -1 if out of memory.
+    cdef isz new_cap
+    cdef void* p
+    if need <= cap[0]:
         return 0
-    cap = v.cap * 2 if v.cap else 64
-    while cap < need:
-        cap *= 2
-    p = <int32_t*>realloc(v.d, cap * sizeof(int32_t))
+    new_cap = cap[0] * 2 if cap[0] else 64
+    while new_cap < need:
+        new_cap *= 2
+    p = realloc(d[0], new_cap * elem)
     if p == NULL:
         return -1
-    v.d = p
-    v.cap = cap
+    d[0] = p
+    cap[0] = new_cap
     return 0
+
+
+cdef inline int iv_reserve(IVec* v, isz need) noexcept nogil:
+    return _reserve(<void**>&v.d, &v.cap, need, sizeof(int32_t))
 
 
 cdef inline int iv_push(IVec* v, int32_t x) noexcept nogil:
@@ -42,19 +47,7 @@ cdef inline int iv_push(IVec* v, int32_t x) noexcept nogil:
 
 
 cdef inline int lv_reserve(LVec* v, isz need) noexcept nogil:
-    cdef isz cap
-    cdef int64_t* p
-    if need <= v.cap:
-        return 0
-    cap = v.cap * 2 if v.cap else 64
-    while cap < need:
-        cap *= 2
-    p = <int64_t*>realloc(v.d, cap * sizeof(int64_t))
-    if p == NULL:
-        return -1
-    v.d = p
-    v.cap = cap
-    return 0
+    return _reserve(<void**>&v.d, &v.cap, need, sizeof(int64_t))
 
 
 cdef inline int lv_push(LVec* v, int64_t x) noexcept nogil:
