@@ -11,7 +11,7 @@ Example::
 
 from .builtin_json import JSON_EBNF, builtin_json_grammar
 from .ebnf import make_choice, make_seq, parse_ebnf
-from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, iter_refs
+from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet, iter_refs
 from .printer import expr_to_ebnf, grammar_to_ebnf
 from .recognizer import Recognizer, State
 from .regex import regex_to_expr, regex_to_grammar
@@ -29,6 +29,7 @@ __all__ = [
     "RuleRef",
     "Seq",
     "State",
+    "TokenSet",
     "builtin_json_grammar",
     "expr_to_ebnf",
     "grammar_to_ebnf",

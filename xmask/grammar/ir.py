@@ -12,6 +12,10 @@ hashable trees made of six node kinds:
 * ``Choice(items)``          alternation (at least one item)
 * ``RuleRef(name)``          reference to another rule
 * ``Repeat(item, min, max)`` ``item`` repeated ``min``..``max`` times (``max=None``: unbounded)
+* ``TokenSet(ids, negated)``  one whole *token* (not bytes) whose id is in ``ids`` (sorted,
+  unique, non-negative); ``negated`` flips the set within the vocabulary.  XGrammar's
+  ``Token(...)`` / ``ExcludeToken(...)``: it matches at a token boundary only, and may name
+  special tokens that no byte-level element ever allows.
 
 Example::
 
@@ -143,7 +147,25 @@ class Repeat(_Node):
             raise ValueError(f"bad repeat bounds {{{min},{max}}}")
 
 
-Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat]
+@dataclass(frozen=True, init=False)
+class TokenSet(_Node):
+    ids: Tuple[int, ...]
+    negated: bool = False
+
+    _FIELDS = ("ids", "negated")
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, ids, negated: bool = False):
+        ids = tuple(sorted(set(ids)))
+        for i in ids:
+            if type(i) is not int or i < 0:
+                raise ValueError(f"bad token id {i!r}: token ids are non-negative integers")
+        d = self.__dict__
+        d["ids"] = ids
+        d["negated"] = bool(negated)
+
+
+Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat, TokenSet]
 
 EPSILON = Seq(())
 
@@ -361,7 +383,7 @@ def _first_undefined_ref(rules: Dict[str, Expr]) -> Optional[Tuple[str, str]]:
                 continue
             for item in items:
                 ti = type(item)
-                if ti is Bytes or ti is CharClass:
+                if ti is Bytes or ti is CharClass or ti is TokenSet:
                     continue  # leaves
                 if id(item) not in seen:
                     seen.add(id(item))

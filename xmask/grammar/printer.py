@@ -12,6 +12,7 @@ Escaping:
 * character classes additionally escape ``]``, ``[``, ``-`` and ``^``.
 * the empty string (``Seq(())`` or ``Bytes(b"")``) is printed ``""``; ``CharClass((), True)``
   (any character) is printed ``.``.
+* a :class:`TokenSet` is printed ``Token(1, 2)`` / ``ExcludeToken(3)`` (XGrammar's syntax).
 
 Constructs with no GBNF syntax (only produced by other front-ends, never by the EBNF parser)
 are printed approximately and do **not** round-trip exactly:
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq
+from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
 
 __all__ = ["grammar_to_ebnf", "expr_to_ebnf"]
 
@@ -145,7 +146,7 @@ def _repeat_suffix(r: Repeat) -> str:
 
 def _children(e: Expr, level: int):
     """The (child, precedence level) pairs ``e`` is printed from; None for a leaf."""
-    if isinstance(e, (Bytes, CharClass, RuleRef)):
+    if isinstance(e, (Bytes, CharClass, RuleRef, TokenSet)):
         return None
     if isinstance(e, Seq):
         if not e.items:
@@ -169,6 +170,8 @@ def _leaf(e: Expr) -> str:
         return _char_class(e)
     if isinstance(e, RuleRef):
         return e.name
+    if isinstance(e, TokenSet):  # XGrammar's spelling
+        return f"{'ExcludeToken' if e.negated else 'Token'}({', '.join(map(str, e.ids))})"
     return '""'  # the empty Seq
 
 
