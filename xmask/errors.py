@@ -113,6 +113,27 @@ class InvalidSchemaError(XmaskError, ValueError):
         super().__init__(f"{message} (at {path})")
 
 
+class InvalidStructuralTagError(XmaskError, ValueError):
+    """A malformed structural tag: an unknown format ``type``, a missing or mistyped field, a
+    trigger that starts no tag, a token string the tokenizer does not have.  ``path`` names
+    the place in the structural tag's JSON (``format.elements[1].begin``).
+
+    Example::
+
+        >>> import xmask
+        >>> try:
+        ...     xmask.Grammar.from_structural_tag({"type": "structural_tag",
+        ...                                        "format": {"type": "nope"}})
+        ... except xmask.InvalidStructuralTagError as e:
+        ...     e.path
+        'format.type'
+    """
+
+    def __init__(self, message, path=""):
+        self.path = path
+        super().__init__(f"{message} (at {path})" if path else message)
+
+
 class InvalidJSONError(XmaskError, ValueError):
     """Text that should be JSON (a schema, a serialized object) does not parse.  ``position``
     is the 0-based character offset of the error when known."""
