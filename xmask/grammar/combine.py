@@ -1,0 +1,88 @@
+"""Embedding one grammar inside another: copy its rules under fresh names.
+
+Front-ends that assemble a grammar from parts (structural tags, ``Grammar.union`` /
+``Grammar.concat``, Lark's imported grammars) each hold a rule table being built; a part that
+is itself a whole :class:`~xmask.grammar.ir.Grammar` (a JSON schema's, a regex's, an EBNF
+text's) is copied in with every rule renamed, so two parts never share a rule name by accident.
+
+Example::
+
+    >>> from xmask.grammar.ir import Grammar, RuleRef
+    >>> rules = {}
+    >>> names = RuleNamer(rules)
+    >>> ref = embed_grammar(rules, Grammar.from_ebnf('root ::= "a" b\\nb ::= "b"'), names, "tag")
+    >>> ref, sorted(rules)
+    (RuleRef(name='tag'), ['tag', 'tag_b'])
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
+
+__all__ = ["RuleNamer", "embed_grammar", "rename_refs"]
+
+
+class RuleNamer:
+    """Hands out rule names not yet used in ``rules`` (nor handed out before): ``hint``,
+    then ``hint_1``, ``hint_2``...  Names keep to EBNF's rule-name characters."""
+
+    def __init__(self, rules: Dict[str, Expr]):
+        self._rules = rules
+        self._taken = set(rules)
+
+    def fresh(self, hint: str) -> str:
+        base = "".join(c if c.isalnum() or c in "_-" else "_" for c in hint) or "r"
+        if not (base[0].isalpha() or base[0] == "_"):
+            base = "r_" + base
+        name, k = base, 0
+        while name in self._taken or name in self._rules:
+            k += 1
+            name = f"{base}_{k}"
+        self._taken.add(name)
+        return name
+
+
+def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
+    """``expr`` with every ``RuleRef(a)`` replaced by ``RuleRef(names[a])``; shared
+    sub-expressions are rewritten once (converters share them freely)."""
+    memo: Dict[int, Expr] = {}
+
+    def walk(e: Expr) -> Expr:
+        out = memo.get(id(e))
+        if out is not None:
+            return out
+        t = type(e)
+        if t is RuleRef:
+            out = RuleRef(names[e.name])
+        elif t is Seq:
+            out = Seq(tuple(walk(x) for x in e.items))
+        elif t is Choice:
+            out = Choice(tuple(walk(x) for x in e.items))
+        elif t is Repeat:
+            out = Repeat(walk(e.item), e.min, e.max)
+        elif t is Bytes or t is CharClass or t is TokenSet:
+            out = e
+        else:
+            raise TypeError(f"not a grammar expression: {e!r}")
+        memo[id(e)] = out
+        return out
+
+    return walk(expr)
+
+
+def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
+                  hint: str) -> RuleRef:
+    """Copy every rule of ``grammar`` into ``rules`` under fresh names (its root becomes
+    ``hint`` or ``hint_N``, another rule ``r`` becomes ``<root name>_r``) and return a
+    reference to the copied root."""
+    names: Dict[str, str] = {}
+    root = grammar.root
+    names[root] = namer.fresh(hint)
+    for name, _ in grammar:
+        if name != root:
+            names[name] = namer.fresh(f"{names[root]}_{name}")
+    for name, expr in grammar:
+        rules[names[name]] = rename_refs(expr, names)
+    return RuleRef(names[root])
