@@ -236,3 +236,32 @@ def test_crafted_tokenizer_info_is_rejected(info):
     for edit, pattern in cases:
         with pytest.raises(xmask.DeserializeFormatError, match=pattern):
             xmask.TokenizerInfo.deserialize_json(recrafted(text, edit))
+
+
+TOKEN_CRAFTED = [  # (array, change, where): tables of token edges (Token(...) elements)
+    ("token_set_of", lambda a: np.zeros_like(a), r"automaton\.token_set_of"),
+    ("token_set_of", lambda a: np.where(a >= 0, 7, a), r"automaton\.token_set_of"),
+    ("token_target", lambda a: np.where(a >= 0, 10**6, a), r"automaton\.token_target"),
+    ("token_target", lambda a: np.where(a < 0, 0, a), r"automaton\.token_target"),
+    ("token_bits", lambda a: a[:, :-1].copy(), r"automaton\.token_bits"),
+    ("token_bits", lambda a: a | np.uint32(0xFFFFFFFF), r"automaton\.token_bits"),
+]
+
+
+@pytest.mark.parametrize("name,change,where", TOKEN_CRAFTED,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(TOKEN_CRAFTED)])
+def test_crafted_token_edges_are_rejected(info, name, change, where):
+    from xmask.grammar.ir import Bytes, Seq, TokenSet
+
+    assert info.vocab_size % 32  # the last word has bits past the vocabulary
+    grammar = Grammar({"root": Seq((Bytes(b"a"), TokenSet((3, 4))))})
+    compiled = xmask.GrammarCompiler(info).compile_grammar(grammar)
+
+    def edit(body):
+        field = body["automaton"][name]
+        arr = get_arr(field).reshape(field["shape"])
+        put_arr(field, change(arr))
+
+    text = recrafted(compiled.serialize_json(), edit)
+    with pytest.raises(xmask.DeserializeFormatError, match=where):
+        xmask.CompiledGrammar.deserialize_json(text, info)

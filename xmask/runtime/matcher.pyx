@@ -524,6 +524,9 @@ cdef class GrammarMatcher:
         """Advance by one token.  Returns False (state unchanged) if the grammar rejects it.
 
         Stop tokens are accepted only where the grammar can end; they terminate the matcher.
+        A token is accepted by its bytes, or whole where the grammar names it (``Token(...)`` /
+        ``ExcludeToken(...)``; special tokens only that way), and the two are united when both
+        apply.
         A token that would need a parse stack deeper than ``get_max_recursion_depth()`` is
         rejected.  ``token_id`` is any integer (int, NumPy integer, 0-d tensor); raises
         ``InvalidTokenError`` for a non-integer or an id outside ``[0, vocab_size)``.
