@@ -421,3 +421,23 @@ def test_masks_equal_xgrammar(llama, case):
             assert xm.accept_token(item)
         else:
             assert xm.accept_string(item)
+
+
+@pytest.mark.parametrize("name,vocab_size", [("llama2", None), ("phi3-mini", 32064)])
+def test_exclude_token_universe_equals_xgrammar(name, vocab_size):
+    # which ids a token element may match (no stop, empty or padding id; special tokens yes)
+    # on a byte-fallback vocabulary and a padded one; all seven shared tokenizers agreed
+    xgr = pytest.importorskip("xgrammar")
+    transformers = pytest.importorskip("transformers")
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json(name)))
+    info = xmask.TokenizerInfo.from_huggingface(tok, vocab_size=vocab_size)
+    xinfo = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=info.vocab_size,
+                                               stop_token_ids=info.stop_token_ids)
+    n_words = (info.vocab_size + 31) // 32
+    m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_grammar(
+        Grammar({"root": TokenSet((0,), negated=True)})))
+    xm = xgr.GrammarMatcher(xgr.GrammarCompiler(xinfo).compile_grammar("root ::= ExcludeToken(0)"))
+    xbm = xgr.allocate_token_bitmask(1, info.vocab_size)
+    xm.fill_next_token_bitmask(xbm)
+    fast, _ = rows(m, n_words)
+    assert diff_ids(fast, np.asarray(xbm)) == []
