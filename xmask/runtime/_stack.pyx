@@ -203,8 +203,7 @@ cdef int _next_epoch(StackC* st) except -1 nogil:
 
 cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogil:
     # Expand the work list: emit nodes that can read a byte or a whole token (and BOTTOM), push
-    # callee frames for
-    # calls, pop finished frames to their parent.  Each node is handled once per epoch, so
+    # callee frames for calls, pop finished frames to their parent.  Each node is handled once per epoch, so
     # nullable loops terminate; left recursion is rejected at compile time.
     cdef int32_t x, s, ret, parent, k, k_end
     cdef uint8_t f
