@@ -180,8 +180,9 @@ def cache_records(cache: MaskCache, automaton, automaton_tables=None) -> CacheSt
     owner = {}
     records = []
     names = automaton.rule_names
-    positions = state_positions(automaton)
-    for s in np.nonzero(se >= 0)[0].tolist():
+    classified = np.nonzero(se >= 0)[0].tolist()
+    positions = dict(zip(classified, state_positions(automaton, classified)))
+    for s in classified:
         k = int(se[s])
         first = owner.setdefault(k, s)
         records.append(StateCacheRecord(

@@ -4,8 +4,8 @@ A state's position is the shortest input that leads to it from its rule's start 
 as EBNF literals and character classes, calls as the called rule's name), then ``•``, then what
 the state reads next (its bytes, the rules it calls, ``(end)`` when the rule may stop there)::
 
-    member: "\\"" [a-z] • [a-z"]        # inside a key, after its first letter
-    object: "{" member • "," | "}"
+    member: "\\"" • [ -\\x7f\\xc2-\\xf4]     # inside a key (JSON), after its opening quote
+    object: "{" member • [,}]
 
 Only for reading (``CompiledGrammar.cache_stats()``, ``xmask.inspect``); the runtime never
 uses it.  Rules inlined into their callers (small, non-recursive ones) have no states of their
@@ -13,15 +13,15 @@ own: their bytes show up in the caller's positions.
 
 Example::
 
-    >>> from xmask.grammar.ir import Grammar, Bytes, Repeat, CharClass, Sequence
+    >>> from xmask.grammar.ir import Grammar
     >>> from xmask.compiler.automaton import build_automaton
-    >>> a = build_automaton(Grammar({"root": Sequence((Bytes(b"ab"), Repeat(CharClass(((48, 57),)), 1, None)))}))
-    >>> state_positions(a)[2]
-    '"ab" • [0-9]'
+    >>> state_positions(build_automaton(Grammar.from_ebnf('root ::= "ab" [0-9]+')))
+    ['• "a"', '"a" • "b"', '"ab" • [0-9]', '"ab" [0-9] • [0-9] | (end)']
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import List
 
@@ -35,40 +35,53 @@ _MAX_CLASS_CHARS = 24
 _memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def state_positions(automaton) -> List[str]:
-    """Per state, its dotted position in its rule (see the module docstring); computed once per
-    automaton and remembered while it lives."""
+def state_positions(automaton, states=None) -> List[str]:
+    """The dotted positions (see the module docstring) of ``states`` (default: every state).
+
+    The shortest paths are found once per automaton (remembered while it lives) and each text
+    is made on first request, so asking for the few classified states of a big automaton is
+    cheap."""
     got = _memo.get(automaton)
     if got is None:
-        got = _describe(automaton)
-        _memo[automaton] = got
-    return got
+        got = _memo[automaton] = _Positions(automaton)
+    if states is None:
+        states = range(int(automaton.n_states))
+    return [got.text(int(s)) for s in states]
 
 
-def _describe(automaton) -> List[str]:
-    n, nc = int(automaton.n_states), int(automaton.n_classes)
-    names = list(automaton.rule_names)
-    if n == 0:
-        return []
-    trans = np.asarray(automaton.trans).reshape(n, nc)
-    class_bytes = [[] for _ in range(nc)]
-    for b, c in enumerate(np.asarray(automaton.byte_class).tolist()):
-        class_bytes[c].append(b)
-    rule_of_start = {int(s): r for r, s in enumerate(np.asarray(automaton.rule_start).tolist())}
-    offsets = np.asarray(automaton.call_offsets)
-    c_src = np.repeat(np.arange(n), np.diff(offsets))
-    c_rule = np.array([rule_of_start[int(t)] for t in np.asarray(automaton.call_target).tolist()],
-                      dtype=np.int64)
-    c_ret = np.asarray(automaton.call_ret).astype(np.int64)
-    parent, label = _shortest_paths(trans, np.asarray(automaton.rule_start), c_src, c_rule, c_ret)
-    flags = np.asarray(automaton.flags)
-    out = []
-    for s in range(n):
-        path = _path_text(s, parent, label, class_bytes, names)
-        reads = _reads_text(trans[s], class_bytes, [names[int(r)] for r in c_rule[offsets[s]:offsets[s + 1]]],
-                            bool(flags[s] & FLAG_FINAL))
-        out.append(f"{path} • {reads}" if path else f"• {reads}")
-    return out
+class _Positions:
+    """One automaton's shortest paths from the rule starts, and the texts made so far."""
+
+    def __init__(self, automaton):
+        n, nc = int(automaton.n_states), int(automaton.n_classes)
+        self.names = list(automaton.rule_names)
+        self.trans = np.asarray(automaton.trans).reshape(n, nc)
+        self.class_bytes = [[] for _ in range(nc)]
+        for b, c in enumerate(np.asarray(automaton.byte_class).tolist()):
+            self.class_bytes[c].append(b)
+        starts = np.asarray(automaton.rule_start)
+        rule_of_start = {int(s): r for r, s in enumerate(starts.tolist())}
+        self.offsets = np.asarray(automaton.call_offsets)
+        c_src = np.repeat(np.arange(n), np.diff(self.offsets))
+        self.c_rule = np.array([rule_of_start[int(t)]
+                                for t in np.asarray(automaton.call_target).tolist()],
+                               dtype=np.int64)
+        c_ret = np.asarray(automaton.call_ret).astype(np.int64)
+        self.parent, self.label = _shortest_paths(self.trans, starts, c_src, self.c_rule, c_ret)
+        self.flags = np.asarray(automaton.flags)
+        self.texts = {}
+
+    def text(self, s: int) -> str:
+        got = self.texts.get(s)
+        if got is None:
+            path = _path_text(s, self.parent, self.label, self.trans, self.class_bytes,
+                              self.names)
+            callees = [self.names[int(r)]
+                       for r in self.c_rule[self.offsets[s]:self.offsets[s + 1]]]
+            reads = _reads_text(self.trans[s], self.class_bytes, callees,
+                                bool(self.flags[s] & FLAG_FINAL))
+            got = self.texts[s] = f"{path} • {reads}" if path else f"• {reads}"
+        return got
 
 
 def _shortest_paths(trans, starts, c_src, c_rule, c_ret):
@@ -100,22 +113,26 @@ def _shortest_paths(trans, starts, c_src, c_rule, c_ret):
     return parent, label
 
 
-def _path_text(s, parent, label, class_bytes, names) -> str:
-    labels = []
-    while parent[s] >= 0 and len(labels) <= _MAX_LABELS:
-        labels.append(int(label[s]))
-        s = int(parent[s])
-    cut = len(labels) > _MAX_LABELS
-    labels = labels[:_MAX_LABELS][::-1]
+def _path_text(s, parent, label, trans, class_bytes, names) -> str:
+    steps = []  # (bytes of every class leading from the parent to the state) or a rule name
+    while parent[s] >= 0 and len(steps) <= _MAX_LABELS:
+        p, lab = int(parent[s]), int(label[s])
+        if lab >= 0:
+            steps.append(sorted(b for c in np.nonzero(trans[p] == s)[0].tolist()
+                                for b in class_bytes[c]))
+        else:
+            steps.append(names[-1 - lab])
+        s = p
+    cut = len(steps) > _MAX_LABELS
     parts, run = [], bytearray()
-    for lab in labels:
-        if lab >= 0 and len(class_bytes[lab]) == 1:
-            run.append(class_bytes[lab][0])  # single bytes merge into one literal
+    for step in steps[:_MAX_LABELS][::-1]:
+        if not isinstance(step, str) and len(step) == 1:
+            run.append(step[0])  # single bytes merge into one literal
             continue
         if run:
             parts.append(_literal(bytes(run)))
             run = bytearray()
-        parts.append(_char_class(class_bytes[lab]) if lab >= 0 else names[-1 - lab])
+        parts.append(step if isinstance(step, str) else _char_class(tuple(step)))
     if run:
         parts.append(_literal(bytes(run)))
     return ("… " if cut else "") + " ".join(parts)
@@ -125,7 +142,7 @@ def _reads_text(row, class_bytes, callees, final) -> str:
     got = sorted(b for c in np.nonzero(row >= 0)[0].tolist() for b in class_bytes[c])
     alts = []
     if got:
-        alts.append(_literal(bytes(got)) if len(got) == 1 else _char_class(got))
+        alts.append(_literal(bytes(got)) if len(got) == 1 else _char_class(tuple(got)))
     alts.extend(dict.fromkeys(callees))
     if final:
         alts.append("(end)")
@@ -175,13 +192,15 @@ def _ranges(sorted_bytes) -> str:
     return "".join(out)
 
 
-def _char_class(sorted_bytes) -> str:
+@functools.lru_cache(maxsize=4096)  # few distinct classes, met by many states
+def _char_class(sorted_bytes: tuple) -> str:
     have = set(sorted_bytes)
     if len(have) == 256:
         return "[\\x00-\\xff]"
-    plain = "[" + _ranges(sorted(have)) + "]"
-    negated = "[^" + _ranges(b for b in range(256) if b not in have) + "]"
-    text = negated if len(negated) < len(plain) else plain
+    if len(have) > 128:  # mostly everything: say what is left out
+        text = "[^" + _ranges(b for b in range(256) if b not in have) + "]"
+    else:
+        text = "[" + _ranges(sorted(have)) + "]"
     if len(text) > _MAX_CLASS_CHARS:
         text = text[:_MAX_CLASS_CHARS - 2] + "…]"
     return text
