@@ -35,3 +35,17 @@ def data_dir() -> pathlib.Path:
 def tokenizer_json(name: str) -> pathlib.Path:
     """Path of ``tokenizers/<name>/tokenizer.json`` in the data dir (skips/fails if absent)."""
     return require_data("tokenizers", name, "tokenizer.json")
+
+
+def require_module(name: str):
+    """Import an optional test dependency (from the ``[test]`` extra); skip without it, except
+    under CI (``CI=true``), where a missing one is a failure."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        msg = f"optional test dependency not installed: {name} (pip install -e .[test])"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg + " -- CI=true requires it", pytrace=False)
+        pytest.skip(msg)

@@ -8,30 +8,19 @@
   clear ImportError.  Under ``CI=true`` a missing pandas or matplotlib fails instead of skipping.
 """
 
-import importlib
 import json
-import os
 import sys
 
 import numpy as np
 import pytest
 
 import xmask
-from conftest import tokenizer_json
+from conftest import require_module, tokenizer_json
 
 NESTED = """root ::= "[" list "]"
 list ::= item ("," item)*
 item ::= [0-9]+ | "(" list ")"
 """
-
-
-def _need(module):
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{module} is missing; CI=true needs the [test] extra", pytrace=False)
-        pytest.skip(f"{module} is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +30,7 @@ def info():
 
 @pytest.fixture(scope="module")
 def plt():
-    _need("matplotlib")
+    require_module("matplotlib")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -141,7 +130,7 @@ def test_json_positions_on_llama3():
 # ---- xmask.inspect ---------------------------------------------------------------------------
 
 def test_cache_frame_matches_the_records(info):
-    _need("pandas")
+    require_module("pandas")
     from xmask import inspect as xi
 
     cg = xmask.GrammarCompiler(info).compile_builtin_json_grammar()
@@ -167,7 +156,7 @@ def test_cache_frame_matches_the_records(info):
 
 
 def test_walk_latency_records_every_fill(info):
-    _need("pandas")
+    require_module("pandas")
     from xmask import inspect as xi
 
     tok = xmask.default_tokenizer()
@@ -196,7 +185,7 @@ def test_walk_latency_records_every_fill(info):
 
 
 def test_plots_draw(info, plt):
-    _need("pandas")
+    require_module("pandas")
     from xmask import inspect as xi
 
     cg = xmask.GrammarCompiler(info).compile_builtin_json_grammar()

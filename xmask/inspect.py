@@ -7,6 +7,7 @@ used by the runtime.
 * :func:`cache_frame`: one row per classified state (``CompiledGrammar.cache_stats()``)
 * :func:`memory_frame`: ``memory_size_bytes`` split into parts that add up to it
 * :func:`walk_latency`: walk token ids with a matcher, timing each mask fill
+  (:func:`document_tokens` spells a document exactly in a tokenizer's ids)
 * ``plot_*``: memory by rule and storage kind, the accepted / rejected / uncertain split per
   state, the uncertain-token histogram, mask latency along a walk
 
@@ -30,12 +31,12 @@ import numpy as np
 
 STORAGE_KINDS = ("accepted", "rejected", "bitset")
 # one colour per storage kind / token class, the same in every plot
-_KIND_COLORS = {"accepted": "#4c72b0", "rejected": "#dd8452", "bitset": "#55a868",
+KIND_COLORS = {"accepted": "#4c72b0", "rejected": "#dd8452", "bitset": "#55a868",
                 "uncertain": "#c44e52"}
-_SPLIT_COLORS = {"accepted": "#55a868", "rejected": "#bbbbbb", "uncertain": "#c44e52"}
+SPLIT_COLORS = {"accepted": "#55a868", "rejected": "#bbbbbb", "uncertain": "#c44e52"}
 
 __all__ = [
-    "cache_frame", "memory_frame", "walk_latency", "plot_memory_by_rule", "plot_memory_parts",
+    "cache_frame", "memory_frame", "walk_latency", "document_tokens", "plot_memory_by_rule", "plot_memory_parts",
     "plot_token_split", "plot_uncertain_histogram", "plot_walk_latency",
 ]
 
@@ -190,6 +191,45 @@ def walk_latency(compiled, token_ids: Sequence[int], *, repeat: int = 1, bitmask
                          "new_states": new_states})
 
 
+def document_tokens(text: str, tokenizer, tokenizer_info) -> list:
+    """Token ids that spell exactly ``text`` (UTF-8), for :func:`walk_latency`.
+
+    The tokenizer's own ids when they decode to exactly ``text``; otherwise (sentencepiece
+    tokenizers such as Llama-2's prepend a space to a text's start, which a grammar would
+    reject) a greedy longest match over ``tokenizer_info.decoded_vocab``.  ``tokenizer``: a
+    ``tokenizers.Tokenizer`` or a transformers tokenizer.
+
+    Example::
+
+        >>> ids = document_tokens('{"a": 1}', tok, info)                 # doctest: +SKIP
+        >>> b"".join(info.decoded_vocab[i] for i in ids)                 # doctest: +SKIP
+        b'{"a": 1}'
+    """
+    got = tokenizer.encode(text, add_special_tokens=False)
+    ids = [int(i) for i in getattr(got, "ids", got)]
+    vocab = tokenizer_info.decoded_vocab
+    data = text.encode("utf-8")
+    if b"".join(vocab[i] for i in ids) == data:
+        return ids
+    special = set(tokenizer_info.special_token_ids)
+    by_bytes = {}
+    for i, b in enumerate(vocab):
+        if b and i not in special:
+            by_bytes.setdefault(b, i)
+    longest = max(map(len, by_bytes), default=0)
+    ids, at = [], 0
+    while at < len(data):
+        for n in range(min(longest, len(data) - at), 0, -1):
+            tid = by_bytes.get(data[at:at + n])
+            if tid is not None:
+                ids.append(tid)
+                at += n
+                break
+        else:
+            raise ValueError(f"no token spells byte {data[at]:#04x} at offset {at}")
+    return ids
+
+
 # ---- plots ---------------------------------------------------------------------------------
 
 def plot_memory_by_rule(frame_or_compiled, ax=None, *, top: int = 12):
@@ -210,9 +250,11 @@ def plot_memory_by_rule(frame_or_compiled, ax=None, *, top: int = 12):
     table = _pandas().DataFrame(parts).assign(rule=own["rule"]).groupby("rule", sort=False).sum()
     table = table.loc[table.sum(axis=1).sort_values(ascending=False).index[:top]][::-1]
     left = np.zeros(len(table))
+    # long generated names (JSON schema paths) keep their distinctive end
+    names = [n if len(n) <= 32 else "…" + n[-31:] for n in table.index]
     for kind in table.columns:
         label = f"{kind} ids" if kind in STORAGE_KINDS else "uncertain positions"
-        ax.barh(table.index, table[kind] / 1024, left=left, color=_KIND_COLORS[kind], label=label)
+        ax.barh(names, table[kind] / 1024, left=left, color=KIND_COLORS[kind], label=label)
         left += table[kind].to_numpy() / 1024
     ax.set_xlabel("stored entry KiB (shared entries counted once)")
     ax.set_title("cache memory by rule and storage kind")
@@ -256,7 +298,7 @@ def plot_token_split(frame_or_compiled, ax=None, *, max_states: int = 80):
     bottom = np.zeros(len(frame))
     for col in ("accepted", "uncertain", "rejected"):
         share = (frame[col] / total).to_numpy()
-        ax.bar(x, share, bottom=bottom, width=1.0, color=_SPLIT_COLORS[col], label=col)
+        ax.bar(x, share, bottom=bottom, width=1.0, color=SPLIT_COLORS[col], label=col)
         bottom += share
     ax.set_xlim(-0.5, len(frame) - 0.5)
     ax.set_ylim(0, 1)
@@ -282,18 +324,21 @@ def plot_uncertain_histogram(frame_or_compiled, ax=None, *, bins: int = 30):
     values = frame["uncertain"].to_numpy()
     top = max(1, int(values.max()) if len(values) else 1)
     edges = np.unique(np.concatenate([[0, 1], np.geomspace(1, top + 1, bins)]).round())
-    ax.hist(values, bins=edges, color=_KIND_COLORS["uncertain"])
+    ax.hist(values, bins=edges, color=KIND_COLORS["uncertain"])
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlabel("uncertain tokens in the state's entry")
     ax.set_ylabel("states")
     zero = int((values == 0).sum())
-    ax.set_title(f"uncertain tokens per state ({zero} of {len(values)} states have none)")
+    ax.set_title("uncertain tokens per state")
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.2)  # room for the note above the bars
+    ax.text(0.98, 0.95, f"{zero} of {len(values)} states have none", transform=ax.transAxes,
+            ha="right", va="top", fontsize="small")
     return ax
 
 
 def plot_walk_latency(walks, ax=None, *, by: str = "offset", y: str = "fill_us"):
     """Mask fill time along one or more document walks (:func:`walk_latency`), on a log scale;
-    fills that classified new states are marked.  ``walks``: a walk frame or a dict label ->
+    first-walk fills that classified new states are marked.  ``walks``: a walk frame or a dict label ->
     walk frame (one line each, e.g. per tokenizer or lazy vs precomputed); ``by``: ``"offset"``
     (document bytes, comparable across tokenizers) or ``"step"``; ``y``: ``"fill_us"`` (first
     walk) or ``"warm_us"``.  Returns the Axes.
@@ -312,7 +357,7 @@ def plot_walk_latency(walks, ax=None, *, by: str = "offset", y: str = "fill_us")
     ax = _axes(ax, (7, 2.8))
     for label, walk in walks.items():
         line, = ax.plot(walk[by], walk[y], lw=1, label=label or None)
-        cold = walk[walk["new_states"] > 0]
+        cold = walk[walk["new_states"] > 0] if y == "fill_us" else walk[:0]
         if len(cold):
             ax.scatter(cold[by], cold[y], s=12, color=line.get_color(), marker="o",
                        zorder=3)
