@@ -230,3 +230,22 @@ def test_import_xmask_does_not_import_pandas_or_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_document_tokens_spell_the_text_exactly():
+    tokenizers = require_module("tokenizers")
+    from xmask import inspect as xi
+
+    path = str(tokenizer_json("llama2"))
+    tok, info = tokenizers.Tokenizer.from_file(path), xmask.TokenizerInfo.from_huggingface(path)
+    text = json.dumps({"name": "café", "n": [1, -2.5]})
+    own = tok.encode(text, add_special_tokens=False).ids
+    assert b"".join(info.decoded_vocab[i] for i in own) == b" " + text.encode()  # sentencepiece
+    ids = xi.document_tokens(text, tok, info)
+    assert b"".join(info.decoded_vocab[i] for i in ids) == text.encode()
+    cg = xmask.GrammarCompiler(info).compile_builtin_json_grammar()
+    walk = xi.walk_latency(cg, ids)  # the grammar accepts every token
+    assert walk["offset"].iloc[-1] == len(text.encode())
+    llama3 = str(tokenizer_json("llama3"))
+    tok3, info3 = tokenizers.Tokenizer.from_file(llama3), xmask.TokenizerInfo.from_huggingface(llama3)
+    assert xi.document_tokens(text, tok3, info3) == tok3.encode(text, add_special_tokens=False).ids
