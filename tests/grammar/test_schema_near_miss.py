@@ -7,7 +7,7 @@ import pytest
 
 import xmask
 from xmask.grammar.recognizer import Recognizer
-from xmask.grammar.schema_check import SchemaKeywordWarning
+from xmask import SchemaKeywordWarning
 
 
 def _near_misses(schema):

@@ -32,9 +32,9 @@ import warnings
 from fractions import Fraction
 from typing import Any, List, Tuple
 
-from ..errors import InvalidJSONError, InvalidSchemaError, UnsupportedSchemaError
+from ..errors import InvalidJSONError, InvalidSchemaError, SchemaKeywordWarning, UnsupportedSchemaError
 
-__all__ = ["HugeNumber", "SchemaKeywordWarning", "check_keywords", "check_json_value", "is_count", "is_schema",
+__all__ = ["HugeNumber", "check_keywords", "check_json_value", "is_count", "is_schema",
            "parse_schema_text"]
 
 
@@ -125,11 +125,6 @@ _OTHER_KEYWORDS = frozenset((
 # near-misses are looked for among the keywords that change the language only: a misspelt
 # annotation ("descripton") changes nothing
 _LANGUAGE_KEYWORDS = tuple(sorted(_VALUE_KEYWORDS | _SCHEMA_KEYWORDS))
-
-
-class SchemaKeywordWarning(UserWarning):
-    """An unknown schema keyword that looks like a misspelt known one (``propertes``).  The
-    spec ignores unknown keywords, so the schema is converted as written, without it."""
 
 
 def _distance(a: str, b: str, limit: int) -> int:
