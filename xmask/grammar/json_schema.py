@@ -785,6 +785,10 @@ class _Converter:
         self.memo[(root_atoms, 0)] = "root"
         self.sink.fresh("root")
         self.queue.append(("root", root_atoms, 0))
+        return Grammar(self.drain(), root="root")
+
+    def drain(self) -> Dict[str, Expr]:
+        """Generate the queued rules; the rule table (never-matching rules for empty ones)."""
         while self.queue:
             name, atoms, depth = self.queue.popleft()
             try:
@@ -792,8 +796,7 @@ class _Converter:
             except RecursionError:
                 raise GrammarLimitError("JSON Schema is too deeply nested") from None
             self.rules[name] = expr if expr is not None else _NEVER  # (sink caps the rule count)
-        rules = {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
-        return Grammar(rules, root="root")
+        return {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
 
     def value_ref(self, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
         """A reference to the rule of the values satisfying ``atoms`` (None: none can)."""
@@ -1520,17 +1523,22 @@ class _Converter:
                 return False
         return True
 
+    def enum_value_ok(self, v, m: _Merged) -> bool:
+        """Whether the ``enum``/``const`` candidate ``v`` satisfies the other keywords of
+        ``m`` (a value that cannot be validated is kept, reported in lenient mode)."""
+        try:
+            return all(self.validate(v, n, own_only=True) for n in m.nids)
+        except _FormatUnknown:
+            return False  # dropping a value only rejects valid texts
+        except _CannotValidate as e:
+            self.unsupported(e.message, e.path)
+            return True
+
     def gen_enum(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         out = []
         seen = set()
         for v in m.enum:
-            try:
-                ok = all(self.validate(v, n, own_only=True) for n in m.nids)
-            except _FormatUnknown:
-                ok = False  # dropping a value only rejects valid texts
-            except _CannotValidate as e:
-                self.unsupported(e.message, e.path)
-                ok = True
+            ok = self.enum_value_ok(v, m)
             sig = _canon(v)  # 1 and 1.0 are one value (with the same spellings)
             if ok and self.excludes and not self.literal_allowed(v):
                 ok = False
@@ -2243,19 +2251,7 @@ class _Converter:
             if STR not in pm.kinds:
                 return dfa_literals([])
             if pm.enum is not None:
-                vals = []
-                for v in pm.enum:
-                    if isinstance(v, str):
-                        try:
-                            ok = all(self.validate(v, n, own_only=True) for n in pm.nids)
-                        except _FormatUnknown:
-                            ok = False  # a key not allowed only rejects valid texts
-                        except _CannotValidate as e:
-                            self.unsupported(e.message, e.path)
-                            ok = True
-                        if ok:
-                            vals.append(v)
-                x = dfa_literals(vals)
+                x = dfa_literals([v for v in pm.enum if isinstance(v, str) and self.enum_value_ok(v, pm)])
             else:
                 key = ("str", pm.min_len, pm.max_len,
                        tuple(p for p, path in pm.patterns if self.regex(p, path) is not None),
@@ -3270,18 +3266,7 @@ class SchemaParts:
             if STR not in m.kinds:
                 continue
             if m.enum is not None:
-                words = []
-                for v in m.enum:
-                    if isinstance(v, str):
-                        try:
-                            ok = all(c.validate(v, n, own_only=True) for n in m.nids)
-                        except _FormatUnknown:
-                            ok = False
-                        except _CannotValidate as e:
-                            c.unsupported(e.message, e.path)
-                            ok = True
-                        if ok:
-                            words.append(v)
+                words = [v for v in m.enum if isinstance(v, str) and c.enum_value_ok(v, m)]
                 if words:
                     dfas.append(dfa_literals(words))
                 plain = False
@@ -3309,15 +3294,9 @@ class SchemaParts:
 
     def rules(self) -> Dict[str, Expr]:
         """The rule table: every rule the parts referenced, and the caller's own."""
-        c = self._c
-        while c.queue:
-            name, atoms, depth = c.queue.popleft()
-            try:
-                expr = c.value_expr(atoms, depth, name, ())
-            except RecursionError:
-                raise GrammarLimitError("JSON Schema is too deeply nested") from None
-            c.rules[name] = expr if expr is not None else _NEVER
-        return {k: (v if v is not None else _NEVER) for k, v in c.rules.items() if k != "root"}
+        rules = self._c.drain()
+        del rules["root"]  # reserved by the converter, unused here: the caller names its root
+        return rules
 
 
 def _frac_json(f: Fraction):
