@@ -105,6 +105,11 @@ CASES = [
      ["plain", "x @num:12; y @word:abc;", "@num:1;@num:2;"], ["@num:x;", "STOP", "@word:1;"]),
     ({"type": "json_schema", "json_schema": WEATHER}, ['{"city": "Paris"}', '{ "city" : "x" }'],
      ['{"city": 1}', '{"city": "x", "y": 1}']),
+    ({"type": "qwen_xml_parameter", "json_schema": WEATHER},
+     ["<parameter=city>Paris</parameter>", "<parameter=city>\nSão Paulo\n</parameter>"],
+     ["<parameter=town>x</parameter>", "<parameter=city>x"]),
+    ({"type": "json_schema", "style": "qwen_xml", "json_schema": WEATHER},
+     ["<parameter=city>Oslo</parameter>"], ["<parameter=city></parameter>x"]),
 ]
 
 
@@ -117,3 +122,38 @@ def test_format_documents(tok, fmt, good, bad):
     for doc in bad:
         m = xmask.GrammarMatcher(compiled)
         assert not (m.accept_string(doc) and m.is_completed()), doc
+
+
+def test_rollback_fork_and_serialization_keep_masks(tok):
+    compiled = tok.compiler.compile_structural_tag(TOOL_TAG)
+    ids = tok.encode("Hi <tool " + CALL % "Lima" + " bye")
+    m = xmask.GrammarMatcher(compiled)
+    for t in ids:
+        assert m.accept_token(t)
+    again = xmask.CompiledGrammar.deserialize_json(compiled.serialize_json(), tok.info)
+    for k in (1, 3, 7, len(ids) - 2):
+        m.rollback(k)
+        m2 = xmask.GrammarMatcher(again)
+        for t in ids[:len(ids) - k]:
+            assert m2.accept_token(t)
+        fast, ref = tok.rows(m)
+        assert (fast == ref).all()
+        assert (tok.rows(m2)[0] == fast).all() and (tok.rows(m.fork())[0] == fast).all()
+        for t in ids[len(ids) - k:]:
+            assert m.accept_token(t)
+    assert m.is_completed()
+
+
+def test_nested_formats_masks(tok):
+    fmt = {"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "end": ["</think>", "</THINK>"], "content": {
+            "type": "triggered_tags", "triggers": ["[["], "tags": [
+                {"begin": "[[note]]", "content": {"type": "any_text"}, "end": "[[/note]]"}]}},
+        {"type": "dispatch", "loop": False, "rules": [
+            ["CALL ", {"type": "json_schema", "json_schema": WEATHER}]]}]}
+    compiled = tok.compiler.compile_structural_tag({"format": fmt})
+    doc = ('<think>plan [ not [[note]] a [[ b [/note] [[/note]] ok </think fine</THINK>'
+           'answer: CALL {"city": "Bern"}')
+    assert tok.walk(compiled, tok.encode(doc), tok.name).is_completed()
+    m = xmask.GrammarMatcher(compiled)
+    assert not m.accept_string("<think>x [[bad")
