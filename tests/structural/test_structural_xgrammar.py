@@ -98,6 +98,18 @@ def test_trigger_inside_a_longer_trigger_fires(xcompiler):
     assert ours.accepts(b"abcYE") and not ours.accepts(b"abcXE")
 
 
+def test_trigger_that_starts_an_excluded_string_fires(xcompiler):
+    """Trigger ">" and excluded ">/a": ">" dispatches at once in xmask; XGrammar waits for the
+    longer pattern and then takes ">" as free text (the same looseness as above)."""
+    fmt = {"type": "triggered_tags", "triggers": [">"], "excludes": [">/a"],
+           "tags": [T(">b", C("<"), "/<")]}
+    doc = {"type": "structural_tag", "format": fmt}
+    theirs = xcompiler.compile_grammar(xgr.Grammar.from_structural_tag(json.dumps(doc)))
+    ours = Recognizer(xmask.Grammar.from_structural_tag(doc))
+    assert _xgr_accepts(theirs, "<>/<") and not ours.accepts(b"<>/<")
+    assert ours.accepts(b"<>b</<") and _xgr_accepts(theirs, "<>b</<")
+
+
 def test_xgrammar_models_are_accepted():
     from xgrammar.structural_tag import StructuralTag, StructuralTagItem
 
