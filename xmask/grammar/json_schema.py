@@ -3077,14 +3077,17 @@ class ObjectView:
 
     ``members``: ``(name, value part, required)`` in declaration order; ``additional``: the
     value part of keys outside the declared names (None: no other key allowed);
-    ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded).
+    ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded);
+    ``additional_declared``: an ``additionalProperties`` keyword applies (else other keys are
+    allowed only because nothing forbids them).
     """
 
-    __slots__ = ("members", "additional", "min_props", "max_props", "pointer")
+    __slots__ = ("members", "additional", "min_props", "max_props", "pointer", "additional_declared")
 
-    def __init__(self, members, additional, min_props, max_props, pointer):
+    def __init__(self, members, additional, min_props, max_props, pointer, additional_declared=False):
         self.members = members
         self.additional = additional
+        self.additional_declared = additional_declared
         self.min_props = min_props
         self.max_props = max_props
         self.pointer = pointer
@@ -3211,6 +3214,7 @@ class SchemaParts:
                 continue
             members.append((name, atoms, name in m.required))
         additional: Optional[FrozenSet] = None
+        declared = any(addl is not None for _, _, addl, _ in m.obj_units)
         if not (c.strict and not m.has_addl and c._strict_objects(m)):
             acc: set = set()
             for _, _, addl, _ in m.obj_units:
@@ -3220,7 +3224,7 @@ class SchemaParts:
                 additional = frozenset(acc)
         if m.max_props is not None and m.max_props > MAX_COUNT_BOUND or m.min_props > MAX_COUNT_BOUND:
             raise GrammarLimitError(f"property count bound above {MAX_COUNT_BOUND}", path=p)
-        return ObjectView(members, additional, m.min_props, m.max_props, p)
+        return ObjectView(members, additional, m.min_props, m.max_props, p, declared)
 
     def array_view(self, branch: FrozenSet) -> Optional[Tuple[FrozenSet, int, Optional[int]]]:
         """``(item part, min items, max items)`` of the arrays at a disjunction-free
