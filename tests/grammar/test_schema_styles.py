@@ -224,6 +224,22 @@ def test_excludes_xml(style):
            param(style, "location", "P") + days + param(style, "y", "xx_")])
 
 
+def test_excludes_reach_json_inside_xml_values():
+    schema = {"type": "object", "properties": {"o": {"type": "object"}, "a": {"type": "array", "items": {"type": "string"}}}}
+    g = json_schema_format_grammar(schema, style="qwen_xml", excludes=["rm -rf"])
+    check(g, ['<parameter=o>{"cmd": "ls"}</parameter>', '<parameter=a>["rm -r f"]</parameter>'],
+          ['<parameter=o>{"cmd": "rm -rf /"}</parameter>', '<parameter=o>{"rm -rf": 1}</parameter>',
+           '<parameter=a>["x", "sudo rm -rf"]</parameter>'])
+
+
+def test_long_length_bounds_with_an_end_tag_raise_clearly():
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 100_000}}}
+    with pytest.raises(xmask.GrammarError):
+        json_schema_format_grammar(schema, style="qwen_xml")
+    with pytest.raises(xmask.UnsupportedSchemaError):
+        json_schema_format_grammar({"type": "string", "maxLength": 100_000}, excludes=["x"])
+
+
 def test_excluded_name_drops_parameter():
     g = json_schema_format_grammar(TOOL, style="qwen_xml", excludes=["uni"])
     check(g, [param("qwen_xml", "location", "P") + param("qwen_xml", "days", "1")],
