@@ -4,6 +4,9 @@ is the oracle), ``excludes`` / ``any_order`` / ``max_whitespace_cnt``, malformed
 equal to the slow reference on Qwen2.5, and the same verdicts as XGrammar where xmask is not
 deliberately stricter."""
 
+import itertools
+import random
+
 import numpy as np
 import pytest
 from conftest import tokenizer_json
@@ -186,6 +189,32 @@ def test_any_order_is_exact(style):
     check(json_schema_format_grammar(TOOL, style=style, any_order=True),
           [days + loc, unit + days + loc, loc + unit + days],
           [loc, unit + loc, days + loc + days, loc + days + unit + unit])
+
+
+def test_member_sequences_are_exact():
+    """Every sequence of up to 4 parameters (declared a, b, c and an additional z) is accepted
+    iff it satisfies required, uniqueness, order (unless any_order) and min/maxProperties."""
+    rnd = random.Random(3)
+    for _ in range(40):
+        decl = ["a", "b", "c"][:rnd.randint(0, 3)]
+        req = [x for x in decl if rnd.random() < 0.4]
+        addl, any_order = rnd.random() < 0.5, rnd.random() < 0.5
+        lo, hi = rnd.choice([0, 0, 1, 2]), rnd.choice([None, None, 1, 2, 3])
+        schema = {"type": "object", "properties": {x: {"type": "integer"} for x in decl}, "required": req,
+                  "additionalProperties": {"type": "integer"} if addl else False, "minProperties": lo}
+        if hi is not None:
+            schema["maxProperties"] = hi
+        r = Recognizer(json_schema_format_grammar(schema, style="qwen_xml", any_order=any_order))
+        for n in range(5):
+            for seq in itertools.product(decl + ["z"], repeat=n):
+                named = [x for x in seq if x != "z"]
+                ok = (len(set(named)) == len(named) and set(req) <= set(named) and (addl or "z" not in seq)
+                      and lo <= n and (hi is None or n <= hi))
+                if ok and not any_order:
+                    idx = [decl.index(x) for x in named]
+                    ok = idx == sorted(idx) and seq[len(named):] == ("z",) * (n - len(named))
+                doc = "".join(f"<parameter={x}>1</parameter>" for x in seq)
+                assert r.accepts(doc.encode()) == ok, (schema, any_order, seq)
 
 
 @pytest.mark.parametrize("style", ["json", "qwen_xml", "deepseek_xml"])
