@@ -98,7 +98,7 @@ class _Style:
     def name_text(self, name: str) -> str:
         return _cohere_escape(name) if self.name == "cohere_xml" else name
 
-    def name_expr(self, declared: Sequence[str]) -> Expr:
+    def name_expr(self) -> Expr:
         """The language of additional parameter names (before removing declared/excluded)."""
         return _COHERE_NAME if self.name == "cohere_xml" else _IDENT
 
@@ -169,18 +169,18 @@ class _Builder:
         if sv is None:
             return None, False
         words = [self.style.end] + (list(self.excludes) if sv.filtered else [])
-        d = _ANY_TEXT if sv.dfa is None else sv.dfa
-        key = ("raw", id(sv.dfa) if sv.dfa is not None else None, tuple(words))
-        if sv.dfa is not None:
-            self.memo.setdefault(("keep", id(sv.dfa)), sv.dfa)  # keeps id() unique while memoized
-        if key not in self.memo:
-            e = dfa_to_expr(exclude_words(d, words), self.parts.sink, "xml_string")
-            if e is not None and not isinstance(e, (Bytes, RuleRef)):
-                name = self.parts.fresh("xml_string")
-                self.parts.define(name, e)
-                e = RuleRef(name)
+        key = ("raw", tuple(words))  # unconstrained strings share one rule
+        if sv.dfa is None and key in self.memo:
+            return self.memo[key], sv.plain
+        e = dfa_to_expr(exclude_words(_ANY_TEXT if sv.dfa is None else sv.dfa, words), self.parts.sink,
+                        "xml_string")
+        if e is not None and not isinstance(e, (Bytes, RuleRef)):
+            name = self.parts.fresh("xml_string")
+            self.parts.define(name, e)
+            e = RuleRef(name)
+        if sv.dfa is None:
             self.memo[key] = e
-        return self.memo[key], sv.plain
+        return e, sv.plain
 
     def group_value(self, part: FrozenSet, kinds: Sequence[str], have: set, hint: str) -> Optional[Expr]:
         st, ws = self.style, self.ws
@@ -257,7 +257,7 @@ class _Builder:
     # ------------------------------------------------------------------ objects
     def additional_name(self, declared: Sequence[str]) -> Optional[Expr]:
         st = self.style
-        d = dfa_from_expr(st.name_expr(declared))
+        d = dfa_from_expr(st.name_expr())
         texts = [st.name_text(n) for n in declared]
         if texts:
             d = dfa_product(d, dfa_literals(texts), "diff")
