@@ -130,7 +130,7 @@ from ..limits import DEFAULT_LIMITS, CompileLimits
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
 from .schema_check import check_keywords, is_count, parse_schema_text
-from .text_exclusion import exclude_words, expr_avoiding
+from .text_exclusion import automaton_rules, exclude_words, expr_avoiding
 from .number_range import (
     Dfa,
     RuleSink,
@@ -1795,7 +1795,7 @@ class _Converter:
                              "supported", path, "negation dropped")
         text = Repeat(JSON_CHAR_PERMISSIVE, 0, None) if lo == 0 and hi is None else Repeat(JSON_CHAR, lo, hi)
         try:
-            body = expr_avoiding(text, self.excludes, self.sink, "str")
+            body = automaton_rules(exclude_words(dfa_from_expr(text), self.excludes), self.sink, "str")
         except GrammarLimitError as err:
             raise UnsupportedSchemaError(f"string length bounds too large to combine with excludes: {err}",
                                          path) from None
@@ -2321,7 +2321,7 @@ class _Converter:
             d = dfa_product(dfa_from_expr(Repeat(char, 0, None)), dfa_literals(declared), "diff")
         else:
             d = dfa_from_expr(Repeat(JSON_CHAR_PERMISSIVE, 0, None))
-        body = dfa_to_expr(exclude_words(d, self.excludes), self.sink, "key")
+        body = automaton_rules(exclude_words(d, self.excludes), self.sink, "key")
         q = Bytes(b'"')
         return None if body is None else make_seq([q, body, q])
 

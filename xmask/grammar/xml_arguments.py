@@ -53,7 +53,7 @@ from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
 from .json_schema import MAX_ANY_ORDER_PROPERTIES, SchemaParts
 from .number_range import Dfa, dfa_from_expr, dfa_literals, dfa_product, dfa_to_expr
-from .text_exclusion import contains_any, exclude_words
+from .text_exclusion import automaton_rules, contains_any, exclude_words, until_first
 
 __all__ = ["XML_STYLES", "xml_arguments_grammar"]
 
@@ -102,30 +102,35 @@ class _Style:
         """The language of additional parameter names (before removing declared/excluded)."""
         return _COHERE_NAME if self.name == "cohere_xml" else _IDENT
 
-    def wrap(self, name: Optional[Expr], name_text: Optional[str], tag: Optional[str], value: Expr,
+    def close(self, name_text: Optional[str]) -> str:
+        """The text that closes a value (it starts with ``end``)."""
+        if self.name == "minimax_m3_xml":
+            return f"]<]minimax[>[</{'item' if name_text is None else name_text}>"
+        return self.end
+
+    def wrap(self, name: Optional[Expr], name_text: Optional[str], tag: Optional[str], body: Expr,
              ws: Expr) -> Expr:
-        """One parameter (``name`` None: a Cohere list item / MiniMax-M3 ``item``)."""
+        """One parameter (``name`` None: a Cohere list item / MiniMax-M3 ``item``); ``body`` is
+        the value and its closing text."""
         s = self.name
         if s == "qwen_xml":
-            return make_seq([_b("<parameter="), name, _b(">"), value, _b("</parameter>")])
-        if s == "minimax_xml":
-            return make_seq([_b('<parameter name="'), name, _b('">'), value, _b("</parameter>")])
-        if s == "glm_xml":
-            return make_seq([_b("<arg_key>"), name, _b("</arg_key>"), ws, _b("<arg_value>"), value,
-                             _b("</arg_value>")])
-        if s == "kimi_k3_xml":
-            return make_seq([_b('<|open|>argument key="'), name, _b(f'" type="{tag}"<|sep|>'), value,
-                             _b("<|close|>argument<|sep|>")])
-        if s in ("deepseek_xml", "deepseek_v4_1_xml"):
+            head = [_b("<parameter="), name, _b(">")]
+        elif s == "minimax_xml":
+            head = [_b('<parameter name="'), name, _b('">')]
+        elif s == "glm_xml":
+            head = [_b("<arg_key>"), name, _b("</arg_key>"), ws, _b("<arg_value>")]
+        elif s == "kimi_k3_xml":
+            head = [_b('<|open|>argument key="'), name, _b(f'" type="{tag}"<|sep|>')]
+        elif s in ("deepseek_xml", "deepseek_v4_1_xml"):
             lead = _DSML if s == "deepseek_xml" else _DSML + " "
-            return make_seq([_b(f'<{lead}parameter name="'), name, _b(f'" string="{tag}">'), value,
-                             _b(f"</{lead}parameter>")])
-        if s == "cohere_xml":
+            head = [_b(f'<{lead}parameter name="'), name, _b(f'" string="{tag}">')]
+        elif s == "cohere_xml":
             head = [_b("<cofl:value")] if name is None else [_b('<cofl:value name="'), name, _b('"')]
-            return make_seq(head + [_b(f' type="{tag}">'), value, _b("</cofl:value>")])
-        assert s == "minimax_m3_xml"
-        key = "item" if name_text is None else name_text
-        return make_seq([_b(f"]<]minimax[>[<{key}>"), value, _b(f"]<]minimax[>[</{key}>")])
+            head.append(_b(f' type="{tag}">'))
+        else:
+            assert s == "minimax_m3_xml"
+            head = [_b(f"]<]minimax[>[<{'item' if name_text is None else name_text}>")]
+        return make_seq(head + [body])
 
 
 _ALL = ("string",) + _NON_STRING
@@ -163,32 +168,44 @@ class _Builder:
             out |= self.parts.kinds(b)
         return out
 
-    def raw_string(self, part: FrozenSet) -> Tuple[Optional[Expr], bool]:
-        """(raw string values at ``part`` or None, whether unconstrained)."""
+    def raw_string(self, part: FrozenSet) -> Tuple[Optional[Expr], bool, bool]:
+        """(raw string values at ``part`` or None, whether unconstrained, whether the
+        expression includes the closing ``end``).
+
+        An unconstrained string without excludes is built together with the ``end`` that
+        closes it (the texts whose first ``end`` is at their end): one automaton whose states
+        know where the value stops, much cheaper to classify than a string rule that may end
+        anywhere."""
         sv = self.parts.string_view(part)
         if sv is None:
-            return None, False
+            return None, False, False
         words = [self.style.end] + (list(self.excludes) if sv.filtered else [])
+        closed = sv.dfa is None and len(words) == 1
         key = ("raw", tuple(words))  # unconstrained strings share one rule
         if sv.dfa is None and key in self.memo:
-            return self.memo[key], sv.plain
-        e = dfa_to_expr(exclude_words(_ANY_TEXT if sv.dfa is None else sv.dfa, words), self.parts.sink,
-                        "xml_string")
-        if e is not None and not isinstance(e, (Bytes, RuleRef)):
-            name = self.parts.fresh("xml_string")
-            self.parts.define(name, e)
-            e = RuleRef(name)
+            return self.memo[key], sv.plain, closed
+        if closed:
+            d = until_first(self.style.end)
+        else:
+            d = exclude_words(_ANY_TEXT if sv.dfa is None else sv.dfa, words)
+        e = automaton_rules(d, self.parts.sink, "xml_string")
         if sv.dfa is None:
             self.memo[key] = e
-        return e, sv.plain
+        return e, sv.plain, closed
 
-    def group_value(self, part: FrozenSet, kinds: Sequence[str], have: set, hint: str) -> Optional[Expr]:
+    def group_value(self, part: FrozenSet, kinds: Sequence[str], have: set, close: str,
+                    hint: str) -> Optional[Expr]:
+        """The values of ``kinds`` at ``part``, each followed by its ``close`` text."""
         st, ws = self.style, self.ws
         alts: List[Expr] = []
         if "string" in kinds and "string" in have:
-            raw, plain = self.raw_string(part)
-            if raw is not None:
-                alts.append(raw if plain or st.bare_strings else make_seq([ws, raw, ws]))
+            raw, plain, closed = self.raw_string(part)
+            if raw is not None and closed:  # bare, built with the end
+                rest = close[len(st.end):]
+                alts.append(make_seq([raw, _b(rest)]) if rest else raw)
+            elif raw is not None:
+                alts.append(make_seq([raw if plain or st.bare_strings else make_seq([ws, raw, ws]), _b(close)]))
+        tail = len(alts)
         nested = [k for k in kinds if st.nested and k in ("object", "array") and k in have]
         json_kinds = [k for k in kinds if k != "string" and k not in nested and k in have]
         if json_kinds:
@@ -199,14 +216,16 @@ class _Builder:
             v = self.nested_object(part, hint) if k == "object" else self.nested_array(part, hint)
             if v is not None:
                 alts.append(v)
+        alts[tail:] = [make_seq([a, _b(close)]) for a in alts[tail:]]
         return make_choice(alts) if alts else None
 
     def parameter(self, name: Optional[Expr], name_text: Optional[str], part: FrozenSet, hint: str) -> Optional[Expr]:
         """One parameter (or list item) whose value satisfies ``part``."""
         have = self.kinds(part)
         alts = []
+        close = self.style.close(name_text)
         for tag, kinds in self.style.groups:
-            v = self.group_value(part, kinds, have, hint)
+            v = self.group_value(part, kinds, have, close, hint)
             if v is not None:
                 alts.append(self.style.wrap(name, name_text, tag, v, self.ws))
         return make_choice(alts) if alts else None
