@@ -118,7 +118,7 @@ import re
 import warnings
 from collections import deque
 from fractions import Fraction
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .. import _deadline as deadline
@@ -3072,28 +3072,25 @@ _KNOWN_KEYWORDS = frozenset((
 
 # ============================================================================ parts (hooks)
 
-class ObjectView:
+class ObjectView(NamedTuple):
     """The members of the objects at one schema location (see :meth:`SchemaParts.object_view`).
 
     ``members``: ``(name, value part, required)`` in declaration order; ``additional``: the
     value part of keys outside the declared names (None: no other key allowed);
     ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded);
-    ``additional_declared``: an ``additionalProperties`` keyword applies (else other keys are
-    allowed only because nothing forbids them).
+    ``pointer``: the schema location; ``additional_declared``: an ``additionalProperties``
+    keyword applies (else other keys are allowed only because nothing forbids them).
     """
 
-    __slots__ = ("members", "additional", "min_props", "max_props", "pointer", "additional_declared")
-
-    def __init__(self, members, additional, min_props, max_props, pointer, additional_declared=False):
-        self.members = members
-        self.additional = additional
-        self.additional_declared = additional_declared
-        self.min_props = min_props
-        self.max_props = max_props
-        self.pointer = pointer
+    members: list
+    additional: Optional[FrozenSet]
+    min_props: int
+    max_props: Optional[int]
+    pointer: str
+    additional_declared: bool
 
 
-class StringView:
+class StringView(NamedTuple):
     """The strings allowed at one schema location (see :meth:`SchemaParts.string_view`).
 
     ``dfa``: an automaton over the decoded code points (None: any string); ``plain``: no
@@ -3101,12 +3098,9 @@ class StringView:
     subject to ``excludes`` (it has no pattern or format).
     """
 
-    __slots__ = ("dfa", "plain", "filtered")
-
-    def __init__(self, dfa: Optional[Dfa], plain: bool, filtered: bool):
-        self.dfa = dfa
-        self.plain = plain
-        self.filtered = filtered
+    dfa: Optional[Dfa]
+    plain: bool
+    filtered: bool
 
 
 class SchemaParts:

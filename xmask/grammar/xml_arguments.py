@@ -46,7 +46,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import UnsupportedSchemaError
 from .ebnf import make_choice, make_seq
@@ -77,23 +77,22 @@ def _cohere_escape(name: str) -> str:
     return name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-class _Style:
+class _Style(NamedTuple):
     """How one style writes a parameter.  ``groups``: (attribute value, kinds) pairs, one
     alternative each (attribute None: the style has no kind attribute); ``end``: the text
     closing a value, which a raw string never contains; ``bare_strings``: every string value
     is bare (else only unconstrained ones); ``value_ws``: whitespace around other values;
-    ``nested``: objects and arrays are nested parameters."""
+    ``nested``: objects and arrays are nested parameters; ``additional_names``: parameters
+    outside the declared ones can be written; ``excludes``: the style takes ``excludes``."""
 
-    def __init__(self, name, groups, end, *, bare_strings=False, value_ws=True, nested=False,
-                 additional_names=True, excludes=True):
-        self.name = name
-        self.groups = groups
-        self.end = end
-        self.bare_strings = bare_strings
-        self.value_ws = value_ws
-        self.nested = nested
-        self.additional_names = additional_names
-        self.excludes = excludes
+    name: str
+    groups: tuple
+    end: str
+    bare_strings: bool = False
+    value_ws: bool = True
+    nested: bool = False
+    additional_names: bool = True
+    excludes: bool = True
 
     def name_text(self, name: str) -> str:
         return _cohere_escape(name) if self.name == "cohere_xml" else name
