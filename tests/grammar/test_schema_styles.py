@@ -357,6 +357,19 @@ def test_masks_equal_reference_qwen(qwen, style):
     assert not m.accept_string("x")
 
 
+@pytest.mark.parametrize("style", ["cohere_xml", "minimax_m3_xml"])
+def test_nested_parameter_masks_equal_reference_qwen(qwen, style):
+    info, tok, compiler = qwen
+    compiled = compiler.compile_grammar(json_schema_format_grammar(NESTED, style=style))
+    p = lambda *a: param(style, *a)  # noqa: E731
+    if style == "cohere_xml":
+        items = '<cofl:value type="json">1</cofl:value><cofl:value type="json">-2</cofl:value>'
+    else:
+        items = p("item", "1", "number") + "\n" + p("item", "-2", "number")
+    doc = p("o", p("x", "7", "number"), "object") + "\n" + p("a", items, "array") + "\n" + p("b", "false", "boolean")
+    assert _walk(compiled, tok.encode(doc, add_special_tokens=False).ids, info).is_completed()
+
+
 def test_excluded_word_split_across_tokens_is_masked(qwen):
     info, tok, compiler = qwen
     compiled = compiler.compile_grammar(json_schema_format_grammar(TOOL, style="qwen_xml", excludes=["DROP TABLE"]))
