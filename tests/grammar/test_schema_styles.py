@@ -4,6 +4,9 @@ is the oracle), ``excludes`` / ``any_order`` / ``max_whitespace_cnt``, malformed
 equal to the slow reference on Qwen2.5, and the same verdicts as XGrammar where xmask is not
 deliberately stricter."""
 
+import itertools
+import random
+
 import numpy as np
 import pytest
 from conftest import tokenizer_json
@@ -188,6 +191,32 @@ def test_any_order_is_exact(style):
           [loc, unit + loc, days + loc + days, loc + days + unit + unit])
 
 
+def test_member_sequences_are_exact():
+    """Every sequence of up to 4 parameters (declared a, b, c and an additional z) is accepted
+    iff it satisfies required, uniqueness, order (unless any_order) and min/maxProperties."""
+    rnd = random.Random(3)
+    for _ in range(40):
+        decl = ["a", "b", "c"][:rnd.randint(0, 3)]
+        req = [x for x in decl if rnd.random() < 0.4]
+        addl, any_order = rnd.random() < 0.5, rnd.random() < 0.5
+        lo, hi = rnd.choice([0, 0, 1, 2]), rnd.choice([None, None, 1, 2, 3])
+        schema = {"type": "object", "properties": {x: {"type": "integer"} for x in decl}, "required": req,
+                  "additionalProperties": {"type": "integer"} if addl else False, "minProperties": lo}
+        if hi is not None:
+            schema["maxProperties"] = hi
+        r = Recognizer(json_schema_format_grammar(schema, style="qwen_xml", any_order=any_order))
+        for n in range(5):
+            for seq in itertools.product(decl + ["z"], repeat=n):
+                named = [x for x in seq if x != "z"]
+                ok = (len(set(named)) == len(named) and set(req) <= set(named) and (addl or "z" not in seq)
+                      and lo <= n and (hi is None or n <= hi))
+                if ok and not any_order:
+                    idx = [decl.index(x) for x in named]
+                    ok = idx == sorted(idx) and seq[len(named):] == ("z",) * (n - len(named))
+                doc = "".join(f"<parameter={x}>1</parameter>" for x in seq)
+                assert r.accepts(doc.encode()) == ok, (schema, any_order, seq)
+
+
 @pytest.mark.parametrize("style", ["json", "qwen_xml", "deepseek_xml"])
 def test_max_whitespace_cnt(style):
     g = json_schema_format_grammar(TOOL, style=style, max_whitespace_cnt=2)
@@ -222,6 +251,22 @@ def test_excludes_xml(style):
           [param(style, "location", "a DROP b") + days, param(style, "location", "DROP") + days,
            param(style, "location", "P") + days + param(style, "x_1", "v"),
            param(style, "location", "P") + days + param(style, "y", "xx_")])
+
+
+def test_excludes_reach_json_inside_xml_values():
+    schema = {"type": "object", "properties": {"o": {"type": "object"}, "a": {"type": "array", "items": {"type": "string"}}}}
+    g = json_schema_format_grammar(schema, style="qwen_xml", excludes=["rm -rf"])
+    check(g, ['<parameter=o>{"cmd": "ls"}</parameter>', '<parameter=a>["rm -r f"]</parameter>'],
+          ['<parameter=o>{"cmd": "rm -rf /"}</parameter>', '<parameter=o>{"rm -rf": 1}</parameter>',
+           '<parameter=a>["x", "sudo rm -rf"]</parameter>'])
+
+
+def test_long_length_bounds_with_an_end_tag_raise_clearly():
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 100_000}}}
+    with pytest.raises(xmask.GrammarError):
+        json_schema_format_grammar(schema, style="qwen_xml")
+    with pytest.raises(xmask.UnsupportedSchemaError):
+        json_schema_format_grammar({"type": "string", "maxLength": 100_000}, excludes=["x"])
 
 
 def test_excluded_name_drops_parameter():
@@ -310,6 +355,19 @@ def test_masks_equal_reference_qwen(qwen, style):
     head = param(style, "location", "SF") + param(style, "days", "5", "number").split("5")[0]
     m = _walk(compiled, tok.encode(head, add_special_tokens=False).ids, info)
     assert not m.accept_string("x")
+
+
+@pytest.mark.parametrize("style", ["cohere_xml", "minimax_m3_xml"])
+def test_nested_parameter_masks_equal_reference_qwen(qwen, style):
+    info, tok, compiler = qwen
+    compiled = compiler.compile_grammar(json_schema_format_grammar(NESTED, style=style))
+    p = lambda *a: param(style, *a)  # noqa: E731
+    if style == "cohere_xml":
+        items = '<cofl:value type="json">1</cofl:value><cofl:value type="json">-2</cofl:value>'
+    else:
+        items = p("item", "1", "number") + "\n" + p("item", "-2", "number")
+    doc = p("o", p("x", "7", "number"), "object") + "\n" + p("a", items, "array") + "\n" + p("b", "false", "boolean")
+    assert _walk(compiled, tok.encode(doc, add_special_tokens=False).ids, info).is_completed()
 
 
 def test_excluded_word_split_across_tokens_is_masked(qwen):

@@ -118,7 +118,7 @@ import re
 import warnings
 from collections import deque
 from fractions import Fraction
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .. import _deadline as deadline
@@ -130,7 +130,7 @@ from ..limits import DEFAULT_LIMITS, CompileLimits
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
 from .schema_check import check_keywords, is_count, parse_schema_text
-from .text_exclusion import exclude_words, expr_avoiding
+from .text_exclusion import automaton_rules, exclude_words, expr_avoiding
 from .number_range import (
     Dfa,
     RuleSink,
@@ -1795,7 +1795,7 @@ class _Converter:
                              "supported", path, "negation dropped")
         text = Repeat(JSON_CHAR_PERMISSIVE, 0, None) if lo == 0 and hi is None else Repeat(JSON_CHAR, lo, hi)
         try:
-            body = expr_avoiding(text, self.excludes, self.sink, "str")
+            body = automaton_rules(exclude_words(dfa_from_expr(text), self.excludes), self.sink, "str")
         except GrammarLimitError as err:
             raise UnsupportedSchemaError(f"string length bounds too large to combine with excludes: {err}",
                                          path) from None
@@ -2321,7 +2321,7 @@ class _Converter:
             d = dfa_product(dfa_from_expr(Repeat(char, 0, None)), dfa_literals(declared), "diff")
         else:
             d = dfa_from_expr(Repeat(JSON_CHAR_PERMISSIVE, 0, None))
-        body = dfa_to_expr(exclude_words(d, self.excludes), self.sink, "key")
+        body = automaton_rules(exclude_words(d, self.excludes), self.sink, "key")
         q = Bytes(b'"')
         return None if body is None else make_seq([q, body, q])
 
@@ -3072,25 +3072,25 @@ _KNOWN_KEYWORDS = frozenset((
 
 # ============================================================================ parts (hooks)
 
-class ObjectView:
+class ObjectView(NamedTuple):
     """The members of the objects at one schema location (see :meth:`SchemaParts.object_view`).
 
     ``members``: ``(name, value part, required)`` in declaration order; ``additional``: the
     value part of keys outside the declared names (None: no other key allowed);
-    ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded).
+    ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded);
+    ``pointer``: the schema location; ``additional_declared``: an ``additionalProperties``
+    keyword applies (else other keys are allowed only because nothing forbids them).
     """
 
-    __slots__ = ("members", "additional", "min_props", "max_props", "pointer")
-
-    def __init__(self, members, additional, min_props, max_props, pointer):
-        self.members = members
-        self.additional = additional
-        self.min_props = min_props
-        self.max_props = max_props
-        self.pointer = pointer
+    members: list
+    additional: Optional[FrozenSet]
+    min_props: int
+    max_props: Optional[int]
+    pointer: str
+    additional_declared: bool
 
 
-class StringView:
+class StringView(NamedTuple):
     """The strings allowed at one schema location (see :meth:`SchemaParts.string_view`).
 
     ``dfa``: an automaton over the decoded code points (None: any string); ``plain``: no
@@ -3098,12 +3098,9 @@ class StringView:
     subject to ``excludes`` (it has no pattern or format).
     """
 
-    __slots__ = ("dfa", "plain", "filtered")
-
-    def __init__(self, dfa: Optional[Dfa], plain: bool, filtered: bool):
-        self.dfa = dfa
-        self.plain = plain
-        self.filtered = filtered
+    dfa: Optional[Dfa]
+    plain: bool
+    filtered: bool
 
 
 class SchemaParts:
@@ -3211,6 +3208,7 @@ class SchemaParts:
                 continue
             members.append((name, atoms, name in m.required))
         additional: Optional[FrozenSet] = None
+        declared = any(addl is not None for _, _, addl, _ in m.obj_units)
         if not (c.strict and not m.has_addl and c._strict_objects(m)):
             acc: set = set()
             for _, _, addl, _ in m.obj_units:
@@ -3220,7 +3218,7 @@ class SchemaParts:
                 additional = frozenset(acc)
         if m.max_props is not None and m.max_props > MAX_COUNT_BOUND or m.min_props > MAX_COUNT_BOUND:
             raise GrammarLimitError(f"property count bound above {MAX_COUNT_BOUND}", path=p)
-        return ObjectView(members, additional, m.min_props, m.max_props, p)
+        return ObjectView(members, additional, m.min_props, m.max_props, p, declared)
 
     def array_view(self, branch: FrozenSet) -> Optional[Tuple[FrozenSet, int, Optional[int]]]:
         """``(item part, min items, max items)`` of the arrays at a disjunction-free

@@ -30,7 +30,8 @@ else ``UnsupportedSchemaError``); a Kimi ``type`` / DeepSeek ``string`` / Cohere
 attribute must name the kind of the value that follows; ``minimax_m3_xml`` accepts
 constrained strings (XGrammar raises).  Unsupported (``UnsupportedSchemaError``): a root
 that cannot be an object, ``patternProperties``/``propertyNames`` on a parameter object,
-additional parameters in ``minimax_m3_xml``, ``prefixItems``/``contains``/``uniqueItems``
+``additionalProperties`` in ``minimax_m3_xml`` (without it, an object there has only its
+declared parameters, as in XGrammar), ``prefixItems``/``contains``/``uniqueItems``
 on arrays written as XML items.
 
 Example::
@@ -45,14 +46,14 @@ Example::
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import UnsupportedSchemaError
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
 from .json_schema import MAX_ANY_ORDER_PROPERTIES, SchemaParts
 from .number_range import Dfa, dfa_from_expr, dfa_literals, dfa_product, dfa_to_expr
-from .text_exclusion import contains_any, exclude_words
+from .text_exclusion import automaton_rules, contains_any, exclude_words, until_first
 
 __all__ = ["XML_STYLES", "xml_arguments_grammar"]
 
@@ -76,55 +77,59 @@ def _cohere_escape(name: str) -> str:
     return name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-class _Style:
+class _Style(NamedTuple):
     """How one style writes a parameter.  ``groups``: (attribute value, kinds) pairs, one
     alternative each (attribute None: the style has no kind attribute); ``end``: the text
     closing a value, which a raw string never contains; ``bare_strings``: every string value
     is bare (else only unconstrained ones); ``value_ws``: whitespace around other values;
-    ``nested``: objects and arrays are nested parameters."""
+    ``nested``: objects and arrays are nested parameters; ``additional_names``: parameters
+    outside the declared ones can be written; ``excludes``: the style takes ``excludes``."""
 
-    def __init__(self, name, groups, end, *, bare_strings=False, value_ws=True, nested=False,
-                 additional_names=True, excludes=True):
-        self.name = name
-        self.groups = groups
-        self.end = end
-        self.bare_strings = bare_strings
-        self.value_ws = value_ws
-        self.nested = nested
-        self.additional_names = additional_names
-        self.excludes = excludes
+    name: str
+    groups: tuple
+    end: str
+    bare_strings: bool = False
+    value_ws: bool = True
+    nested: bool = False
+    additional_names: bool = True
+    excludes: bool = True
 
     def name_text(self, name: str) -> str:
         return _cohere_escape(name) if self.name == "cohere_xml" else name
 
-    def name_expr(self, declared: Sequence[str]) -> Expr:
+    def name_expr(self) -> Expr:
         """The language of additional parameter names (before removing declared/excluded)."""
         return _COHERE_NAME if self.name == "cohere_xml" else _IDENT
 
-    def wrap(self, name: Optional[Expr], name_text: Optional[str], tag: Optional[str], value: Expr,
+    def close(self, name_text: Optional[str]) -> str:
+        """The text that closes a value (it starts with ``end``)."""
+        if self.name == "minimax_m3_xml":
+            return f"]<]minimax[>[</{'item' if name_text is None else name_text}>"
+        return self.end
+
+    def wrap(self, name: Optional[Expr], name_text: Optional[str], tag: Optional[str], body: Expr,
              ws: Expr) -> Expr:
-        """One parameter (``name`` None: a Cohere list item / MiniMax-M3 ``item``)."""
+        """One parameter (``name`` None: a Cohere list item / MiniMax-M3 ``item``); ``body`` is
+        the value and its closing text."""
         s = self.name
         if s == "qwen_xml":
-            return make_seq([_b("<parameter="), name, _b(">"), value, _b("</parameter>")])
-        if s == "minimax_xml":
-            return make_seq([_b('<parameter name="'), name, _b('">'), value, _b("</parameter>")])
-        if s == "glm_xml":
-            return make_seq([_b("<arg_key>"), name, _b("</arg_key>"), ws, _b("<arg_value>"), value,
-                             _b("</arg_value>")])
-        if s == "kimi_k3_xml":
-            return make_seq([_b('<|open|>argument key="'), name, _b(f'" type="{tag}"<|sep|>'), value,
-                             _b("<|close|>argument<|sep|>")])
-        if s in ("deepseek_xml", "deepseek_v4_1_xml"):
+            head = [_b("<parameter="), name, _b(">")]
+        elif s == "minimax_xml":
+            head = [_b('<parameter name="'), name, _b('">')]
+        elif s == "glm_xml":
+            head = [_b("<arg_key>"), name, _b("</arg_key>"), ws, _b("<arg_value>")]
+        elif s == "kimi_k3_xml":
+            head = [_b('<|open|>argument key="'), name, _b(f'" type="{tag}"<|sep|>')]
+        elif s in ("deepseek_xml", "deepseek_v4_1_xml"):
             lead = _DSML if s == "deepseek_xml" else _DSML + " "
-            return make_seq([_b(f'<{lead}parameter name="'), name, _b(f'" string="{tag}">'), value,
-                             _b(f"</{lead}parameter>")])
-        if s == "cohere_xml":
+            head = [_b(f'<{lead}parameter name="'), name, _b(f'" string="{tag}">')]
+        elif s == "cohere_xml":
             head = [_b("<cofl:value")] if name is None else [_b('<cofl:value name="'), name, _b('"')]
-            return make_seq(head + [_b(f' type="{tag}">'), value, _b("</cofl:value>")])
-        assert s == "minimax_m3_xml"
-        key = "item" if name_text is None else name_text
-        return make_seq([_b(f"]<]minimax[>[<{key}>"), value, _b(f"]<]minimax[>[</{key}>")])
+            head.append(_b(f' type="{tag}">'))
+        else:
+            assert s == "minimax_m3_xml"
+            head = [_b(f"]<]minimax[>[<{'item' if name_text is None else name_text}>")]
+        return make_seq(head + [body])
 
 
 _ALL = ("string",) + _NON_STRING
@@ -162,32 +167,44 @@ class _Builder:
             out |= self.parts.kinds(b)
         return out
 
-    def raw_string(self, part: FrozenSet) -> Tuple[Optional[Expr], bool]:
-        """(raw string values at ``part`` or None, whether unconstrained)."""
+    def raw_string(self, part: FrozenSet) -> Tuple[Optional[Expr], bool, bool]:
+        """(raw string values at ``part`` or None, whether unconstrained, whether the
+        expression includes the closing ``end``).
+
+        An unconstrained string without excludes is built together with the ``end`` that
+        closes it (the texts whose first ``end`` is at their end): one automaton whose states
+        know where the value stops, much cheaper to classify than a string rule that may end
+        anywhere."""
         sv = self.parts.string_view(part)
         if sv is None:
-            return None, False
+            return None, False, False
         words = [self.style.end] + (list(self.excludes) if sv.filtered else [])
-        d = _ANY_TEXT if sv.dfa is None else sv.dfa
-        key = ("raw", id(sv.dfa) if sv.dfa is not None else None, tuple(words))
-        if sv.dfa is not None:
-            self.memo.setdefault(("keep", id(sv.dfa)), sv.dfa)  # keeps id() unique while memoized
-        if key not in self.memo:
-            e = dfa_to_expr(exclude_words(d, words), self.parts.sink, "xml_string")
-            if e is not None and not isinstance(e, (Bytes, RuleRef)):
-                name = self.parts.fresh("xml_string")
-                self.parts.define(name, e)
-                e = RuleRef(name)
+        closed = sv.dfa is None and len(words) == 1
+        key = ("raw", tuple(words))  # unconstrained strings share one rule
+        if sv.dfa is None and key in self.memo:
+            return self.memo[key], sv.plain, closed
+        if closed:
+            d = until_first(self.style.end)
+        else:
+            d = exclude_words(_ANY_TEXT if sv.dfa is None else sv.dfa, words)
+        e = automaton_rules(d, self.parts.sink, "xml_string")
+        if sv.dfa is None:
             self.memo[key] = e
-        return self.memo[key], sv.plain
+        return e, sv.plain, closed
 
-    def group_value(self, part: FrozenSet, kinds: Sequence[str], have: set, hint: str) -> Optional[Expr]:
+    def group_value(self, part: FrozenSet, kinds: Sequence[str], have: set, close: str,
+                    hint: str) -> Optional[Expr]:
+        """The values of ``kinds`` at ``part``, each followed by its ``close`` text."""
         st, ws = self.style, self.ws
         alts: List[Expr] = []
         if "string" in kinds and "string" in have:
-            raw, plain = self.raw_string(part)
-            if raw is not None:
-                alts.append(raw if plain or st.bare_strings else make_seq([ws, raw, ws]))
+            raw, plain, closed = self.raw_string(part)
+            if raw is not None and closed:  # bare, built with the end
+                rest = close[len(st.end):]
+                alts.append(make_seq([raw, _b(rest)]) if rest else raw)
+            elif raw is not None:
+                alts.append(make_seq([raw if plain or st.bare_strings else make_seq([ws, raw, ws]), _b(close)]))
+        tail = len(alts)
         nested = [k for k in kinds if st.nested and k in ("object", "array") and k in have]
         json_kinds = [k for k in kinds if k != "string" and k not in nested and k in have]
         if json_kinds:
@@ -198,14 +215,16 @@ class _Builder:
             v = self.nested_object(part, hint) if k == "object" else self.nested_array(part, hint)
             if v is not None:
                 alts.append(v)
+        alts[tail:] = [make_seq([a, _b(close)]) for a in alts[tail:]]
         return make_choice(alts) if alts else None
 
     def parameter(self, name: Optional[Expr], name_text: Optional[str], part: FrozenSet, hint: str) -> Optional[Expr]:
         """One parameter (or list item) whose value satisfies ``part``."""
         have = self.kinds(part)
         alts = []
+        close = self.style.close(name_text)
         for tag, kinds in self.style.groups:
-            v = self.group_value(part, kinds, have, hint)
+            v = self.group_value(part, kinds, have, close, hint)
             if v is not None:
                 alts.append(self.style.wrap(name, name_text, tag, v, self.ws))
         return make_choice(alts) if alts else None
@@ -216,7 +235,7 @@ class _Builder:
         if key not in self.memo:
             name = self.parts.fresh(f"{hint}_object")
             self.memo[key] = RuleRef(name)
-            alts = [e for e in (self.object_body(v, nested=True, hint=hint)
+            alts = [e for e in (self.object_body(v, hint)
                                 for v in (self.parts.object_view(b) for b in self.parts.branches(part))
                                 if v is not None) if e is not None]
             self.parts.define(name, make_choice(alts) if alts else CharClass(()))
@@ -256,14 +275,14 @@ class _Builder:
     # ------------------------------------------------------------------ objects
     def additional_name(self, declared: Sequence[str]) -> Optional[Expr]:
         st = self.style
-        d = dfa_from_expr(st.name_expr(declared))
+        d = dfa_from_expr(st.name_expr())
         texts = [st.name_text(n) for n in declared]
         if texts:
             d = dfa_product(d, dfa_literals(texts), "diff")
         d = exclude_words(d, self.excludes)
         return dfa_to_expr(d, self.parts.sink, "xml_name")
 
-    def object_body(self, view, nested: bool, hint: str) -> Optional[Expr]:
+    def object_body(self, view, hint: str) -> Optional[Expr]:
         """The parameters of one object: ``(ws parameter)* ws`` in declaration order (or any
         order), required ones present, counts within min/maxProperties."""
         st, ws = self.style, self.ws
@@ -278,10 +297,12 @@ class _Builder:
                 continue
             members.append((make_seq([ws, m]), req))
         addl = None
-        if view.additional is not None:
-            if not st.additional_names:
-                raise UnsupportedSchemaError(f"{st.name} needs fixed parameter names: additional properties "
-                                             "are not supported", view.pointer)
+        if view.additional is not None and not st.additional_names:
+            if view.additional_declared:
+                raise UnsupportedSchemaError(f"{st.name} needs fixed parameter names: additionalProperties "
+                                             "is not supported", view.pointer)
+            # (as XGrammar) an object without additionalProperties has its declared members only
+        elif view.additional is not None:
             key = self.additional_name([n for n, _, _ in view.members])
             if key is not None:
                 m = self.parameter(key, None, view.additional, f"{hint}_addl")
@@ -293,7 +314,7 @@ class _Builder:
         if nonempty is not None:
             alts.append(make_seq([nonempty, ws]))
         if empty_ok:
-            alts.append(EPSILON if nested and st.name == "minimax_m3_xml" else ws)
+            alts.append(EPSILON if st.name == "minimax_m3_xml" else ws)
         return make_choice(alts) if alts else None
 
 
@@ -395,11 +416,11 @@ def xml_arguments_grammar(schema, style: str, *, any_order: bool = False, max_wh
     alts = []
     seen_object = False
     for branch in parts.branches(parts.root):
+        seen_object = seen_object or "object" in parts.kinds(branch)
         view = parts.object_view(branch)
         if view is None:
             continue
-        seen_object = True
-        e = b.object_body(view, nested=False, hint="root")
+        e = b.object_body(view, "root")
         if e is not None:
             alts.append(e)
     if not seen_object:
