@@ -83,13 +83,25 @@ __all__ = [
     "default_tokenizer",
     "default_tokenizer_info",
     "get_bitmask_shape",
+    "get_builtin_structural_tag",
     "get_max_recursion_depth",
+    "get_model_structural_tag",
     "get_serialization_version",
     "max_recursion_depth",
+    "normalize_tool_choice",
+    "register_model_structural_tag",
     "reset_token_bitmask",
     "set_max_recursion_depth",
     "testing",
 ]
+
+
+_TOOL_CALL_NAMES = (
+    "get_builtin_structural_tag",
+    "get_model_structural_tag",
+    "normalize_tool_choice",
+    "register_model_structural_tag",
+)
 
 
 def __getattr__(name):
@@ -99,6 +111,10 @@ def __getattr__(name):
         from . import bitmask
 
         return bitmask.bitmask_dtype
+    if name in _TOOL_CALL_NAMES:  # they build pydantic StructuralTag objects
+        from . import builtin_structural_tag
+
+        return getattr(builtin_structural_tag, name)
     if name == "contrib":
         import importlib
 
