@@ -65,6 +65,8 @@ def _no_think(reasoning):
 
 def _joined(call, sep="", head="", tail=""):
     def render(calls):
+        if not calls:
+            return ""
         return head + sep.join(call(name, args, i) for i, (name, args) in enumerate(calls)) + tail
     return render
 
@@ -94,6 +96,8 @@ def _k3_think(reasoning):
 
 
 def _k3_calls(calls):
+    if not calls:
+        return f"{K3_CLOSE}response{K3_SEP}{K3_CLOSE}message{K3_SEP}"
     body = "".join(
         f'{K3_OPEN}call tool="{name}" index="{i + 1}"{K3_SEP}'
         + "".join(f'{K3_OPEN}argument key="{k}" type="{_k3_type(v)}"{K3_SEP}{_xml_value(v)}'
@@ -179,6 +183,13 @@ def message(model, reasoning="enabled", calls=GOOD_CALLS, text=None):
     family's; harmony has no plain-text channel in a tool turn)."""
     _, think, default_text, render = FAMILIES[model]
     return think(reasoning) + (default_text if text is None else text) + render(calls)
+
+
+def plain_text(model, reasoning="enabled", text="It is sunny in Paris, 18 degrees."):
+    """An answer without tool calls (Harmony: a final-channel message)."""
+    if model == "harmony":
+        text = f"<|channel|>final<|message|>{text}<|end|>"
+    return message(model, reasoning, calls=[], text=text)
 
 
 def unclosed(model, reasoning="enabled"):
