@@ -28,10 +28,28 @@ Example::
 from .errors import InvalidStructuralTagError
 from .structural.families import builtin_model_names, get_builder
 from .structural.families.common import CallOptions
-from .structural.tool_params import normalize_tool_choice
+from .structural.tool_params import normalize_tool_choice, parse_tools
 
 __all__ = [
     "builtin_model_names",
+    "get_cohere_structural_tag",
+    "get_deepseek_r1_structural_tag",
+    "get_deepseek_v3_1_structural_tag",
+    "get_deepseek_v3_2_structural_tag",
+    "get_deepseek_v4_1_structural_tag",
+    "get_deepseek_v4_structural_tag",
+    "get_exaone_structural_tag",
+    "get_glm_4_7_structural_tag",
+    "get_harmony_structural_tag",
+    "get_kimi_k3_structural_tag",
+    "get_kimi_structural_tag",
+    "get_llama_structural_tag",
+    "get_mimo_structural_tag",
+    "get_minimax_m3_structural_tag",
+    "get_minimax_structural_tag",
+    "get_qwen_3_5_structural_tag",
+    "get_qwen_3_coder_structural_tag",
+    "get_qwen_3_structural_tag",
     "get_builtin_structural_tag",
     "get_model_structural_tag",
     "get_model_structural_tag_format",
@@ -174,3 +192,68 @@ def get_model_structural_tag(model, tools=None, tool_choice="auto", reasoning="e
 
 get_builtin_structural_tag = get_model_structural_tag
 """Alias of ``get_model_structural_tag`` (deprecated in XGrammar)."""
+
+SIMPLIFIED_CHOICES = ("auto", "required", "forced")
+
+
+def _family_function(model, default_reasoning="enabled"):
+    # XGrammar's per-model functions take tools already normalized (or their dicts) and a
+    # simplified choice; a forced choice names its one tool by leaving only it.
+    def get_family_structural_tag(tools=None, builtin_tools=None, tool_choice="auto",
+                                  reasoning=default_reasoning, any_order=False,
+                                  exclude_special_tokens=True, max_whitespace_cnt=None,
+                                  parallel_tool_calls=True, **kwargs):
+        from .structural_tag import StructuralTag
+
+        functions = parse_tools(tools)[0]
+        builtins = parse_tools(builtin_tools)[1]
+        if tool_choice not in SIMPLIFIED_CHOICES:
+            raise InvalidStructuralTagError(
+                f"must be one of {SIMPLIFIED_CHOICES} (normalize_tool_choice's), got "
+                f"{tool_choice!r}", "tool_choice")
+        count = len(functions) + len(builtins)
+        if tool_choice == "forced" and count != 1:
+            raise InvalidStructuralTagError(f"'forced' needs exactly one tool, got {count}",
+                                            "tools")
+        if tool_choice == "required" and not count:
+            raise InvalidStructuralTagError("'required' needs at least one tool", "tools")
+        options = _options(any_order, exclude_special_tokens, max_whitespace_cnt,
+                           parallel_tool_calls)
+        fmt = get_builder(model)(functions, builtins, tool_choice, _reasoning_mode(reasoning),
+                                 options)
+        return StructuralTag.model_validate({"type": "structural_tag", "format": fmt})
+
+    get_family_structural_tag.__name__ = f"get_{model}_structural_tag"
+    get_family_structural_tag.__qualname__ = get_family_structural_tag.__name__
+    get_family_structural_tag.__doc__ = f"""The structural tag of the ``{model}`` format from
+    normalized tools (XGrammar's per-model function): ``tool_choice`` is ``"auto"``,
+    ``"required"`` or ``"forced"`` (the one tool given).
+
+    Example::
+
+        >>> from xmask.builtin_structural_tag import get_{model}_structural_tag
+        >>> get_{model}_structural_tag(reasoning="disabled").format.type in ("any_text",
+        ...     "sequence", "tags_with_separator")
+        True
+    """
+    return get_family_structural_tag
+
+
+get_llama_structural_tag = _family_function("llama")
+get_kimi_structural_tag = _family_function("kimi")
+get_kimi_k3_structural_tag = _family_function("kimi_k3")
+get_deepseek_r1_structural_tag = _family_function("deepseek_r1")
+get_deepseek_v3_1_structural_tag = _family_function("deepseek_v3_1")
+get_deepseek_v3_2_structural_tag = _family_function("deepseek_v3_2")
+get_deepseek_v4_structural_tag = _family_function("deepseek_v4")
+get_deepseek_v4_1_structural_tag = _family_function("deepseek_v4_1")
+get_qwen_3_structural_tag = _family_function("qwen_3")
+get_qwen_3_5_structural_tag = _family_function("qwen_3_5")
+get_qwen_3_coder_structural_tag = get_qwen_3_5_structural_tag
+get_mimo_structural_tag = _family_function("mimo")
+get_harmony_structural_tag = _family_function("harmony")
+get_minimax_structural_tag = _family_function("minimax")
+get_minimax_m3_structural_tag = _family_function("minimax_m3", default_reasoning="auto")
+get_glm_4_7_structural_tag = _family_function("glm_4_7")
+get_cohere_structural_tag = _family_function("cohere")
+get_exaone_structural_tag = _family_function("exaone")

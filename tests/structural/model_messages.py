@@ -74,7 +74,7 @@ def _joined(call, sep="", head="", tail=""):
 def _dsml(calls_word, invoke, parameter):
     def call(name, args, i):
         params = "".join(
-            f'<｜DSML｜{parameter} name="{k}" string="{"true" if isinstance(v, str) else "false"}">'
+            f'<｜DSML｜{parameter} name="{k}" string="{str(isinstance(v, str)).lower()}">'
             f"{_xml_value(v)}</｜DSML｜{parameter}>\n" for k, v in args)
         return f'<｜DSML｜{invoke} name="{name}">\n{params}</｜DSML｜{invoke}>\n'
     return _joined(call, head=f"\n\n<｜DSML｜{calls_word}>\n", tail=f"</｜DSML｜{calls_word}>")
@@ -150,7 +150,8 @@ FAMILIES = {
                         f"{_json_args(a)}\n```<｜tool▁call▁end｜>", sep="\n",
         head="<｜tool▁calls▁begin｜>", tail="<｜tool▁calls▁end｜>")),
     "deepseek_v3_1": ("deepseek-v3", _think("<think>", "</think>"), TEXT, _joined(
-        lambda n, a, i: f"<｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{_json_args(a)}<｜tool▁call▁end｜>",
+        lambda n, a, i: f"<｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{_json_args(a)}"
+                        "<｜tool▁call▁end｜>",
         head="<｜tool▁calls▁begin｜>", tail="<｜tool▁calls▁end｜>")),
     "deepseek_v3_2": ("deepseek-v3", _think("<think>", "</think>"), TEXT,
                       _dsml("function_calls", "invoke", "parameter")),

@@ -35,7 +35,8 @@ from ..errors import InvalidStructuralTagError
 
 @dataclass(frozen=True)
 class FunctionDefinition:
-    """A function: ``name``, optional ``description``, ``parameters`` (JSON Schema) and ``strict``."""
+    """A function: ``name``, optional ``description``, ``parameters`` (JSON Schema),
+    ``strict``."""
 
     name: str
     description: Optional[str] = None

@@ -1,12 +1,13 @@
 """DeepSeek families. Every one may open with a ``<think>...</think>`` block (the prompt already
 ends with ``<think>`` when reasoning is enabled) and groups its calls in one section.
 
-- ``deepseek_r1`` (R1, R1-0528): ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
-  \\n```json\\n{...}\\n```<｜tool▁call▁end｜>`` (calls separated by ``\\n``) ``<｜tool▁calls▁end｜>``.
-- ``deepseek_v3_1`` (V3.1, V3.2-Exp): ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``
-  inside the same section markers.
-- ``deepseek_v3_2`` / ``deepseek_v4``: DSML, ``<｜DSML｜function_calls>`` (V4: ``tool_calls``) around
-  ``<｜DSML｜invoke name="NAME">`` blocks with XML parameters (style ``deepseek_xml``).
+- ``deepseek_r1`` (R1, R1-0528): ``<｜tool▁calls▁begin｜>`` then calls
+  ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```<｜tool▁call▁end｜>``
+  separated by ``\\n``, then ``<｜tool▁calls▁end｜>``.
+- ``deepseek_v3_1`` (V3.1, V3.2-Exp): calls
+  ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`` in the same section markers.
+- ``deepseek_v3_2`` / ``deepseek_v4``: DSML, ``<｜DSML｜function_calls>`` (V4: ``tool_calls``)
+  around ``<｜DSML｜invoke name="NAME">`` blocks with XML parameters (style ``deepseek_xml``).
 - ``deepseek_v4_1``: DSML with ``<｜DSML｜ calls>`` / ``<｜DSML｜ invoke ...>`` (style
   ``deepseek_v4_1_xml``); with no tool left a calls block may not appear in the text.
 
@@ -71,7 +72,8 @@ def _dsml(model, tools, builtin_tools, choice, reasoning, options, *, calls, inv
         return tag(f'<｜DSML｜{invoke} name="{name_of(t)}">\n', options.arguments(t, style),
                    f"</｜DSML｜{invoke}>\n")
     trigger = f"<｜DSML｜{calls}>"
-    section = Section(begin=trigger + "\n", end=f"</｜DSML｜{calls}>", trigger=trigger, lead="\n\n")
+    section = Section(begin=trigger + "\n", end=f"</｜DSML｜{calls}>", trigger=trigger,
+                      lead="\n\n")
     return _assemble(model, tools, builtin_tools, choice, reasoning, options, make_tag, section,
                      no_tool_forbidden=(trigger,) if calls_block_excluded else ())
 

@@ -2,7 +2,8 @@
 
 - ``llama`` (Llama-3, 3.1, 3.2): ``{"name": "NAME", "parameters": {...}}`` anywhere in the text;
   no reasoning block (``reasoning`` is ignored).
-- ``qwen_3`` (Qwen3, Qwen3-Next): ``<tool_call>\\n{"name": "NAME", "arguments": {...}}\\n</tool_call>``
+- ``qwen_3`` (Qwen3, Qwen3-Next):
+  ``<tool_call>\\n{"name": "NAME", "arguments": {...}}\\n</tool_call>``
   after an optional ``<think>...</think>\\n\\n`` block.
 - ``exaone`` (EXAONE-4.0): ``<tool_call>{"name": "NAME", "arguments": {...}}</tool_call>``, same
   reasoning block.

@@ -2,8 +2,9 @@
 GLM-4.7 / GLM-5. Arguments use the ``json_schema`` styles ``qwen_xml`` / ``glm_xml`` (string
 values raw, other values JSON).
 
-- ``qwen_3_5`` / ``qwen_3_coder``: ``<tool_call>\\n<function=NAME>\\n<parameter=K>\\nV\\n</parameter>
-  \\n</function>\\n</tool_call>``, after an optional ``<think>...</think>\\n\\n``.
+- ``qwen_3_5`` / ``qwen_3_coder``:
+  ``<tool_call>\\n<function=NAME>\\n<parameter=K>\\nV\\n</parameter>\\n</function>\\n</tool_call>``,
+  after an optional ``<think>...</think>\\n\\n``.
 - ``mimo`` (MiMo-V2.6): the same without the newlines between wrapper tags; the prompt does not
   open the think block, and stray wrapper markers are kept out of free text.
 - ``glm_4_7``: ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>``; the
