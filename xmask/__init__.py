@@ -70,6 +70,8 @@ __all__ = [
     "InvalidStructuralTagError",
     "InvalidTokenError",
     "RegexSyntaxError",
+    "StructuralTag",
+    "StructuralTagItem",
     "TokenizerError",
     "TokenizerInfo",
     "UnsupportedSchemaError",
@@ -92,6 +94,7 @@ __all__ = [
     "register_model_structural_tag",
     "reset_token_bitmask",
     "set_max_recursion_depth",
+    "structural_tag",
     "testing",
 ]
 
@@ -115,6 +118,12 @@ def __getattr__(name):
         from . import builtin_structural_tag
 
         return getattr(builtin_structural_tag, name)
+    if name in ("StructuralTag", "StructuralTagItem", "structural_tag"):
+        # pydantic models: imported on first use only
+        import importlib
+
+        module = importlib.import_module(".structural_tag", __name__)
+        return module if name == "structural_tag" else getattr(module, name)
     if name == "contrib":
         import importlib
 
