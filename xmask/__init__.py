@@ -114,10 +114,13 @@ def __getattr__(name):
         from . import bitmask
 
         return bitmask.bitmask_dtype
-    if name in _TOOL_CALL_NAMES:  # they build pydantic StructuralTag objects
-        from . import builtin_structural_tag
+    if name in _TOOL_CALL_NAMES or name == "builtin_structural_tag":
+        # they build pydantic StructuralTag objects (import_module: a from-import of the
+        # submodule would come back here while it is not yet an attribute)
+        import importlib
 
-        return getattr(builtin_structural_tag, name)
+        module = importlib.import_module(".builtin_structural_tag", __name__)
+        return module if name == "builtin_structural_tag" else getattr(module, name)
     if name in ("StructuralTag", "StructuralTagItem", "structural_tag"):
         # pydantic models: imported on first use only
         import importlib

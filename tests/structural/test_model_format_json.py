@@ -7,6 +7,7 @@ import json
 import pytest
 from model_messages import TOOLS
 
+import xmask
 from xmask.builtin_structural_tag import builtin_model_names, get_model_structural_tag_format
 
 CHOICES = ["auto", "required", "none", {"type": "function", "function": {"name": "get_time"}}]
@@ -103,9 +104,8 @@ def test_harmony_required_and_forced_need_a_call(choice, reasoning, parallel):
         assert all(has_call(alt) for alt in out["elements"])
 
 
-def xgrammar_equivalent(xgr, model, choice, reasoning, kwargs):
-    ours = get_model_structural_tag_format(model, TOOLS, choice, reasoning, **kwargs)
-    return xgr.StructuralTag.model_validate({"type": "structural_tag", "format": ours}).model_dump()
+def xmask_dump(model, choice, reasoning, kwargs):
+    return xmask.get_model_structural_tag(model, TOOLS, choice, reasoning, **kwargs).model_dump()
 
 
 # Deliberate differences: harmony's required / forced choices need a call (see above).
@@ -125,7 +125,56 @@ def test_same_json_as_xgrammar(model):
         for reasoning in REASONING:
             for kwargs in options:
                 ref = xgr.get_model_structural_tag(model, TOOLS, choice, reasoning, **kwargs)
-                assert xgrammar_equivalent(xgr, model, choice, reasoning, kwargs) == \
-                    ref.model_dump(), (choice, reasoning, kwargs)
+                assert xmask_dump(model, choice, reasoning, kwargs) == ref.model_dump(), \
+                    (choice, reasoning, kwargs)
                 checked += 1
     assert checked >= 24
+
+
+def dumped(format_json):
+    """The format as a StructuralTag dump (defaults filled in)."""
+    tag = {"type": "structural_tag", "format": format_json}
+    return xmask.StructuralTag.model_validate(tag).model_dump()["format"]
+
+
+def test_structural_tag_objects_and_aliases():
+    pytest.importorskip("pydantic")
+    stag = xmask.get_model_structural_tag("deepseek_v3_1", TOOLS, "required", "disabled")
+    assert isinstance(stag, xmask.StructuralTag)
+    assert stag.model_dump()["format"] == dumped(fmt("deepseek_v3_1", "required"))
+    assert xmask.get_builtin_structural_tag is xmask.get_model_structural_tag
+    from xmask.builtin_structural_tag import (get_qwen_3_coder_structural_tag,
+                                              get_qwen_3_structural_tag)
+    functions, _, _ = xmask.normalize_tool_choice(TOOLS)
+    family = get_qwen_3_structural_tag(functions, [], "required", "disabled")
+    assert family.model_dump()["format"] == dumped(fmt("qwen_3", "required"))
+    # Raw tool dicts work too; a forced choice needs exactly the one tool.
+    forced = get_qwen_3_coder_structural_tag(TOOLS[1:], tool_choice="forced", reasoning="disabled")
+    assert forced.model_dump()["format"] == dumped(fmt("qwen_3_coder", CHOICES[3]))
+    with pytest.raises(xmask.InvalidStructuralTagError) as err:
+        get_qwen_3_structural_tag(TOOLS, tool_choice="forced")
+    assert err.value.path == "tools"
+    with pytest.raises(xmask.InvalidStructuralTagError) as err:
+        get_qwen_3_structural_tag(TOOLS, tool_choice="none")
+    assert err.value.path == "tool_choice"
+
+
+def test_register_model_structural_tag():
+    pytest.importorskip("pydantic")
+    seen = {}
+
+    @xmask.register_model_structural_tag("test_echo_model")
+    def echo(tools, builtin_tools, choice, reasoning, **options):
+        seen.update(tools=[t.function.name for t in tools], choice=choice, reasoning=reasoning,
+                    options=options)
+        return {"type": "structural_tag", "format": {"type": "const_string", "value": "x"}}
+
+    stag = xmask.get_model_structural_tag("test_echo_model", TOOLS, "required", False,
+                                          parallel_tool_calls=False)
+    assert stag.format.value == "x"
+    assert seen == {"tools": ["get_weather", "get_time"], "choice": "required",
+                    "reasoning": "disabled",
+                    "options": {"any_order": False, "exclude_special_tokens": True,
+                                "max_whitespace_cnt": None, "parallel_tool_calls": False}}
+    with pytest.raises(xmask.InvalidStructuralTagError):
+        xmask.register_model_structural_tag("")

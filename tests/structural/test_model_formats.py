@@ -144,7 +144,7 @@ def test_single_call_when_parallel_calls_are_off(model):
     assert outcome(model, message(model, reasoning), reasoning=reasoning, parallel=False) != "ok"
 
 
-@pytest.mark.parametrize("model", ["llama", "qwen_3_5", "deepseek_v3_2", "harmony", "kimi_k3"])
+@pytest.mark.parametrize("model", list(FAMILIES))
 def test_masks_equal_the_reference_along_a_message(model):
     reasoning = MAIN_MODE[model]
     t = tok(FAMILIES[model][0])
