@@ -785,6 +785,10 @@ class _Converter:
         self.memo[(root_atoms, 0)] = "root"
         self.sink.fresh("root")
         self.queue.append(("root", root_atoms, 0))
+        return Grammar(self.drain(), root="root")
+
+    def drain(self) -> Dict[str, Expr]:
+        """Generate the queued rules; the rule table (never-matching rules for empty ones)."""
         while self.queue:
             name, atoms, depth = self.queue.popleft()
             try:
@@ -792,8 +796,7 @@ class _Converter:
             except RecursionError:
                 raise GrammarLimitError("JSON Schema is too deeply nested") from None
             self.rules[name] = expr if expr is not None else _NEVER  # (sink caps the rule count)
-        rules = {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
-        return Grammar(rules, root="root")
+        return {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
 
     def value_ref(self, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
         """A reference to the rule of the values satisfying ``atoms`` (None: none can)."""
@@ -1520,17 +1523,22 @@ class _Converter:
                 return False
         return True
 
+    def enum_value_ok(self, v, m: _Merged) -> bool:
+        """Whether the ``enum``/``const`` candidate ``v`` satisfies the other keywords of
+        ``m`` (a value that cannot be validated is kept, reported in lenient mode)."""
+        try:
+            return all(self.validate(v, n, own_only=True) for n in m.nids)
+        except _FormatUnknown:
+            return False  # dropping a value only rejects valid texts
+        except _CannotValidate as e:
+            self.unsupported(e.message, e.path)
+            return True
+
     def gen_enum(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         out = []
         seen = set()
         for v in m.enum:
-            try:
-                ok = all(self.validate(v, n, own_only=True) for n in m.nids)
-            except _FormatUnknown:
-                ok = False  # dropping a value only rejects valid texts
-            except _CannotValidate as e:
-                self.unsupported(e.message, e.path)
-                ok = True
+            ok = self.enum_value_ok(v, m)
             sig = _canon(v)  # 1 and 1.0 are one value (with the same spellings)
             if ok and self.excludes and not self.literal_allowed(v):
                 ok = False
@@ -2243,19 +2251,7 @@ class _Converter:
             if STR not in pm.kinds:
                 return dfa_literals([])
             if pm.enum is not None:
-                vals = []
-                for v in pm.enum:
-                    if isinstance(v, str):
-                        try:
-                            ok = all(self.validate(v, n, own_only=True) for n in pm.nids)
-                        except _FormatUnknown:
-                            ok = False  # a key not allowed only rejects valid texts
-                        except _CannotValidate as e:
-                            self.unsupported(e.message, e.path)
-                            ok = True
-                        if ok:
-                            vals.append(v)
-                x = dfa_literals(vals)
+                x = dfa_literals([v for v in pm.enum if isinstance(v, str) and self.enum_value_ok(v, pm)])
             else:
                 key = ("str", pm.min_len, pm.max_len,
                        tuple(p for p, path in pm.patterns if self.regex(p, path) is not None),
@@ -3081,14 +3077,17 @@ class ObjectView:
 
     ``members``: ``(name, value part, required)`` in declaration order; ``additional``: the
     value part of keys outside the declared names (None: no other key allowed);
-    ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded).
+    ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded);
+    ``additional_declared``: an ``additionalProperties`` keyword applies (else other keys are
+    allowed only because nothing forbids them).
     """
 
-    __slots__ = ("members", "additional", "min_props", "max_props", "pointer")
+    __slots__ = ("members", "additional", "min_props", "max_props", "pointer", "additional_declared")
 
-    def __init__(self, members, additional, min_props, max_props, pointer):
+    def __init__(self, members, additional, min_props, max_props, pointer, additional_declared=False):
         self.members = members
         self.additional = additional
+        self.additional_declared = additional_declared
         self.min_props = min_props
         self.max_props = max_props
         self.pointer = pointer
@@ -3215,6 +3214,7 @@ class SchemaParts:
                 continue
             members.append((name, atoms, name in m.required))
         additional: Optional[FrozenSet] = None
+        declared = any(addl is not None for _, _, addl, _ in m.obj_units)
         if not (c.strict and not m.has_addl and c._strict_objects(m)):
             acc: set = set()
             for _, _, addl, _ in m.obj_units:
@@ -3224,7 +3224,7 @@ class SchemaParts:
                 additional = frozenset(acc)
         if m.max_props is not None and m.max_props > MAX_COUNT_BOUND or m.min_props > MAX_COUNT_BOUND:
             raise GrammarLimitError(f"property count bound above {MAX_COUNT_BOUND}", path=p)
-        return ObjectView(members, additional, m.min_props, m.max_props, p)
+        return ObjectView(members, additional, m.min_props, m.max_props, p, declared)
 
     def array_view(self, branch: FrozenSet) -> Optional[Tuple[FrozenSet, int, Optional[int]]]:
         """``(item part, min items, max items)`` of the arrays at a disjunction-free
@@ -3270,18 +3270,7 @@ class SchemaParts:
             if STR not in m.kinds:
                 continue
             if m.enum is not None:
-                words = []
-                for v in m.enum:
-                    if isinstance(v, str):
-                        try:
-                            ok = all(c.validate(v, n, own_only=True) for n in m.nids)
-                        except _FormatUnknown:
-                            ok = False
-                        except _CannotValidate as e:
-                            c.unsupported(e.message, e.path)
-                            ok = True
-                        if ok:
-                            words.append(v)
+                words = [v for v in m.enum if isinstance(v, str) and c.enum_value_ok(v, m)]
                 if words:
                     dfas.append(dfa_literals(words))
                 plain = False
@@ -3309,15 +3298,9 @@ class SchemaParts:
 
     def rules(self) -> Dict[str, Expr]:
         """The rule table: every rule the parts referenced, and the caller's own."""
-        c = self._c
-        while c.queue:
-            name, atoms, depth = c.queue.popleft()
-            try:
-                expr = c.value_expr(atoms, depth, name, ())
-            except RecursionError:
-                raise GrammarLimitError("JSON Schema is too deeply nested") from None
-            c.rules[name] = expr if expr is not None else _NEVER
-        return {k: (v if v is not None else _NEVER) for k, v in c.rules.items() if k != "root"}
+        rules = self._c.drain()
+        del rules["root"]  # reserved by the converter, unused here: the caller names its root
+        return rules
 
 
 def _frac_json(f: Fraction):

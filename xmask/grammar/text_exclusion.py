@@ -15,10 +15,10 @@ Example::
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 from .ir import Expr, MAX_CODE_POINT, SURROGATES
-from .number_range import Dfa, RuleSink, dfa_from_expr, dfa_product, dfa_to_expr
+from .number_range import Dfa, RuleSink, dfa_from_expr, dfa_from_step, dfa_product, dfa_to_expr
 
 __all__ = ["avoid_dfa", "exclude_words", "contains_any", "expr_avoiding"]
 
@@ -39,55 +39,30 @@ def avoid_dfa(words: Sequence[str]) -> Dfa:
     words = sorted(set(words))
     if any(not w for w in words):
         raise ValueError("an excluded word is empty")
-    prefixes = sorted({w[:i] for w in words for i in range(len(w) + 1)}, key=lambda p: (len(p), p))
-    ids = {p: i for i, p in enumerate(prefixes)}
-    word_set = set(words)
-    dead = set()
-    for p in prefixes:  # a prefix that ends with a word is already a match
-        if any(p.endswith(w) for w in word_set):
-            dead.add(p)
+    prefixes = {w[:i] for w in words for i in range(len(w) + 1)}
 
-    def longest_suffix(s: str) -> str:
+    def step(p: str, cp: int) -> Optional[str]:
+        s = p + chr(cp)
+        if any(s.endswith(w) for w in words):
+            return None
         for i in range(len(s) + 1):
-            if s[i:] in ids:
+            if s[i:] in prefixes:
                 return s[i:]
         return ""
 
-    symbols = sorted({ord(c) for w in words for c in w})
-    edges: List[Tuple[Tuple[int, int, int], ...]] = []
-    for p in prefixes:
-        if p in dead:
-            edges.append(())
-            continue
-        out: List[Tuple[int, int, int]] = []
-        # a symbol outside every word restarts at the empty prefix
-        cur = 0
-        for cp in symbols:
-            nxt = longest_suffix(p + chr(cp))
-            for lo, hi in _UNIVERSE:
-                a, b = max(lo, cur), min(hi, cp - 1)
-                if a <= b:
-                    out.append((a, b, 0))
-            if nxt not in dead:
-                out.append((cp, cp, ids[nxt]))
-            cur = cp + 1
+    # the step is constant between the symbols that occur in the words
+    cuts = sorted({ord(c) for w in words for c in w})
+    alphabet = []
+    cur = 0
+    for cp in cuts + [MAX_CODE_POINT + 1]:
         for lo, hi in _UNIVERSE:
-            a, b = max(lo, cur), hi
+            a, b = max(lo, cur), min(hi, cp - 1)
             if a <= b:
-                out.append((a, b, 0))
-        edges.append(_fuse(out))
-    accept = [p not in dead for p in prefixes]
-    return Dfa(edges, accept)
-
-
-def _fuse(pairs) -> Tuple[Tuple[int, int, int], ...]:
-    out: List[Tuple[int, int, int]] = []
-    for lo, hi, t in sorted(pairs):
-        if out and out[-1][2] == t and out[-1][1] + 1 == lo:
-            out[-1] = (out[-1][0], hi, t)
-        else:
-            out.append((lo, hi, t))
-    return tuple(out)
+                alphabet.append((a, b))
+        if cp <= MAX_CODE_POINT:
+            alphabet.append((cp, cp))
+        cur = cp + 1
+    return dfa_from_step("", step, lambda p: True, alphabet, max_states=len(prefixes) + 1)
 
 
 def exclude_words(d: Dfa, words: Sequence[str]) -> Dfa:

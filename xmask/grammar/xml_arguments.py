@@ -30,7 +30,8 @@ else ``UnsupportedSchemaError``); a Kimi ``type`` / DeepSeek ``string`` / Cohere
 attribute must name the kind of the value that follows; ``minimax_m3_xml`` accepts
 constrained strings (XGrammar raises).  Unsupported (``UnsupportedSchemaError``): a root
 that cannot be an object, ``patternProperties``/``propertyNames`` on a parameter object,
-additional parameters in ``minimax_m3_xml``, ``prefixItems``/``contains``/``uniqueItems``
+``additionalProperties`` in ``minimax_m3_xml`` (without it, an object there has only its
+declared parameters, as in XGrammar), ``prefixItems``/``contains``/``uniqueItems``
 on arrays written as XML items.
 
 Example::
@@ -216,7 +217,7 @@ class _Builder:
         if key not in self.memo:
             name = self.parts.fresh(f"{hint}_object")
             self.memo[key] = RuleRef(name)
-            alts = [e for e in (self.object_body(v, nested=True, hint=hint)
+            alts = [e for e in (self.object_body(v, hint)
                                 for v in (self.parts.object_view(b) for b in self.parts.branches(part))
                                 if v is not None) if e is not None]
             self.parts.define(name, make_choice(alts) if alts else CharClass(()))
@@ -263,7 +264,7 @@ class _Builder:
         d = exclude_words(d, self.excludes)
         return dfa_to_expr(d, self.parts.sink, "xml_name")
 
-    def object_body(self, view, nested: bool, hint: str) -> Optional[Expr]:
+    def object_body(self, view, hint: str) -> Optional[Expr]:
         """The parameters of one object: ``(ws parameter)* ws`` in declaration order (or any
         order), required ones present, counts within min/maxProperties."""
         st, ws = self.style, self.ws
@@ -278,10 +279,12 @@ class _Builder:
                 continue
             members.append((make_seq([ws, m]), req))
         addl = None
-        if view.additional is not None:
-            if not st.additional_names:
-                raise UnsupportedSchemaError(f"{st.name} needs fixed parameter names: additional properties "
-                                             "are not supported", view.pointer)
+        if view.additional is not None and not st.additional_names:
+            if view.additional_declared:
+                raise UnsupportedSchemaError(f"{st.name} needs fixed parameter names: additionalProperties "
+                                             "is not supported", view.pointer)
+            # (as XGrammar) an object without additionalProperties has its declared members only
+        elif view.additional is not None:
             key = self.additional_name([n for n, _, _ in view.members])
             if key is not None:
                 m = self.parameter(key, None, view.additional, f"{hint}_addl")
@@ -293,7 +296,7 @@ class _Builder:
         if nonempty is not None:
             alts.append(make_seq([nonempty, ws]))
         if empty_ok:
-            alts.append(EPSILON if nested and st.name == "minimax_m3_xml" else ws)
+            alts.append(EPSILON if st.name == "minimax_m3_xml" else ws)
         return make_choice(alts) if alts else None
 
 
@@ -395,11 +398,11 @@ def xml_arguments_grammar(schema, style: str, *, any_order: bool = False, max_wh
     alts = []
     seen_object = False
     for branch in parts.branches(parts.root):
+        seen_object = seen_object or "object" in parts.kinds(branch)
         view = parts.object_view(branch)
         if view is None:
             continue
-        seen_object = True
-        e = b.object_body(view, nested=False, hint="root")
+        e = b.object_body(view, "root")
         if e is not None:
             alts.append(e)
     if not seen_object:
