@@ -12,6 +12,7 @@ emits them.
 """
 
 import functools
+import json
 
 import numpy as np
 import pytest
@@ -51,19 +52,23 @@ def tok(name):
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(model, choice="auto", reasoning="enabled", parallel=True):
+def compiled(model, choice="auto", reasoning="enabled", parallel=True, extra=()):
+    """``choice`` "@name" forces that function, "#type" that builtin tool; ``extra``: more
+    (key, value) options of get_model_structural_tag (``tools``: JSON text of other tools)."""
     t = tok(FAMILIES[model][0])
+    options = dict(extra)
+    tools = json.loads(options.pop("tools")) if "tools" in options else TOOLS
     choice_arg = {"type": "function", "function": {"name": choice[1:]}} if choice[0] == "@" \
-        else choice
-    stag = xmask.get_model_structural_tag(model, TOOLS, choice_arg, reasoning,
-                                          parallel_tool_calls=parallel)
+        else {"type": choice[1:]} if choice[0] == "#" else choice
+    stag = xmask.get_model_structural_tag(model, tools, choice_arg, reasoning,
+                                          parallel_tool_calls=parallel, **options)
     return t.compiler.compile_structural_tag(stag)
 
 
-def outcome(model, text, choice="auto", reasoning="enabled", parallel=True):
+def outcome(model, text, choice="auto", reasoning="enabled", parallel=True, extra=()):
     """'ok' when every token is accepted and the output may end there, else where it failed."""
     t = tok(FAMILIES[model][0])
-    matcher = xmask.GrammarMatcher(compiled(model, choice, reasoning, parallel))
+    matcher = xmask.GrammarMatcher(compiled(model, choice, reasoning, parallel, extra))
     ids = t.encode(text)
     for i, token in enumerate(ids):
         if not matcher.accept_token(token):
@@ -142,6 +147,38 @@ def test_single_call_when_parallel_calls_are_off(model):
     one = message(model, reasoning, [GOOD_CALLS[0]])
     assert outcome(model, one, reasoning=reasoning, parallel=False) == "ok"
     assert outcome(model, message(model, reasoning), reasoning=reasoning, parallel=False) != "ok"
+
+
+SEARCH = {"type": "web_search_preview", "name": "browser.search", "parameters": {
+    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+
+
+@pytest.mark.parametrize("choice", ["auto", "#web_search_preview"])
+def test_harmony_builtin_tool(choice):
+    tools = (("tools", json.dumps([TOOLS[0], SEARCH])),)
+    search = ('<|channel|>analysis<|message|>Search it.<|end|><|start|>assistant'
+              '<|channel|>commentary to=browser.search code<|message|>{"query": "Paris weather"}'
+              "<|call|>")
+    assert outcome("harmony", search, choice, extra=tools) == "ok"
+    assert outcome("harmony", search.replace("Paris weather", "x\"}{"), choice,
+                   extra=tools) != "ok"
+    weather = message("harmony", "enabled", [GOOD_CALLS[0]])
+    result = outcome("harmony", weather, choice, extra=tools)
+    assert result == "ok" if choice == "auto" else result.startswith("rejected")
+
+
+def test_any_order_accepts_arguments_in_any_order():
+    swapped = [("get_weather", [("unit", "celsius"), ("city", "Paris")])]
+    text = message("qwen_3", "disabled", swapped)
+    assert outcome("qwen_3", text, reasoning="disabled") != "ok"
+    assert outcome("qwen_3", text, reasoning="disabled", extra=(("any_order", True),)) == "ok"
+
+
+def test_exclude_special_tokens_keeps_think_markers_out_of_text():
+    text = plain_text("qwen_3", "disabled", "No <think> here.")
+    assert outcome("qwen_3", text, reasoning="disabled").startswith("rejected")
+    assert outcome("qwen_3", text, reasoning="disabled",
+                   extra=(("exclude_special_tokens", False),)) == "ok"
 
 
 @pytest.mark.parametrize("model", list(FAMILIES))
