@@ -23,9 +23,9 @@ Example::
     '<|close|>message<|sep|>'
 """
 
-from .common import (THINK_TOKENS, Section, const, indexed_call, name_of, optional,
+from .common import (THINK_TOKENS, Section, any_text, const, indexed_call, name_of, optional,
                      reasoning_block, reject_builtin_tools, section_calls, sequence, tag,
-                     any_text, with_reasoning)
+                     with_reasoning)
 from .registry import register_builtin
 
 K2_CALL_BEGIN = "<|tool_call_begin|>"
