@@ -53,7 +53,10 @@ Errors are :class:`~xmask.errors.GrammarSyntaxError` with the 1-based line and c
 malformed text, undefined or duplicate names, a terminal that references a rule or itself
 (terminals are regular), a missing ``start``, special tokens / ``%json`` / ``@name`` inside a
 terminal, named special tokens without a tokenizer, ``%import`` of anything but ``common``,
-``%declare`` / ``%override`` / ``%extend`` / templates.  Left recursion is fine.
+``%declare`` / ``%override`` / ``%extend`` / templates.  Direct left recursion
+(``sum: sum "+" product | product``) is rewritten as repetition (same language,
+:mod:`xmask.grammar.left_recursion`); indirect left recursion makes the compiler raise a
+``GrammarError`` naming the rule cycle.
 
 Deliberate differences from XGrammar (exact where XGrammar is looser or refuses):
 ``ESCAPED_STRING`` refuses a raw newline inside the quotes (Lark's definition; XGrammar allows
@@ -72,6 +75,7 @@ from ..errors import GrammarSyntaxError, RegexSyntaxError
 from .combine import RuleNamer, embed_grammar
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef, TokenSet
+from .left_recursion import eliminate_direct_left_recursion
 from .lark_terminals import LarkRegexError, common_terminal, fold_case, lark_regex
 
 __all__ = ["parse_lark"]
@@ -658,7 +662,7 @@ class _Lowering:
             self.rules[self.namer_names[name]] = self.lower(d.body, d.terminal)
         rules = {"root": self.rules.pop("root")}
         rules.update(self.rules)
-        return Grammar(rules, root="root")
+        return eliminate_direct_left_recursion(Grammar(rules, root="root"))
 
     def lookup(self, name: str, pos: int, terminal: bool) -> str:
         d = self.p.defs.get(name)
@@ -767,10 +771,10 @@ def parse_lark(text: str, *, tokenizer_info=None, named_grammars=None,
 
     resolve = check = None
     if tokenizer_info is not None:
-        from ..errors import InvalidTokenError
-        from ..tokenizer.token_lookup import resolve_token
+        def resolve(token, pos: int) -> int:
+            from ..errors import InvalidTokenError
+            from ..tokenizer.token_lookup import resolve_token
 
-        def resolve(token: str, pos: int) -> int:
             try:
                 return resolve_token(tokenizer_info, token)
             except InvalidTokenError as e:

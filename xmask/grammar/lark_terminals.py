@@ -61,7 +61,7 @@ def lark_regex(pattern: str, flags: str = "") -> Expr:
     Example::
 
         >>> lark_regex("a.", "s")
-        Seq(items=(Bytes(data=b'a'), CharClass(ranges=(), negated=True, byte_level=False)))
+        Seq(items=(Bytes(data=b'a'), CharClass(ranges=((0, 1114111),), negated=False, byte_level=False)))
     """
     for f in flags:
         if f not in _SUPPORTED_FLAGS:
