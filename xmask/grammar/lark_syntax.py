@@ -439,6 +439,8 @@ class LarkParser:
         if word == "json":
             if terminal:
                 raise self.error("%json cannot be used in terminals", start)
+            if not isinstance(value, (dict, bool)):
+                raise self.error("%json needs a JSON schema (an object or a boolean)", value_pos)
             return ("embed", Grammar.from_json_schema(value), "json", start)
         if word == "regex":
             return ("leaf", self.structured_regex(value, value_pos), start)

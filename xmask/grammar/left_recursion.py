@@ -3,8 +3,9 @@
 A rule whose alternatives are ``A x1 | A x2 | b1 | b2`` (each ``xi`` / ``bi`` a sequence)
 matches exactly ``(b1 | b2) (x1 | x2)*``; Lark grammars write lists and operator chains that
 way (``sum: sum "+" product | product``).  Indirect or hidden left recursion (``a: b "x"``,
-``b: a | "y"``; ``a: c? a "x"`` with ``c`` nullable) is left alone, and the compiler reports
-it with the rule cycle.
+``b: a | "y"``; ``a: c? a "x"`` with ``c`` nullable; ``a: a a | "(" a ")" | ""``, whose
+rewrite ``("(" a ")" | "") a*`` still starts with ``a``) is left alone, and the compiler
+reports it with the rule cycle.
 
 Example::
 
