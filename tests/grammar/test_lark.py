@@ -247,6 +247,7 @@ ERRORS = [
     ('start: A\nA: <[5]>', "special tokens cannot be used in terminals", 2, 4),
     ('start: %json {"type": }', "bad JSON", 1, 23),
     ('start: @g', "unknown named grammar '@g'", 1, 8),
+    ('start: "a"\n  | %json {"type": "object", "minProperties": "x"}', "%json: ", 2, 11),
     ('start: "x"\n%ignore r\nr: "y"', "cannot reference the rule 'r'", 2, 9),
     ('start: A\nA: "a"\n%import common.WS -> A', "duplicate definition of 'A'", 3, 16),
 ]
@@ -474,3 +475,31 @@ def test_compiled_matcher_agrees_with_recognizer(text, alphabet):
             m = xmask.GrammarMatcher(compiled, terminate_without_stop_token=True)
             ok = m.accept_string(s) and m.is_completed()
             assert ok == rec.accepts(s.encode()), s
+
+
+def test_special_token_masks_on_llama3(llama3):
+    """llguidance's Llama tool-call pattern: free text, or <|python_tag|> then a JSON call and
+    <|eom_id|>; the special tokens are allowed exactly where the grammar names them."""
+    pytest.importorskip("xmask.tokenizer.token_lookup")
+    compiler, tok = llama3
+    text = ('start: TEXT | fun_call\nTEXT: /[^{<](.|\\n)*/\n'
+            'fun_call: <|python_tag|> %json {"type": "object", "properties": {"city": '
+            '{"type": "string"}}, "required": ["city"]} <|eom_id|>')
+    compiled = compiler.compile_lark(text)
+    vocab = compiled.tokenizer_info.vocab_size
+    python_tag, eom = 128010, 128008
+    ids = [python_tag] + tok.encode('{"city": "Paris"}', add_special_tokens=False).ids + [eom]
+    m = xmask.GrammarMatcher(compiled)
+    for k, tid in enumerate(ids):
+        fast = np.asarray(xmask.allocate_token_bitmask(1, vocab))
+        ref = np.asarray(xmask.allocate_token_bitmask(1, vocab))
+        m.fill_next_token_bitmask(fast)
+        m._reference_fill_next_token_bitmask(ref)
+        assert np.array_equal(fast, ref), k
+        assert bool((fast[0, tid >> 5] >> (tid & 31)) & 1), k
+        if k not in (0, len(ids) - 1):
+            assert not (fast[0, eom >> 5] >> (eom & 31)) & 1 or k == len(ids) - 1
+        assert m.accept_token(tid)
+    assert m.is_completed()
+    other = xmask.GrammarMatcher(compiled)
+    assert not other.accept_token(eom)  # the end token alone is not a call

@@ -23,7 +23,7 @@ import json
 import warnings
 from typing import Callable, Dict, List, Optional, Tuple
 
-from ..errors import GrammarSyntaxError, RegexSyntaxError
+from ..errors import GrammarSyntaxError, RegexSyntaxError, XmaskError
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, TokenSet
 from .lark_terminals import LarkRegexError, common_terminal, fold_case, lark_regex
@@ -441,7 +441,11 @@ class LarkParser:
                 raise self.error("%json cannot be used in terminals", start)
             if not isinstance(value, (dict, bool)):
                 raise self.error("%json needs a JSON schema (an object or a boolean)", value_pos)
-            return ("embed", Grammar.from_json_schema(value), "json", start)
+            try:
+                schema = Grammar.from_json_schema(value)
+            except XmaskError as e:  # the schema's own error, placed in the Lark text
+                raise self.error(f"%json: {e}", value_pos) from e
+            return ("embed", schema, "json", start)
         if word == "regex":
             return ("leaf", self.structured_regex(value, value_pos), start)
         raise self.error(f"%{word} is not supported inside an expression", start)
