@@ -503,3 +503,62 @@ def test_special_token_masks_on_llama3(llama3):
     assert m.is_completed()
     other = xmask.GrammarMatcher(compiled)
     assert not other.accept_token(eom)  # the end token alone is not a call
+
+
+# ---------------------------------------------------------------------------- lazy rules
+
+def _shortest(pattern, s):
+    return re.fullmatch(pattern, s, re.S) is not None and not any(
+        re.fullmatch(pattern, s[:k], re.S) for k in range(len(s)))
+
+
+@pytest.mark.parametrize("pattern,alphabet", [
+    (r"[\s\S]*<e>", "a<e"), (r"[0-9]+", "12a"), (r"(ab|a)(bc)?", "abc"), (r"a*", "ab"),
+    (r"(a|ab)c|abd", "abcd"), (r"x[ab]*y|xa", "xaby")])
+def test_lazy_rule_is_the_shortest_match(pattern, alphabet):
+    import itertools
+
+    r = recognizer(f"start: a\na[lazy]: /{pattern}/")
+    for n in range(7):
+        for t in itertools.product(alphabet, repeat=n):
+            s = "".join(t)
+            assert r.accepts(s.encode()) == _shortest(pattern, s), s
+
+
+def test_stop_and_suffix():
+    for attr in ("stop", "suffix"):
+        check(f'start: a "!"\na[{attr}="<e>"]: /(.|\\n)*/',
+              ["<e>!", "ab<e>!", "a\n<<e>!"], ["ab!", "a<e>b<e>!", "<e>"])
+    check('start: a\na[stop=END, capture]: /[a-z]*/\nEND: /[0-9]+/', ["ab1", "7"], ["ab12", "ab"])
+    check('start: a\na[lazy]: "ab" /[a-z]*/ "c"', ["abc", "abxc"], ["abcc", "ab"])
+
+
+@pytest.mark.parametrize("text,message", [
+    ('start: a\na[stop=""]: /(.|\\n)*/', 'stop="" (stop at the end-of-sequence token)'),
+    ('start: a\na[lazy]: b\nb: "x"', "cannot reference the rule 'b'"),
+    ('start: a\na[max_tokens=3]: /.*/', "attribute 'max_tokens' is not supported"),
+])
+def test_lazy_errors(text, message):
+    with pytest.raises(GrammarSyntaxError, match=re.escape(message)):
+        Grammar.from_lark(text)
+
+
+@pytest.mark.parametrize("text,alphabet", [
+    ('start: a\na[stop=END]: /[a-z]*/\nEND: /[0-9]+/', "a12"),
+    ('start: a\na[lazy]: "ab" /[a-z]*/ "c"', "abc"),
+    ('start: a "x"\na[lazy]: /[0-9]+/', "12x"),
+    ('start: a b\na[lazy]: /a+/\nb: "a" | "b"', "ab"),
+])
+def test_lazy_agrees_with_xgrammar(text, alphabet):
+    import itertools
+
+    xgr = pytest.importorskip("xgrammar")
+    xc = xgr.GrammarCompiler(xgr.TokenizerInfo([])).compile_grammar(xgr.Grammar.from_lark(text))
+    compiled = xmask.GrammarCompiler(xmask.default_tokenizer_info()).compile_lark(text)
+    for n in range(6):
+        for t in itertools.product(alphabet, repeat=n):
+            s = "".join(t)
+            theirs = xgr.GrammarMatcher(xc, terminate_without_stop_token=True)
+            mine = xmask.GrammarMatcher(compiled, terminate_without_stop_token=True)
+            assert (mine.accept_string(s) and mine.is_completed()) == (
+                theirs.accept_string(s) and theirs.is_completed()), s

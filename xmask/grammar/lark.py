@@ -28,9 +28,12 @@ What is read (XGrammar 0.2.8's Lark support; differences are listed below):
   ``UserWarning`` (XGrammar rejects them): they choose between parse trees, and a mask only
   depends on the language;
 * rule attributes ``name[capture]`` / ``name[capture="x"]`` (ignored: xmask records no
-  captures) and ``temperature=...`` (ignored with a warning: xmask does not sample).
-  ``max_tokens``, ``lazy``, ``stop``, ``suffix`` change the language and raise
-  ``GrammarSyntaxError`` ("not supported");
+  captures) and ``temperature=...`` (ignored with a warning: xmask does not sample);
+  ``[lazy]``, ``[stop=X]`` and ``[suffix=X]`` (``X`` a string, regex or terminal name) make
+  the rule match the *shortest* match of its terminal-level body (then ``X``), as XGrammar
+  and llguidance do (:mod:`xmask.grammar.shortest_match`; for the masks ``stop`` and
+  ``suffix`` are the same: the text contains ``X``).  ``max_tokens`` and ``stop=""`` (stop
+  at the end-of-sequence token) raise ``GrammarSyntaxError`` ("not supported");
 * ``%ignore`` items (terminals, literals, regexes; several ``%ignore`` lines add up),
   ``%import common.NAME [-> ALIAS]`` and ``%import common (A, B)`` (definitions in
   :data:`~xmask.grammar.lark_terminals.COMMON_TERMINALS`);
@@ -74,6 +77,7 @@ from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Expr, Grammar, Repeat, RuleRef
 from .lark_syntax import LarkParser, is_terminal_name
 from .left_recursion import eliminate_direct_left_recursion
+from .shortest_match import shortest_match
 
 __all__ = ["parse_lark"]
 
@@ -111,11 +115,24 @@ class _Lowering:
             item = make_choice([self.lower(node, True) for node, _ in p.ignores])
             self.ignore = RuleRef(self.ignore_name)
             self.rules[self.ignore_name] = Repeat(item, 0, None)
-        for name, d in p.defs.items():
-            self.rules[self.namer_names[name]] = self.lower(d.body, d.terminal)
+        # terminals first: lazy rules expand the terminals they use
+        for name, d in sorted(p.defs.items(), key=lambda item: not item[1].terminal):
+            ir_name = self.namer_names[name]
+            self.rules[ir_name] = self.lazy(d) if d.lazy else self.lower(d.body, d.terminal)
         rules = {"root": self.rules.pop("root")}
         rules.update(self.rules)
         return eliminate_direct_left_recursion(Grammar(rules, root="root"))
+
+    def lazy(self, d) -> Expr:
+        """A ``[lazy]`` / ``[stop=X]`` / ``[suffix=X]`` rule: the shortest match of its body
+        (then X), a terminal-level expression (XGrammar's and llguidance's meaning)."""
+        body = self.lower(d.body, True)
+        if d.stop is not None:
+            body = make_seq([body, self.lower(d.stop, True)])
+        try:
+            return shortest_match(body, self.rules, self.rules, self.namer, d.name)
+        except ValueError as e:
+            raise self.p.error(f"lazy rule '{d.name}': {e}", d.pos) from None
 
     def lookup(self, name: str, pos: int, terminal: bool) -> str:
         d = self.p.defs.get(name)

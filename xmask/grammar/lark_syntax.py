@@ -36,6 +36,7 @@ _ESCAPES = {"\\": "\\", '"': '"', "'": "'", "/": "/", "n": "\n", "r": "\r", "t":
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _IGNORED_ATTRS = frozenset({"capture"})
 _WARNED_ATTRS = frozenset({"temperature"})
+_STOP_ATTRS = frozenset({"stop", "suffix"})
 _MAX_REPEAT = 10_000
 
 
@@ -46,12 +47,16 @@ def is_terminal_name(name: str) -> bool:
 
 
 class Definition:
-    """One ``name: body`` (``terminal``: an upper-case name); ``pos`` is the name's offset."""
+    """One ``name: body`` (``terminal``: an upper-case name); ``pos`` is the name's offset.
+    ``lazy``: the rule matches its body's shortest match (``[lazy]``, ``[stop=X]`` and
+    ``[suffix=X]``, whose ``X`` tree is in ``stop``)."""
 
-    __slots__ = ("name", "body", "pos", "terminal")
+    __slots__ = ("name", "body", "pos", "terminal", "lazy", "stop")
 
     def __init__(self, name: str, body, pos: int, terminal: bool):
         self.name, self.body, self.pos, self.terminal = name, body, pos, terminal
+        self.lazy = False
+        self.stop = None
 
 
 class LarkParser:
@@ -179,6 +184,7 @@ class LarkParser:
         if name in self.defs:
             raise self.error(f"duplicate definition of '{name}'", name_pos)
         terminal = is_terminal_name(name)
+        definition = Definition(name, None, name_pos, terminal)
         while True:
             self.skip_inline()
             c = self.peek()
@@ -190,16 +196,17 @@ class LarkParser:
                 warnings.warn(f"Lark: priority of '{name}' ignored (priorities choose between "
                               "parse trees; they do not change the language)", stacklevel=5)
             elif c == "[" and not terminal:
-                self.parse_attributes(name)
+                self.parse_attributes(definition)
             else:
                 break
         if self.peek() != ":":
             raise self.error(f"expected ':' after '{name}'")
         self.pos += 1
-        body = self.parse_alts(0, terminal)
-        self.defs[name] = Definition(name, body, name_pos, terminal)
+        definition.body = self.parse_alts(0, terminal)
+        self.defs[name] = definition
 
-    def parse_attributes(self, name: str) -> None:
+    def parse_attributes(self, definition: Definition) -> None:
+        name = definition.name
         self.pos += 1
         while True:
             self.skip_all()
@@ -209,7 +216,19 @@ class LarkParser:
             attr_pos = self.pos
             attr = self.read_name("attribute name")
             self.skip_all()
-            if self.peek() == "=":
+            if attr in _STOP_ATTRS:
+                if self.peek() != "=":
+                    raise self.error(f"attribute '{attr}' needs a value", attr_pos)
+                self.pos += 1
+                self.skip_all()
+                if self.startswith('""'):
+                    raise self.error(f"{attr}=\"\" (stop at the end-of-sequence token) is not "
+                                     "supported", attr_pos)
+                definition.lazy = True
+                definition.stop = self.parse_atom(1, True)
+            elif attr == "lazy":
+                definition.lazy = True
+            elif self.peek() == "=":
                 self.pos += 1
                 self.skip_all()
                 if self.peek() == '"':
@@ -222,7 +241,7 @@ class LarkParser:
             if attr in _WARNED_ATTRS:
                 warnings.warn(f"Lark: attribute '{attr}' of '{name}' ignored (xmask computes "
                               "masks, it does not sample)", stacklevel=5)
-            elif attr not in _IGNORED_ATTRS:
+            elif attr not in _IGNORED_ATTRS | _STOP_ATTRS | {"lazy"}:
                 raise self.error(f"rule attribute '{attr}' is not supported", attr_pos)
             self.skip_all()
             if self.peek() == ",":
