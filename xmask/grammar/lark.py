@@ -96,22 +96,28 @@ class _Lowering:
                                      column=1)
         if parser.defs["start"].terminal:
             raise parser.error("'start' must be a rule", parser.defs["start"].pos)
-        self.namer = RuleNamer(dict.fromkeys(set(parser.defs) | {"root"}, EPSILON))
-        # start is the root, named "root" as XGrammar does; a user rule "root" is renamed
+        # start is the root, named "root" as XGrammar does; a user rule "root" is renamed.
+        # Every name is reserved in ``rules`` (placeholders, in definition order) before any
+        # helper rule is named: the namer and the DFA emitter both avoid the names in it.
         self.namer_names = {name: name for name in parser.defs}
         self.namer_names["start"] = "root"
+        self.rules["root"] = EPSILON
+        for name in parser.defs:
+            if name not in ("start", "root"):
+                self.rules[name] = EPSILON
+        self.namer = RuleNamer(self.rules)
         if "root" in parser.defs:
             self.namer_names["root"] = self.namer.fresh("root")
+            self.rules[self.namer_names["root"]] = EPSILON
         self.ignore: Optional[Expr] = None
         self.ignore_name = self.namer.fresh("lark_ignore") if parser.ignores else None
+        if self.ignore_name is not None:
+            self.rules[self.ignore_name] = EPSILON
 
     def run(self) -> Grammar:
         p = self.p
         self.check_terminal_cycles()
-        for name, d in p.defs.items():
-            self.rules[self.namer_names[name]] = EPSILON  # keeps definition order
         if self.ignore_name is not None:
-            self.rules[self.ignore_name] = EPSILON
             item = make_choice([self.lower(node, True) for node, _ in p.ignores])
             self.ignore = RuleRef(self.ignore_name)
             self.rules[self.ignore_name] = Repeat(item, 0, None)
@@ -119,9 +125,7 @@ class _Lowering:
         for name, d in sorted(p.defs.items(), key=lambda item: not item[1].terminal):
             ir_name = self.namer_names[name]
             self.rules[ir_name] = self.lazy(d) if d.lazy else self.lower(d.body, d.terminal)
-        rules = {"root": self.rules.pop("root")}
-        rules.update(self.rules)
-        return eliminate_direct_left_recursion(Grammar(rules, root="root"))
+        return eliminate_direct_left_recursion(Grammar(self.rules, root="root"))
 
     def lazy(self, d) -> Expr:
         """A ``[lazy]`` / ``[stop=X]`` / ``[suffix=X]`` rule: the shortest match of its body
@@ -130,7 +134,7 @@ class _Lowering:
         if d.stop is not None:
             body = make_seq([body, self.lower(d.stop, True)])
         try:
-            return shortest_match(body, self.rules, self.rules, self.namer, d.name)
+            return shortest_match(body, self.rules, self.rules, d.name)
         except ValueError as e:
             raise self.p.error(f"lazy rule '{d.name}': {e}", d.pos) from None
 
