@@ -320,6 +320,19 @@ string : ESCAPED_STRING
 JSONISH_DOCS = ['{"a": [1, -2.5e3, true, null], "b": {"c": "d \\"e\\""}}', "[ ]"]
 
 
+TOOLCALL = r"""
+start: text call+
+text[stop="<tool_call>"]: /(.|\n)*/
+call: %json {"type": "object", "properties": {"name": {"const": "get_weather"},
+      "arguments": {"type": "object", "properties": {"city": {"type": "string"}},
+                    "required": ["city"]}}, "required": ["name", "arguments"]} "</tool_call>" next?
+next[stop="<tool_call>"]: /\s*/
+"""
+TOOLCALL_DOCS = ['Let me check. <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+                 '</tool_call>\n<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}'
+                 '</tool_call>']
+
+
 @pytest.fixture(scope="module")
 def llama3():
     path = str(tokenizer_json("llama3"))
@@ -328,7 +341,8 @@ def llama3():
 
 
 @pytest.mark.parametrize("text,docs", [(SQL, SQL_DOCS), (CALC, CALC_DOCS),
-                                       (JSONISH, JSONISH_DOCS)], ids=["sql", "calc", "json"])
+                                       (JSONISH, JSONISH_DOCS), (TOOLCALL, TOOLCALL_DOCS)],
+                         ids=["sql", "calc", "json", "toolcall"])
 def test_masks_equal_reference_on_llama3(llama3, text, docs):
     compiler, tok = llama3
     compiled = compiler.compile_lark(text)
@@ -358,6 +372,15 @@ def test_compile_lark_named_grammars_and_cache_keys(llama3):
     assert compiler.compile_lark("start: @x", named_grammars={"x": 'start: "a"'}) is a
     with pytest.raises(TypeError):
         compiler.compile_lark(3)
+
+
+def test_toolcall_text_ends_at_the_first_tag():
+    r = Recognizer(Grammar.from_lark(TOOLCALL))
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "X"}}</tool_call>'
+    assert r.accepts(("hi " + call).encode())
+    assert not r.accepts(("hi <tool_call> " + call).encode())  # the first tag opens the call
+    assert not r.accepts(("hi " + call + " trailing").encode())
+    assert not r.accepts(b'hi <tool_call>{"name": "other", "arguments": {}}</tool_call>')
 
 
 def test_sql_rejects_malformed_queries():
