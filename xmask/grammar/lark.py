@@ -56,10 +56,11 @@ Errors are :class:`~xmask.errors.GrammarSyntaxError` with the 1-based line and c
 malformed text, undefined or duplicate names, a terminal that references a rule or itself
 (terminals are regular), a missing ``start``, special tokens / ``%json`` / ``@name`` inside a
 terminal, named special tokens without a tokenizer, ``%import`` of anything but ``common``,
-``%declare`` / ``%override`` / ``%extend`` / templates.  Direct left recursion
-(``sum: sum "+" product | product``) is rewritten as repetition (same language,
-:mod:`xmask.grammar.left_recursion`); indirect left recursion makes the compiler raise a
-``GrammarError`` naming the rule cycle.
+``%declare`` / ``%override`` / ``%extend`` / templates.  Left recursion, direct
+(``sum: sum "+" product | product``) or indirect, is rewritten as repetition (same language,
+:mod:`xmask.grammar.left_recursion`); left recursion behind a nullable prefix
+(``a: "c"? a "x" | "y"``) makes the compiler raise a ``GrammarError`` naming the rule cycle
+(XGrammar's Earley parser accepts it).
 
 Deliberate differences from XGrammar (exact where XGrammar is looser or refuses):
 ``ESCAPED_STRING`` refuses a raw newline inside the quotes (Lark's definition; XGrammar allows
@@ -76,7 +77,7 @@ from .combine import RuleNamer, embed_grammar
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Expr, Grammar, Repeat, RuleRef
 from .lark_syntax import LarkParser, is_terminal_name
-from .left_recursion import eliminate_direct_left_recursion
+from .left_recursion import eliminate_left_recursion
 from .shortest_match import shortest_match
 
 __all__ = ["parse_lark"]
@@ -125,7 +126,7 @@ class _Lowering:
         for name, d in sorted(p.defs.items(), key=lambda item: not item[1].terminal):
             ir_name = self.namer_names[name]
             self.rules[ir_name] = self.lazy(d) if d.lazy else self.lower(d.body, d.terminal)
-        return eliminate_direct_left_recursion(Grammar(self.rules, root="root"))
+        return eliminate_left_recursion(Grammar(self.rules, root="root"))
 
     def lazy(self, d) -> Expr:
         """A ``[lazy]`` / ``[stop=X]`` / ``[suffix=X]`` rule: the shortest match of its body
