@@ -27,7 +27,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .._graph import strongly_connected_components
 from .ebnf import make_choice, make_seq
-from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
+from .ir import (EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet,
+                 iter_refs)
 
 __all__ = ["MAX_ALTERNATIVES", "eliminate_left_recursion"]
 
@@ -63,13 +64,16 @@ class _Analysis:
     def __init__(self, rules: Dict[str, Expr]):
         self.rules = rules
         self.nullable_rules: Set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, body in rules.items():
-                if name not in self.nullable_rules and self.nullable(body):
-                    self.nullable_rules.add(name)
-                    changed = True
+        refs = {name: sorted(set(iter_refs(body))) for name, body in rules.items()}
+        # components come after the ones they reach: each is solved once, by a local fixpoint
+        for comp in strongly_connected_components(list(rules), refs.__getitem__):
+            changed = True
+            while changed:
+                changed = False
+                for name in comp:
+                    if name not in self.nullable_rules and self.nullable(rules[name]):
+                        self.nullable_rules.add(name)
+                        changed = True
 
     def nullable(self, e: Expr) -> bool:
         t = type(e)
