@@ -505,16 +505,19 @@ def test_compiled_matcher_agrees_with_recognizer(text, alphabet):
 
 
 def test_special_token_masks_on_llama3(llama3):
-    """llguidance's Llama tool-call pattern: free text, or <|python_tag|> then a JSON call and
-    <|eom_id|>; the special tokens are allowed exactly where the grammar names them."""
+    """llguidance's Llama tool-call pattern: free text, or <|python_tag|> then a JSON call (the
+    message then ends with a stop token: <|eom_id|> is one for this tokenizer, and a grammar
+    cannot name a stop token, as in XGrammar); the special token is allowed exactly where the
+    grammar names it."""
     pytest.importorskip("xmask.tokenizer.token_lookup")
     compiler, tok = llama3
     text = ('start: TEXT | fun_call\nTEXT: /[^{<](.|\\n)*/\n'
             'fun_call: <|python_tag|> %json {"type": "object", "properties": {"city": '
-            '{"type": "string"}}, "required": ["city"]} <|eom_id|>')
+            '{"type": "string"}}, "required": ["city"]}')
     compiled = compiler.compile_lark(text)
     vocab = compiled.tokenizer_info.vocab_size
     python_tag, eom = 128010, 128008
+    assert eom in compiled.tokenizer_info.stop_token_ids
     ids = [python_tag] + tok.encode('{"city": "Paris"}', add_special_tokens=False).ids + [eom]
     m = xmask.GrammarMatcher(compiled)
     for k, tid in enumerate(ids):
@@ -524,12 +527,12 @@ def test_special_token_masks_on_llama3(llama3):
         m._reference_fill_next_token_bitmask(ref)
         assert np.array_equal(fast, ref), k
         assert bool((fast[0, tid >> 5] >> (tid & 31)) & 1), k
-        if k < len(ids) - 1:  # <|eom_id|> only after the whole call
-            assert not (fast[0, eom >> 5] >> (eom & 31)) & 1, k
+        if k > 0:  # inside the call: the tag is not allowed again
+            assert not (fast[0, python_tag >> 5] >> (python_tag & 31)) & 1, k
         assert m.accept_token(tid)
-    assert m.is_completed()
-    other = xmask.GrammarMatcher(compiled)
-    assert not other.accept_token(eom)  # the end token alone is not a call
+    assert m.is_terminated()
+    text_only = xmask.GrammarMatcher(compiled)
+    assert text_only.accept_string("Sure, ") and not text_only.accept_token(python_tag)
 
 
 # ---------------------------------------------------------------------------- lazy rules
