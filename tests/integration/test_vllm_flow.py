@@ -724,8 +724,9 @@ def test_structural_tag_json_format(backend):
     backend.compiler.compile_structural_tag(spec)
 
 
-@_ISSUE_11
 def test_lark_grammar_request(backend):
     lark = 'start: "yes" | "no"'
     xgr.Grammar.from_lark(lark)
-    backend.compiler.compile_lark(lark)
+    compiled = backend.compiler.compile_lark(lark)
+    matcher = xgr.GrammarMatcher(compiled)
+    assert matcher.accept_string("yes") and not matcher.accept_string("no")

@@ -383,3 +383,41 @@ def test_masks_equal_the_earley_oracle(llama, case):
         states = oracle_step(llama, rec, states, item)
         assert states
     assert llama.info.decoded_vocab[65] == b"b"
+
+
+# ---- XGrammar 0.2.8 on the same tokenizer (skipped without it) ------------------------------
+
+XGR_CASES = [
+    (ORACLE_GRAMMARS[0][0], ["x", PYTHON_TAG, "{", "ab", "}"]),
+    (ORACLE_GRAMMARS[1][0], ["a", 65, "1"]),
+    (ORACLE_GRAMMARS[3][0], ["<", 128000, ">"]),
+    ({"root": Seq((Bytes(b"a"), Repeat(Choice((TokenSet((PYTHON_TAG,)), TokenSet((128000,)))),
+                                       0, None)))}, ["a", PYTHON_TAG, 128000]),
+    ({"root": Seq((Bytes(b"a"), Choice((Bytes(b"b"), TokenSet((128009, 7))))))}, ["a", 7]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(XGR_CASES)))
+def test_masks_equal_xgrammar(llama, case):
+    xgr = pytest.importorskip("xgrammar")
+    rules, items = XGR_CASES[case]
+    grammar = Grammar(rules)
+    info = llama.info
+    xinfo = xgr.TokenizerInfo(list(info.decoded_vocab),
+                              vocab_size=info.vocab_size, stop_token_ids=info.stop_token_ids)
+    # XGrammar reads the EBNF xmask prints (Token(...) / ExcludeToken(...))
+    xm = xgr.GrammarMatcher(xgr.GrammarCompiler(xinfo, cache_enabled=False).compile_grammar(
+        xgr.Grammar.from_ebnf(str(grammar))))
+    m = xmask.GrammarMatcher(llama.compile(rules))
+    for item in items + [None]:
+        xbm = xgr.allocate_token_bitmask(1, info.vocab_size)
+        xm.fill_next_token_bitmask(xbm)
+        fast, _ = rows(m, llama.n_words)
+        assert diff_ids(fast, np.asarray(xbm)) == [], item
+        if item is None:
+            break
+        assert step(m, item)
+        if isinstance(item, int):
+            assert xm.accept_token(item)
+        else:
+            assert xm.accept_string(item)

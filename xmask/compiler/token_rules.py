@@ -35,6 +35,8 @@ Example::
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Dict, List, Tuple
 
 import numpy as np
@@ -50,12 +52,23 @@ PLACEHOLDER = Bytes(b"\x00")
 _NOTHING = CharClass(())  # matches no character: a token element whose set is empty
 
 
+_UNIVERSE_LOCK = threading.Lock()
+_UNIVERSES: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
 def token_universe(tokenizer_info) -> np.ndarray:
-    """bool[vocab_size]: the ids a token element may match (not a stop token, not empty)."""
+    """bool[vocab_size], read-only: the ids a token element may match (not a stop token, not
+    empty).  Computed once per TokenizerInfo (~3 ms on 128k ids), then shared."""
+    with _UNIVERSE_LOCK:
+        got = _UNIVERSES.get(tokenizer_info)
+    if got is not None:
+        return got
     vocab = tokenizer_info.decoded_vocab
-    ok = np.fromiter((len(b) > 0 for b in vocab), dtype=bool, count=len(vocab))
-    stops = np.asarray(tokenizer_info.stop_token_ids, dtype=np.int64)
-    ok[stops] = False
+    ok = np.fromiter(map(len, vocab), dtype=np.int64, count=len(vocab)) > 0
+    ok[np.asarray(tokenizer_info.stop_token_ids, dtype=np.int64)] = False
+    ok.setflags(write=False)
+    with _UNIVERSE_LOCK:
+        _UNIVERSES[tokenizer_info] = ok
     return ok
 
 
@@ -65,7 +78,7 @@ def _resolve(ts: TokenSet, universe: np.ndarray, rule: str) -> np.ndarray:
         if i >= n:
             raise InvalidTokenError(
                 f"token id {i} in rule '{rule}' is outside the vocabulary [0, {n})")
-    chosen = np.zeros(n, dtype=bool)
+    chosen = np.zeros(n, dtype=bool)  # a fresh array: the universe is shared and read-only
     chosen[np.asarray(ts.ids, dtype=np.int64)] = True
     if ts.negated:
         chosen = ~chosen

@@ -297,6 +297,28 @@ class Grammar:
         return regex_to_grammar(pattern)
 
     @staticmethod
+    def from_lark(lark_string: str, *, tokenizer_info=None, named_grammars=None) -> "Grammar":
+        """A grammar from Lark text (the dialect vLLM sends; llguidance's extensions ``%json``,
+        ``@name``, special tokens).  ``start`` is the root.  ``tokenizer_info`` resolves named
+        special tokens such as ``<|python_tag|>`` (without it they raise); ``named_grammars``
+        maps the names used as ``@name`` to a ``Grammar`` or Lark text.  Priorities are
+        ignored with a warning; the mapping of ``%ignore`` and every construct are described
+        in :mod:`xmask.grammar.lark`.  Errors are ``GrammarSyntaxError`` with line and column.
+
+        Example::
+
+            >>> g = Grammar.from_lark('start: "yes" | "no"')
+            >>> print(g)
+            root ::= "yes" | "no"
+        """
+        from .._recursion import deep_recursion
+        from .lark import parse_lark
+
+        with deep_recursion("Lark grammar"):
+            return parse_lark(lark_string, tokenizer_info=tokenizer_info,
+                              named_grammars=named_grammars)
+
+    @staticmethod
     def from_json_schema(schema, *, any_whitespace=True, indent=None, separators=None,
                          strict_mode=True, max_whitespace_cnt=None, lenient=False,
                          any_order=False, limits=None) -> "Grammar":

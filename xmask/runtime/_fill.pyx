@@ -2,7 +2,9 @@
 
 ``fill_job`` ORs the cached accepted sets of the current tops, then checks only the cached
 *uncertain* tokens against the real stack, in byte-sorted order so shared prefixes are parsed
-once.  Near the recursion bound (``xmask.set_max_recursion_depth``) the cache may allow a token
+once; tops with a token edge (``Token(...)`` elements) add their token set with one bitset OR.
+``accept_token_id`` is the one token step (bytes UNION token edges) of accept_token, draft
+trees and the slow reference.  Near the recursion bound (``xmask.set_max_recursion_depth``) the cache may allow a token
 that would need a stack deeper than the bound, so there every token is checked on the real stack
 (``FillJob.exact``).  Everything here runs without the GIL; the only GIL use is raising
 MemoryError when the stack arena cannot grow.
