@@ -243,8 +243,9 @@ def _seq(items) -> Expr:
 
 def _tokens(p, name: str, args: MacroArgs, start: int) -> Expr:
     _check_named(p, name, args, ())
-    if not args.positional:
+    if not args.positional and name == "Token":
         raise p.error(f"{name}() needs at least one token id", start)
+    # ExcludeToken() (no id) is any token: XGrammar prints it for any_tokens formats
     ids = _token_ids(p, name, [v for v, _ in args.positional], start)
     return TokenSet(ids, negated=(name == "ExcludeToken"))
 
