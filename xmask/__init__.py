@@ -70,6 +70,8 @@ __all__ = [
     "InvalidStructuralTagError",
     "InvalidTokenError",
     "RegexSyntaxError",
+    "StructuralTag",
+    "StructuralTagItem",
     "TokenizerError",
     "TokenizerInfo",
     "UnsupportedSchemaError",
@@ -88,6 +90,7 @@ __all__ = [
     "max_recursion_depth",
     "reset_token_bitmask",
     "set_max_recursion_depth",
+    "structural_tag",
     "testing",
 ]
 
@@ -99,6 +102,12 @@ def __getattr__(name):
         from . import bitmask
 
         return bitmask.bitmask_dtype
+    if name in ("StructuralTag", "StructuralTagItem", "structural_tag"):
+        # pydantic models: imported on first use only
+        import importlib
+
+        module = importlib.import_module(".structural_tag", __name__)
+        return module if name == "structural_tag" else getattr(module, name)
     if name == "contrib":
         import importlib
 

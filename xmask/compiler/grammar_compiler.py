@@ -213,6 +213,26 @@ class GrammarCompiler:
             ),
         )
 
+    def compile_structural_tag(self, *args, **kwargs) -> CompiledGrammar:
+        """Compile a structural tag: ``compile_structural_tag(structural_tag)`` (a
+        ``StructuralTag``, its JSON text or a dict) or the deprecated
+        ``compile_structural_tag(tags, triggers)``; see ``Grammar.from_structural_tag``.  Token
+        strings are resolved against this compiler's tokenizer.  Cached by the structural tag's
+        canonical JSON.
+
+        Example::
+
+            >>> cg = compiler.compile_structural_tag({"format": {"type": "const_string",
+            ...                                                  "value": "hi"}})  # doctest: +SKIP
+        """
+        from ..structural.lower import structural_tag_to_grammar
+        from ..structural.spec import canonical_json, structural_tag_argument
+
+        with deep_recursion(), responsive_switching():
+            canonical = canonical_json(structural_tag_argument(args, kwargs))
+        return self._compile(("structural_tag", canonical),
+                             lambda: structural_tag_to_grammar(canonical, self._info))
+
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the built-in JSON grammar (any JSON value)."""
         return self._compile(("builtin_json",), Grammar.builtin_json_grammar)

@@ -321,6 +321,29 @@ class Grammar:
         )
 
     @staticmethod
+    def from_structural_tag(*args, **kwargs) -> "Grammar":
+        """A grammar from a structural tag: ``from_structural_tag(structural_tag)`` with a
+        ``StructuralTag``, its JSON text or a dict, or the deprecated
+        ``from_structural_tag(tags, triggers)`` (``StructuralTagItem`` list + trigger strings).
+        Every XGrammar 0.2.8 format; see :mod:`xmask.structural.lower` for the semantics.
+        Malformed input raises ``InvalidStructuralTagError`` naming the JSON path.  Token
+        *strings* need a tokenizer: use ``GrammarCompiler.compile_structural_tag``.
+
+        Example::
+
+            >>> g = Grammar.from_structural_tag({"type": "structural_tag", "format": {
+            ...     "type": "triggered_tags", "triggers": ["<f"], "tags": [{"begin": "<f>",
+            ...     "content": {"type": "json_schema", "json_schema": {"type": "integer"}},
+            ...     "end": "</f>"}]}})
+            >>> g.root
+            'root'
+        """
+        from ..structural.lower import structural_tag_to_grammar
+        from ..structural.spec import structural_tag_argument
+
+        return structural_tag_to_grammar(structural_tag_argument(args, kwargs))
+
+    @staticmethod
     def builtin_json_grammar() -> "Grammar":
         """The built-in grammar of any JSON value (RFC 8259), with any JSON whitespace.
 

@@ -116,7 +116,7 @@ def _esc(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _kind(v) -> str:
+def json_kind(v) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -132,6 +132,9 @@ def _kind(v) -> str:
     if isinstance(v, dict):
         return "an object"
     return f"a {type(v).__name__} (not a JSON value)"
+
+
+_kind = json_kind
 
 
 def _is_number(v) -> bool:
