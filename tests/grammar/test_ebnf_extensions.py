@@ -85,6 +85,35 @@ def test_tag_dispatch_arguments_are_checked():
         parse_ebnf('root ::= TagDispatch(("<a>", missing))')
 
 
+def test_tag_dispatch_language():
+    text = ('root ::= TagDispatch(\n  ("<a>", a),\n  ("<b>", b),\n  loop_after_dispatch=true,\n  excludes=("</s>",)\n)\n'
+            'a ::= [0-9]+ "</a>"\nb ::= "x"')
+    got = accepts(text, "", "hi", "hi <a>12</a> and <b>x", "<a>1</a><a>2</a>", "hi <a>x</a>", "<b>y", "a </s> b",
+                  "<", "<a")
+    assert got == {"": True, "hi": True, "hi <a>12</a> and <b>x": True, "<a>1</a><a>2</a>": True,
+                   "hi <a>x</a>": False, "<b>y": False, "a </s> b": False, "<": True, "<a": True}
+    once = text.replace("loop_after_dispatch=true", "loop_after_dispatch=false")
+    assert accepts(once, "<a>1</a>", "<a>1</a> more", "text <b>x") == {
+        "<a>1</a>": True, "<a>1</a> more": False, "text <b>x": True}
+
+
+def test_tag_dispatch_inside_a_rule_with_max_chars():
+    # XGrammar prints this for a structural tag's any_text with max_chars inside a tag
+    text = 'root ::= "<a>" any_text "</a>"\nany_text[max_chars=5] ::= TagDispatch(\n  loop_after_dispatch=false,\n  excludes=("</a>")\n)'
+    got = accepts(text, "<a></a>", "<a>abcde</a>", "<a>abcdef</a>", "<a>x</a>y</a>", "<a></</a>")
+    assert got == {"<a></a>": True, "<a>abcde</a>": True, "<a>abcdef</a>": False, "<a>x</a>y</a>": False,
+                   "<a></</a>": True}
+    assert "dispatch" not in str(parse_ebnf(text))  # the unbounded helper rules are dropped
+
+
+def test_token_tag_dispatch_structure():
+    g = parse_ebnf('root ::= TokenTagDispatch((5, r), (6, r), loop_after_dispatch=false, excludes=(3,))\nr ::= "x"')
+    assert "ExcludeToken(3, 5, 6)* (Token(5) r | Token(6) r)?" in str(g)
+    g = parse_ebnf('root ::= TokenTagDispatch((5, r))\nr ::= "x"')
+    assert "(ExcludeToken(5) | Token(5) r)*" in str(g)
+    assert "would block" in str(syntax_error('root ::= TokenTagDispatch((5, r), excludes=(5,))\nr ::= "x"'))
+
+
 # ---------------------------------------------------------------------------- lookaheads
 
 def test_lookahead_is_dropped_like_xgrammar():
@@ -223,6 +252,8 @@ def test_union_and_concat():
     ('root ::= "{" word ("," word)* "}"\nword[max_chars=5] ::= [a-z]+', "{abc,hello,x}"),
     ('root ::= members "]"\nmembers ::= item ("," item)*\nitem ::= "\\"" [a-z]* "\\"" (= [,\\]])',
      '"ab","cd"]'),
+    ('root ::= TagDispatch(("<tool>", call), excludes=("<|eot|>",))\ncall ::= "{\\"n\\": " [0-9]+ "}</tool>"',
+     'I will call <tool>{"n": 42}</tool> and then <tool>{"n": 7}</tool> done'),
 ])
 def test_masks_equal_reference_llama3(text, doc):
     path = str(tokenizer_json("llama3"))

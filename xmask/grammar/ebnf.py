@@ -123,6 +123,7 @@ class _Parser:
         self.dotted = frozenset(m.group(1) for m in _DOTTED_DEF.finditer(text))
         self.rules: Dict[str, Expr] = {}
         self.namer = None  # RuleNamer over every name defined in the text (made on demand)
+        self.defined = frozenset()  # the names defined in the text (set with the namer)
         self.dispatches: Dict[str, object] = {}  # generated rule -> TagDispatch spec
         self.lookaheads: Dict[str, Tuple[Expr, int]] = {}
         self.attributes: Dict[str, Dict[str, Tuple[object, int]]] = {}
@@ -267,13 +268,21 @@ class _Parser:
         if self.dispatches:
             from .ebnf_lowering import lower_dispatches
 
-            lower_dispatches(rules, self.dispatches, self.fresh_rule, self.line_col)
+            self.fresh_rule("rule")  # makes self.namer
+            try:
+                lower_dispatches(rules, self.dispatches, self.namer)
+            except GrammarError as e:
+                name = next(iter(self.dispatches))
+                line, col = self.line_col(self.dispatches[name].pos)
+                raise GrammarError(f"{e.args[0]} (TagDispatch at line {line}, column {col})", rule=e.rule) from None
         # Lookaheads are dropped: in XGrammar they never change the language (see
         # xmask.grammar.lookahead for the evidence); self.lookaheads keeps them for callers.
         if self.attributes:
             from .rule_attributes import apply_rule_attributes
 
             apply_rule_attributes(rules, self.attributes, self.fresh_rule, self.line_col)
+        if self.dispatches or self.attributes:
+            _drop_unreachable_generated(rules, root, self.defined)
         return Grammar(rules, root=root)
 
     # ------------------------------------------------------------------ extensions
@@ -283,6 +292,7 @@ class _Parser:
             from .combine import RuleNamer
 
             taken = {m.group(1): EPSILON for m in _ANY_DEF.finditer(self.text)}
+            self.defined = frozenset(taken)
             self.namer = RuleNamer(taken)
         return self.namer.fresh(hint)
 
@@ -594,6 +604,21 @@ class _Parser:
                     )
             ranges.append((lo, hi))
         return CharClass(tuple(ranges), negated=negated)
+
+
+def _drop_unreachable_generated(rules: Dict[str, Expr], root: str, defined) -> None:
+    """Remove the helper rules that lowering left unused (the text's own rules all stay)."""
+    from .ir import iter_refs
+
+    seen = {root}
+    stack = [root]
+    while stack:
+        for ref in iter_refs(rules[stack.pop()]):
+            if ref not in seen:
+                seen.add(ref)
+                stack.append(ref)
+    for name in [n for n in rules if n not in seen and n not in defined]:
+        del rules[name]
 
 
 def _show_cp(cp: int) -> str:

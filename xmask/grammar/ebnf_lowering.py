@@ -1,41 +1,53 @@
 """Lowering of EBNF ``TagDispatch(...)`` / ``TokenTagDispatch(...)`` atoms into IR rules.
 
-The parser leaves one placeholder rule per dispatch; this module replaces it with the rules
-of "free text until a trigger, then the trigger's rule" built by
-:mod:`xmask.grammar.free_text` (shared with structural tags).
+XGrammar's meaning (its EBNF documentation, checked against XGrammar 0.2.8): free text that
+contains no trigger, which may end anywhere; when a trigger appears the trigger's rule must
+follow; then, with ``loop_after_dispatch=true`` (the default), free text again, otherwise the
+dispatch is over.  ``excludes`` are strings that never appear in the free text.
+
+``TagDispatch`` is built by :mod:`xmask.grammar.free_text` (shared with structural tags);
+``TokenTagDispatch`` works on whole tokens: a free token is any token but the triggers and
+the excluded ids.
 
 Example::
 
     >>> from xmask.grammar.ebnf import parse_ebnf
-    >>> g = parse_ebnf('root ::= TagDispatch(("<a>", a))\\na ::= "1</a>"')
-    >>> sorted(g.rules)[:2]
-    ['a', 'root']
+    >>> from xmask.grammar.recognizer import Recognizer
+    >>> g = parse_ebnf('root ::= TagDispatch(("<a>", a))\\na ::= [0-9]+ "</a>"')
+    >>> [Recognizer(g).accepts(s) for s in (b"hi <a>12</a> ok", b"hi <a>x</a>", b"hi <")]
+    [True, False, True]
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Dict
 
-from ..errors import GrammarError
+from .combine import RuleNamer
 from .ebnf_builtins import TokenTagDispatchSpec
-from .ir import Expr
+from .free_text import FreeText, lower_free_text
+from .ir import Choice, Expr, Repeat, RuleRef, Seq, TokenSet
 
 __all__ = ["lower_dispatches"]
 
 
-def lower_dispatches(rules: Dict[str, Expr], dispatches: Dict[str, object], fresh_rule: Callable[[str], str],
-                     line_col) -> None:
-    """Replace each placeholder rule in ``dispatches`` by its lowered free-text rules."""
-    try:
-        from . import free_text
-    except ImportError:  # pragma: no cover - until the free-text module is merged
-        free_text = None
+def lower_dispatches(rules: Dict[str, Expr], dispatches: Dict[str, object], namer: RuleNamer) -> None:
+    """Replace each placeholder rule named in ``dispatches`` by its lowered rules."""
     for name, spec in dispatches.items():
-        line, col = line_col(spec.pos)
-        kind = "TokenTagDispatch" if isinstance(spec, TokenTagDispatchSpec) else "TagDispatch"
-        if free_text is None:
-            raise GrammarError(f"{kind}(...) at line {line}, column {col} is not supported yet "
-                               "(free-text lowering is missing)", rule=name)
-        rules[name] = free_text.lower_tag_dispatch(
-            rules, spec.pairs, loop_after_dispatch=spec.loop_after_dispatch, excludes=spec.excludes,
-            tokens=kind == "TokenTagDispatch", fresh_rule=fresh_rule)
+        if isinstance(spec, TokenTagDispatchSpec):
+            rules[name] = _token_dispatch(spec)
+            continue
+        free = FreeText(triggers=tuple((t, RuleRef(r)) for t, r in spec.pairs), excludes=tuple(spec.excludes),
+                        loop=spec.loop_after_dispatch, can_end=True)
+        rules[name] = lower_free_text(rules, namer, free, hint=f"{name}_text")
+
+
+def _token_dispatch(spec) -> Expr:
+    triggers = [t for t, _ in spec.pairs]
+    free = TokenSet(list(spec.excludes) + triggers, negated=True)
+    calls = [Seq((TokenSet((t,)), RuleRef(r))) for t, r in spec.pairs]
+    if spec.loop_after_dispatch:
+        return Repeat(Choice(tuple([free] + calls)) if calls else free, 0, None)
+    if not calls:
+        return Repeat(free, 0, None)
+    dispatch = calls[0] if len(calls) == 1 else Choice(tuple(calls))
+    return Seq((Repeat(free, 0, None), Repeat(dispatch, 0, 1)))

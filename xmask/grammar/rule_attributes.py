@@ -31,12 +31,14 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Tuple
 
 from ..errors import GrammarError, GrammarLimitError
-from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, TokenSet, iter_refs
+from .ir import (EPSILON, MAX_CODE_POINT, SURROGATES, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq,
+                 TokenSet, complement_ranges, iter_refs)
 
 __all__ = ["apply_rule_attributes", "limit_rule"]
 
 _MAX_CONF_LEN = 4096
 _MAX_WORK = 200_000
+_UNIVERSE = ((0, SURROGATES[0] - 1), (SURROGATES[1] + 1, MAX_CODE_POINT))
 
 
 def _units(kind: str):
@@ -157,18 +159,59 @@ def limit_rule(rules: Dict[str, Expr], rule: str, kind: str, n: int, fresh_rule:
             layers.append(nxt)
     if not over_budget:
         return  # the rule never exceeds the budget: nothing to bound
-    names: Dict[Tuple[frozenset, int], str] = {(start, 0): rule}
-    for c, layer in enumerate(layers):
-        for state in layer:
-            if (state, c) not in names:
-                names[(state, c)] = fresh_rule(f"{rule}_{'c' if kind == 'max_chars' else 't'}{c}")
-    for (state, c), name in names.items():
-        alts: List[Expr] = [EPSILON] if () in state else []
-        for unit, target in edges[(state, c)]:
-            alts.append(Seq((unit, RuleRef(names[(target, c + 1)]))))
-        if not alts:
-            alts = [CharClass(())]  # no string fits the budget here
-        rules[name] = alts[0] if len(alts) == 1 else Choice(tuple(alts))
+    # Emit from the last layer back, sharing one rule among states with the same body (the
+    # states near the budget's end mostly only differ in what they can no longer reach).
+    names: Dict[Tuple[frozenset, int], str] = {}
+    by_body: Dict[Expr, str] = {}
+    emitted: List[Tuple[str, Expr]] = []
+    for c in range(len(layers) - 1, -1, -1):
+        for state in sorted(layers[c], key=repr):
+            alts: List[Expr] = [EPSILON] if () in state else []
+            alts += _merged_edges([(unit, names[(target, c + 1)]) for unit, target in edges[(state, c)]])
+            if not alts:
+                alts = [CharClass(())]  # no string fits the budget here
+            body = alts[0] if len(alts) == 1 else Choice(tuple(alts))
+            if c == 0 and state == start:
+                rules[rule] = body
+                names[(state, c)] = rule
+                continue
+            name = by_body.get(body)
+            if name is None:
+                name = by_body[body] = fresh_rule(f"{rule}_{'c' if kind == 'max_chars' else 't'}{c}")
+                emitted.append((name, body))
+            names[(state, c)] = name
+    for name, body in reversed(emitted):  # in budget order
+        rules[name] = body
+
+
+def _merged_edges(edges: List[Tuple[Expr, str]]) -> List[Expr]:
+    """``unit target`` alternatives, one per target where the units are characters (their
+    classes united)."""
+    chars: Dict[str, List[Tuple[int, int]]] = {}
+    out: List[Expr] = []
+    for unit, target in edges:
+        if type(unit) is CharClass and not unit.byte_level:
+            ranges = list(unit.positive_ranges())
+        elif type(unit) is Bytes:
+            cp = ord(unit.data.decode("utf-8"))
+            ranges = [(cp, cp)]
+        else:
+            out.append(Seq((unit, RuleRef(target))))
+            continue
+        if target not in chars:
+            out.append(target)  # placeholder, filled below
+            chars[target] = []
+        chars[target] += ranges
+    for i, item in enumerate(out):
+        if type(item) is str:
+            rs = CharClass(tuple(chars[item])).ranges
+            rest = complement_ranges(rs, _UNIVERSE)
+            if len(rs) == 1 and rs[0][0] == rs[0][1]:
+                unit = Bytes(chr(rs[0][0]).encode("utf-8"))
+            else:  # the shorter spelling: [^<] rather than [\x00-;=-\uD7FF\uE000-\U0010FFFF]
+                unit = CharClass(rest, negated=True) if len(rest) < len(rs) else CharClass(rs)
+            out[i] = Seq((unit, RuleRef(item)))
+    return out
 
 
 def apply_rule_attributes(rules: Dict[str, Expr], attributes: Dict[str, Dict[str, Tuple[object, int]]],
