@@ -6,7 +6,11 @@ numbering so the runtime needs only flat arrays:
 
 * ``byte_class[256]``: global byte equivalence classes (bytes no edge distinguishes share one)
 * ``trans[state * n_classes + cls]``: target state or -1
-* ``flags[state]``: ``FLAG_FINAL | FLAG_HAS_BYTES | FLAG_EXIT_ONLY``
+* ``flags[state]``: ``FLAG_FINAL | FLAG_HAS_BYTES | FLAG_EXIT_ONLY | FLAG_TOKEN``
+* ``token_set_of[state]`` / ``token_target[state]``: for a ``FLAG_TOKEN`` state (the start of
+  a token rule, ``token_rules.py``) the index of its token set and the state its token edge
+  leads to; -1 elsewhere.  ``token_bits`` (set by the compiler, which knows the vocabulary):
+  one bitset row of allowed ids per token set
 * ``call_offsets[state] .. call_offsets[state+1]`` into ``call_target`` (callee start state) and
   ``call_ret`` (return state, or -1 when the return state is exit-only: a tail call, so the
   callee returns straight to our caller and right recursion does not grow the stack)
@@ -28,7 +32,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -45,6 +49,7 @@ from .nfa import flatten_repeat as _flatten_repeat  # noqa: F401  (tests import 
 FLAG_FINAL = 1
 FLAG_HAS_BYTES = 2
 FLAG_EXIT_ONLY = 4
+FLAG_TOKEN = 8  # start of a token rule: no byte edge, one token edge (see token_rules.py)
 
 
 @dataclass(frozen=True)
@@ -195,7 +200,8 @@ def _recursive_rules(refs: Dict[str, List[str]]) -> set:
     return out
 
 
-def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> _Inlined:
+def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
+                        never: Sequence[str] = ()) -> _Inlined:
     """Decide which small non-recursive rules are inlined into their callers.
 
     A call into a tiny rule (a JSON string character, a digit run, whitespace) would otherwise
@@ -233,7 +239,7 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits) -> _Inlined:
     for name in order:
         size = rule_size(rules[name], sizes, cap, size_memo)
         sizes[name] = size
-        if size <= limits.inline_size:
+        if size <= limits.inline_size and name not in never:
             bodies[name] = rules[name]
     return _Inlined(rules, root, bodies, {n: sizes[n] for n in bodies}, refs)
 
@@ -292,13 +298,15 @@ def _build_rule_dfas(arrays, byte_class, starts, ends, names, limits, reference)
 
 
 def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(), *,
-                    reference: bool = False) -> Automaton:
+                    reference: bool = False, token_rules: Sequence[str] = ()) -> Automaton:
     """Compile ``grammar`` into an :class:`Automaton` (raises GrammarError on left recursion).
 
     ``reference=True`` determinizes and minimizes with the slow pure-Python twin (tests
-    compare the two; the languages are equal, state numbers may differ).
+    compare the two; the languages are equal, state numbers may differ).  ``token_rules``:
+    the names of the grammar's token rules, in token-set order (``token_rules.py``); each
+    stays a called rule whose placeholder byte edge becomes a token edge.
     """
-    inl = _inline_small_rules(grammar, limits)
+    inl = _inline_small_rules(grammar, limits, never=token_rules)
     names = _reachable_rules(inl)
     arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)
@@ -320,6 +328,8 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     calls = _prune_unproductive(table, flags, csrc[order], crule[order], cdst[order], rule_start,
                                 names)
     csrc, crule, cdst = calls
+    token_set_of, token_target = _token_edges(table, flags, byte_class, rule_start, names,
+                                              token_rules)
     has_call = np.bincount(csrc, minlength=n_states)[:n_states] > 0
     exit_only = ((flags & FLAG_FINAL) != 0) & ((flags & FLAG_HAS_BYTES) == 0) & ~has_call
     flags[exit_only] |= FLAG_EXIT_ONLY
@@ -340,10 +350,36 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         call_ret=np.where(exit_only[cdst], -1, cdst).astype(np.int32),
         _call_rule=crule,
         _call_dst=cdst,
+        token_set_of=token_set_of,
+        token_target=token_target,
+        token_bits=np.zeros((0, 0), dtype=np.uint32),
     )
     _analyze(auto)
     _check_context_work(auto, limits.max_context_work)
     return auto
+
+
+def _token_edges(table, flags, byte_class, rule_start, names, token_rules):
+    """Turn each token rule's placeholder byte edge into its token edge (``table`` and
+    ``flags`` in place); returns ``(token_set_of, token_target)`` per state."""
+    n = len(flags)
+    token_set_of = np.full(n, -1, dtype=np.int32)
+    token_target = np.full(n, -1, dtype=np.int32)
+    index = {name: r for r, name in enumerate(names)}
+    cls = int(byte_class[0])  # the placeholder's byte
+    for k, name in enumerate(token_rules):
+        r = index.get(name)
+        if r is None:
+            continue  # not reachable from the root
+        s = int(rule_start[r])
+        target = int(table[s, cls])
+        if target < 0:
+            raise AssertionError(f"token rule {name!r} lost its placeholder edge")
+        table[s, :] = -1
+        flags[s] = (int(flags[s]) & ~FLAG_HAS_BYTES) | FLAG_TOKEN
+        token_set_of[s] = k
+        token_target[s] = target
+    return token_set_of, token_target
 
 
 def _check_context_work(auto: Automaton, cap: int) -> None:

@@ -9,6 +9,7 @@ from .._deadline import compile_deadline
 from ..limits import DEFAULT_LIMITS
 from ..runtime._tables import AutomatonTables
 from .automaton import AutomatonLimits, build_automaton
+from .token_rules import lower_token_sets, token_set_bits
 from .mask_cache import (
     cache_records, cache_summary, new_mask_cache, precompute_mask_cache,
 )
@@ -49,8 +50,11 @@ class CompiledGrammar:
                limits=None) -> "CompiledGrammar":
         # precompute=False leaves the token-mask cache empty: fills classify states on demand
         t0 = time.perf_counter()
+        lowered, token_rules = lower_token_sets(grammar, tokenizer_info)
         automaton = build_automaton(
-            grammar, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits))
+            lowered, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits),
+            token_rules=[name for name, _ in token_rules])
+        automaton.token_bits = token_set_bits(token_rules, tokenizer_info.vocab_size)
         at = AutomatonTables(automaton)
         cache = new_mask_cache(automaton)
         if precompute:

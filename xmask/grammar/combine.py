@@ -17,11 +17,11 @@ Example::
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Callable, Dict
 
 from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
 
-__all__ = ["RuleNamer", "embed_grammar", "rename_refs"]
+__all__ = ["RuleNamer", "embed_grammar", "map_leaves", "rename_refs"]
 
 
 class RuleNamer:
@@ -44,9 +44,10 @@ class RuleNamer:
         return name
 
 
-def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
-    """``expr`` with every ``RuleRef(a)`` replaced by ``RuleRef(names[a])``; shared
-    sub-expressions are rewritten once (converters share them freely)."""
+def map_leaves(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """``expr`` with every leaf (``Bytes``, ``CharClass``, ``RuleRef``, ``TokenSet``) ``x``
+    replaced by ``fn(x)``; shared sub-expressions are rewritten once (converters share them
+    freely)."""
     memo: Dict[int, Expr] = {}
 
     def walk(e: Expr) -> Expr:
@@ -54,22 +55,25 @@ def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
         if out is not None:
             return out
         t = type(e)
-        if t is RuleRef:
-            out = RuleRef(names[e.name])
-        elif t is Seq:
+        if t is Seq:
             out = Seq(tuple(walk(x) for x in e.items))
         elif t is Choice:
             out = Choice(tuple(walk(x) for x in e.items))
         elif t is Repeat:
             out = Repeat(walk(e.item), e.min, e.max)
-        elif t is Bytes or t is CharClass or t is TokenSet:
-            out = e
+        elif t is RuleRef or t is Bytes or t is CharClass or t is TokenSet:
+            out = fn(e)
         else:
             raise TypeError(f"not a grammar expression: {e!r}")
         memo[id(e)] = out
         return out
 
     return walk(expr)
+
+
+def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
+    """``expr`` with every ``RuleRef(a)`` replaced by ``RuleRef(names[a])``."""
+    return map_leaves(expr, lambda e: RuleRef(names[e.name]) if type(e) is RuleRef else e)
 
 
 def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,

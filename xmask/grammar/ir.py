@@ -257,7 +257,7 @@ class Grammar:
             >>> Grammar.deserialize_json('{"__VERSION__": "v16"}')
             Traceback (most recent call last):
                 ...
-            xmask.errors.DeserializeVersionError: cannot deserialize Grammar: serialization version 'v16' in the data, but this xmask reads version 'xmask-v2'; serialize it again with this version
+            xmask.errors.DeserializeVersionError: cannot deserialize Grammar: serialization version 'v16' in the data, but this xmask reads version 'xmask-v3'; serialize it again with this version
         """
         from ..serialization.format import load_document
         from ..serialization.grammar_codec import grammar_from_body
@@ -406,19 +406,22 @@ def _combine(kind: str, grammars) -> "Grammar":
     return Grammar(rules, root="root")
 
 
-def iter_refs(expr: Expr) -> Iterator[str]:
-    """Yield the rule names referenced inside ``expr`` (a name may repeat).
+def iter_nodes(expr: Expr) -> Iterator[Expr]:
+    """Yield every distinct sub-expression object of ``expr`` (itself included), each once.
 
     Sub-expression objects shared inside ``expr`` are visited once: converters share them
     freely, and walking such a DAG as a tree can take exponential time.
+
+    Example::
+
+        >>> [type(e).__name__ for e in iter_nodes(Seq((Bytes(b"a"), RuleRef("b"))))]
+        ['Seq', 'RuleRef', 'Bytes']
     """
     stack = [expr]
     seen = {id(expr)}
     while stack:
         e = stack.pop()
-        if isinstance(e, RuleRef):
-            yield e.name
-            continue
+        yield e
         if isinstance(e, (Seq, Choice)):
             items = e.items
         elif isinstance(e, Repeat):
@@ -429,6 +432,14 @@ def iter_refs(expr: Expr) -> Iterator[str]:
             if id(item) not in seen:
                 seen.add(id(item))
                 stack.append(item)
+
+
+def iter_refs(expr: Expr) -> Iterator[str]:
+    """Yield the rule names referenced inside ``expr`` (a name may repeat; shared
+    sub-expressions are visited once, see :func:`iter_nodes`)."""
+    for e in iter_nodes(expr):
+        if isinstance(e, RuleRef):
+            yield e.name
 
 
 def _first_undefined_ref(rules: Dict[str, Expr]) -> Optional[Tuple[str, str]]:

@@ -17,7 +17,11 @@ Grammar lowering (done once in :class:`Recognizer`):
   partial code point) until the character is complete; overlong forms, surrogates, values
   above U+10FFFF and malformed sequences are rejected, and a pending character is dropped as
   soon as no code point of the class can still be reached (so ``accepts_prefix`` is exact);
-* a ``byte_level`` ``CharClass`` is a terminal matching one byte.
+* a ``byte_level`` ``CharClass`` is a terminal matching one byte;
+* a ``TokenSet`` is a terminal matching one whole *token id* (never a byte): :meth:`step_token`
+  scans it, at a token boundary only (a half-read UTF-8 character is dropped there).  Which
+  ids a vocabulary lets a token element match (stop and empty tokens never) is the caller's
+  business: here a set is just ids, or every id but those.
 
 Nullable nonterminals are handled the Aycock–Horspool way (an item waiting for a nullable
 nonterminal is also advanced over it at prediction time), which makes ε-rules, nullable
@@ -34,7 +38,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Dict, List, Optional, Tuple
 
-from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq
+from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
 
 __all__ = ["Recognizer", "State"]
 
@@ -71,6 +75,22 @@ class _Utf8Class:
 
     def empty(self) -> bool:
         return not self.starts
+
+
+class _TokenTerm:
+    """A whole-token terminal: ids, or (negated) every id but those."""
+
+    __slots__ = ("ids", "negated")
+
+    def __init__(self, ids, negated):
+        self.ids = frozenset(ids)
+        self.negated = negated
+
+    def contains(self, tid: int) -> bool:
+        return (tid in self.ids) != self.negated
+
+    def empty(self) -> bool:
+        return not self.ids and not self.negated
 
 
 class _ESet:
@@ -186,6 +206,8 @@ class Recognizer:
             return -1 - self._term(("u", ranges), lambda: _Utf8Class(ranges))
         if isinstance(e, Bytes) and len(e.data) == 1:
             return self._byte_term(frozenset(e.data))
+        if isinstance(e, TokenSet):
+            return -1 - self._term(("t", e.ids, e.negated), lambda: _TokenTerm(e.ids, e.negated))
         if isinstance(e, Choice):
             nt = self._new_nt("<choice>")
             for alt in e.items:
@@ -352,6 +374,8 @@ class Recognizer:
             if isinstance(t, frozenset):
                 if b in t:
                     seeds.extend((ADV[k], o) for k, o in its)
+            elif isinstance(t, _TokenTerm):
+                continue  # reads whole tokens only (step_token)
             elif b < 0x80:
                 if t.ascii[b]:
                     seeds.extend((ADV[k], o) for k, o in its)
@@ -375,6 +399,19 @@ class Recognizer:
         if not seeds and not pending:
             return None
         return State(self._close(seeds, ()), tuple(pending))
+
+    def step_token(self, state: State, token_id: int) -> Optional[State]:
+        """The state after the whole token ``token_id`` read by a ``TokenSet`` element (not
+        by its bytes), or ``None`` if no such element can take it here."""
+        ADV = self._adv
+        seeds = []
+        for sym, its in state._set.scans.items():
+            t = self._terms[-1 - sym]
+            if isinstance(t, _TokenTerm) and t.contains(token_id):
+                seeds.extend((ADV[k], o) for k, o in its)
+        if not seeds:
+            return None
+        return State(self._close(seeds, ()), ())
 
     @staticmethod
     def _reachable(t: _Utf8Class, val: int, rem: int, lo: int, hi: int) -> bool:

@@ -14,7 +14,7 @@ from libc.string cimport memset
 from xmask.runtime._types cimport word_t, int32_t
 from xmask.runtime._bitset cimport bitset_test
 from xmask.runtime._stack cimport stack_truncate, stack_has_bottom
-from xmask.runtime._fill cimport fill_job, accept_bytes, update_exact
+from xmask.runtime._fill cimport fill_job, accept_token_id, update_exact
 from xmask.runtime._clock cimport monotonic_seconds
 
 
@@ -60,12 +60,11 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
     # work: [3 * n] (explicit DFS stack of (node, parent), history depth after each node).
     cdef intp_t* pending = work            # pairs (node, parent)
     cdef intp_t* after = work + 2 * n      # history depth after each visited node
-    cdef intp_t top = 0, cur, par, pos, t
+    cdef intp_t top = 0, cur, par, t
     cdef intp_t base = job.st.depth
     cdef word_t* parent_row
     cdef double deadline = monotonic_seconds() + time_threshold if time_threshold > 0 else 0.0
     cdef int result = 1
-    cdef int64_t off
     for cur in range(n):
         memset(row0 + cur * stride_words * 4, 0, <size_t>job.v.n_words * sizeof(word_t))
     if n == 0:
@@ -92,12 +91,7 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
             stack_truncate(job.st, after[par])
             if is_stop[t]:
                 continue  # accepted: the sequence ends here, nothing to fill
-            pos = job.v.id_pos[t]
-            if pos < 0:
-                continue
-            off = job.v.tok_offsets[pos]
-            if not accept_bytes(job.st, job.a, job.v.tok_bytes + off,
-                                job.v.tok_offsets[pos + 1] - off):
+            if not accept_token_id(job.st, job.a, job.v, t):
                 continue
         after[cur] = job.st.depth
         if terminate_without_stop and stack_has_bottom(job.st, job.st.depth - 1):

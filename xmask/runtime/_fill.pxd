@@ -25,6 +25,10 @@ cdef int fill_job(FillJob* j) except -1 nogil
 cdef intp_t fill_cost(FillJob* j) noexcept nogil
 cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
                       intp_t n) except -1 nogil
+cdef int accept_token_id(StackC* st, const AutomatonC* a, const VocabC* v,
+                         intp_t tid) except -1 nogil
+cdef int or_token_sets(const StackC* st, const AutomatonC* a, word_t* row,
+                       intp_t n_words) except -1 nogil
 cdef intp_t max_top_depth(const StackC* st) noexcept nogil
 cdef void update_exact(FillJob* j) noexcept nogil
 cdef intp_t current_max_depth() noexcept nogil

@@ -25,8 +25,9 @@ from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t
 
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
+from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
-from xmask.runtime._stack cimport stack_step, stack_truncate
+from xmask.runtime._stack cimport stack_step, stack_truncate, stack_token_step
 from xmask.runtime._classify cimport CacheEntryC
 from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
 
@@ -93,6 +94,46 @@ cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
     return 1
 
 
+cdef int accept_token_id(StackC* st, const AutomatonC* a, const VocabC* v,
+                         intp_t tid) except -1 nogil:
+    # Advance by token `tid` (not a stop token: callers handle those): its bytes, when it is a
+    # grammar-eligible token, UNION the token edges that name it, from the same top set.  On
+    # rejection the history is unchanged and 0 is returned, else 1.
+    cdef intp_t base = st.depth, pos = v.id_pos[tid]
+    cdef int64_t off
+    cdef int walked = 0
+    if pos >= 0:
+        off = v.tok_offsets[pos]
+        walked = accept_bytes(st, a, v.tok_bytes + off, v.tok_offsets[pos + 1] - off)
+    if a.n_token_sets == 0:
+        return walked
+    if stack_token_step(st, a, base, <int32_t>tid, walked) > 0:
+        return 1
+    return walked
+
+
+cdef int or_token_sets(const StackC* st, const AutomatonC* a, word_t* row,
+                       intp_t n_words) except -1 nogil:
+    # OR into row the token sets of the newest top set's token edges.
+    cdef intp_t i, k
+    cdef int32_t node
+    if a.n_token_sets == 0 or a.token_words != n_words:
+        return 0
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        node = st.tops[i]
+        if node < 2:
+            continue
+        k = a.token_set_of[st.node_state[node]]
+        if k >= 0:
+            bitset_or_into(row, a.token_bits + k * n_words, n_words)
+    return 0
+
+
+cdef inline bint _bytes_top(const AutomatonC* a, const StackC* st, int32_t node) noexcept nogil:
+    # Whether a (non-BOTTOM) top reads bytes: a token-edge-only top has no cache entry.
+    return (a.flags[st.node_state[node]] & XM_FLAG_HAS_BYTES) != 0
+
+
 cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     # Estimated work of fill_job, in uncertain tokens to check (see the module docstring).
     # Units: one uncertain token to check; a row-wide pass (memset, bitset OR) counts as
@@ -107,7 +148,9 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
         return j.v.n_sorted + row_pass
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
-        if node != 0:
+        if node != 0 and not _bytes_top(j.a, st, node):
+            cost += row_pass  # a token edge: one bitset OR
+        elif node != 0:
             e = cache_peek(j.c, st.node_state[node])
             if e == NULL:
                 cost += j.v.n_sorted
@@ -153,6 +196,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             if node == 0:
                 can_end = True
                 continue
+            if not _bytes_top(j.a, st, node):
+                continue  # a token edge only: step 3
             e = cache_entry(c, j.a, v, st.node_state[node])
             n_real += 1
             single = e
@@ -176,7 +221,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
         elif n_real > 1:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
-                if node == 0:
+                if node == 0 or not _bytes_top(j.a, st, node):
                     continue
                 e = cache_peek(c, st.node_state[node])  # classified by the pass above
                 for k in range(e.n_unc):
@@ -184,7 +229,10 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             _check_uncertain(st, j.a, v, row, NULL, 0, j.pos_bits, (v.n_sorted + 31) >> 5)
     stack_truncate(st, base)
 
-    # 3. stop tokens only when the grammar can end here (even if one is also a normal token)
+    # 3. whole tokens named by the grammar (token edges; they never hold stop tokens)
+    or_token_sets(st, j.a, row, n_words)
+
+    # 4. stop tokens only when the grammar can end here (even if one is also a normal token)
     for k in range(j.n_stop):
         if can_end:
             bitset_set(row, j.stop_ids[k])

@@ -6,7 +6,8 @@
 # used only by the cache builder: below the possible callers of the walked rule (unknown).
 # When bottom_cont is set, BOTTOM in a top set steps like the nodes of bottom_cont (the
 # cache builder's "continue in every possible caller"); at run time it is NULL.  The parser
-# state after each accepted byte is a *top set* (node ids whose states have byte edges, plus 0
+# state after each accepted byte (or whole token, see stack_token_step) is a *top set* (node ids
+# whose states have byte or token edges, plus 0
 # when the bottom is reachable); the history keeps every top set since the start, so rolling
 # back is truncation.  Nodes are never freed while a history may refer to them.
 from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, intp_t
@@ -45,6 +46,8 @@ cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil
 cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil
 cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil
 cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 nogil
+cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth, int32_t tid,
+                             bint merge) except -1 nogil
 cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept nogil
 cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
                              int32_t parent) except -1 nogil

@@ -4,7 +4,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset, memcpy
 
 from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, intp_t
-from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES
+from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._tables cimport AutomatonC
 
 
@@ -202,7 +202,8 @@ cdef int _next_epoch(StackC* st) except -1 nogil:
 
 
 cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogil:
-    # Expand the work list: emit nodes that can read a byte (and BOTTOM), push callee frames for
+    # Expand the work list: emit nodes that can read a byte or a whole token (and BOTTOM), push
+    # callee frames for
     # calls, pop finished frames to their parent.  Each node is handled once per epoch, so
     # nullable loops terminate; left recursion is rejected at compile time.
     cdef int32_t x, s, ret, parent, k, k_end
@@ -220,7 +221,7 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogi
         s = st.node_state[x]
         parent = st.node_parent[x]
         f = a.flags[s]
-        if f & XM_FLAG_HAS_BYTES:
+        if f & (XM_FLAG_HAS_BYTES | XM_FLAG_TOKEN):
             _emit(st, x)
         k_end = a.call_offsets[s + 1]
         k = a.call_offsets[s]
@@ -315,3 +316,43 @@ cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept 
         if st.tops[i] == node:
             return True
     return False
+
+
+cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth, int32_t tid,
+                             bint merge) except -1 nogil:
+    # Take the token edges for token `tid` from top set from_depth - 1.  merge=False: the
+    # result is appended as a new set (nothing appended, 0 returned, if no edge takes tid).
+    # merge=True: the newest set (the same token read byte by byte) is extended with the result
+    # instead, without duplicates, so one token boundary stays one history entry.  Returns how
+    # many tops the token edges added.
+    cdef intp_t i, begin, end, w
+    cdef int32_t x, s, k
+    if a.n_token_sets == 0 or from_depth < 1 or from_depth > st.depth:
+        return 0
+    w = tid >> 5
+    if tid < 0 or w >= a.token_words or not ((a.token_any[w] >> (tid & 31)) & 1):
+        return 0
+    _next_epoch(st)
+    if merge:
+        begin = st.set_start[st.depth - 1]
+        for i in range(begin, st.n_tops):  # already there: closing them again adds nothing
+            st.mark[st.tops[i]] = st.epoch
+    else:
+        _open_set(st)
+    end = st.n_tops
+    for i in range(st.set_start[from_depth - 1], st.set_start[from_depth]):
+        x = st.tops[i]
+        if x < 2:
+            continue
+        s = st.node_state[x]
+        k = a.token_set_of[s]
+        if k < 0 or not ((a.token_bits[k * a.token_words + w] >> (tid & 31)) & 1):
+            continue
+        st.work[0] = stack_node(st, a.token_target[s], st.node_parent[x])
+        _closure(st, a, 1)
+    if st.n_tops == end:
+        return 0
+    if not merge:
+        st.depth += 1
+    st.set_start[st.depth] = st.n_tops
+    return st.n_tops - end

@@ -15,6 +15,14 @@ ctypedef struct AutomatonC:
     const int32_t* call_offsets    # [n_states + 1] range into call_target / call_ret
     const int32_t* call_target     # callee start state
     const int32_t* call_ret        # return state, -1 = tail call (return to our caller)
+    # Token edges (whole-token grammar elements, xmask/compiler/token_rules.py): a state with
+    # XM_FLAG_TOKEN reads one whole token whose id is in its set, to token_target[state].
+    const int32_t* token_set_of    # [n_states] token set of the state's token edge, or -1
+    const int32_t* token_target    # [n_states] target of that edge, or -1
+    const word_t* token_bits       # [n_token_sets * token_words] each set's ids as a bitset
+    const word_t* token_any        # [token_words] the union of every set
+    intp_t n_token_sets
+    intp_t token_words             # the vocabulary's n_words (0 when there is no token set)
 
 
 ctypedef struct VocabC:
@@ -49,6 +57,7 @@ cdef class AutomatonTables:
     cdef readonly object arrays    # dict name -> ndarray (keeps the memory alive)
     cdef intp_t _push_bound_plus1  # cached push_bound() + 1, 0 = not computed yet
     cdef intp_t push_bound(self) except -1
+    cdef int _set_token_edges(self, automaton) except -1
 
 
 cdef class VocabTables:

@@ -72,6 +72,54 @@ cdef class AutomatonTables:
         self.c.call_target = _i32(own["call_target"])
         self.c.call_ret = _i32(own["call_ret"])
         self.arrays = {k: v[0] for k, v in own.items()}
+        self._set_token_edges(automaton)
+
+    cdef int _set_token_edges(self, automaton) except -1:
+        # Automata built without token sets (tests, older builders) get empty token tables.
+        n = self.c.n_states
+        set_of = getattr(automaton, "token_set_of", None)
+        target = getattr(automaton, "token_target", None)
+        bits = getattr(automaton, "token_bits", None)
+        if set_of is None:
+            set_of = np.full(n, -1, dtype=np.int32)
+            target = np.full(n, -1, dtype=np.int32)
+        if bits is None:
+            bits = np.zeros((0, 0), dtype=np.uint32)
+        bits = np.ascontiguousarray(bits, dtype=np.uint32)
+        if bits.ndim != 2:
+            raise ValueError("token_bits must be 2-D")
+        n_sets = bits.shape[0]
+        any_bits = np.bitwise_or.reduce(bits, axis=0) if n_sets else np.zeros(0, np.uint32)
+        own = _own({"token_set_of": set_of, "token_target": target,
+                    "token_bits": bits.reshape(-1),
+                    "token_any": any_bits},
+                   {"token_set_of": np.int32, "token_target": np.int32,
+                    "token_bits": np.uint32, "token_any": np.uint32})
+        if own["token_set_of"][1] != n or own["token_target"][1] != n:
+            raise ValueError("token edge tables have the wrong size")
+        sv = own["token_set_of"][0]
+        if sv.size and (int(sv.max()) >= n_sets or int(sv.min()) < -1):
+            raise ValueError("token_set_of names a token set that does not exist")
+        tv = own["token_target"][0]
+        if tv.size and n and ((tv[sv >= 0] < 0).any() or (tv >= n).any()):
+            raise ValueError("a token edge has no valid target state")
+        self.c.token_set_of = _i32(own["token_set_of"])
+        self.c.token_target = _i32(own["token_target"])
+        self.c.token_bits = _words(own["token_bits"])
+        self.c.token_any = _words(own["token_any"])
+        self.c.n_token_sets = n_sets
+        self.c.token_words = bits.shape[1] if n_sets else 0
+        for k, v in own.items():
+            self.arrays[k] = v[0]
+        return 0
+
+    @property
+    def n_token_sets(self):
+        return self.c.n_token_sets
+
+    @property
+    def token_words(self):
+        return self.c.token_words
 
     cdef intp_t push_bound(self) except -1:
         # How many frames one byte can push at most (the closure after a byte follows call

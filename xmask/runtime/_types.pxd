@@ -11,6 +11,7 @@ cdef enum:
     XM_FLAG_FINAL = 1         # the rule may end in this state
     XM_FLAG_HAS_BYTES = 2     # the state has byte edges (it can be a stack top)
     XM_FLAG_EXIT_ONLY = 4     # final with no edges: a frame here is equivalent to its parent
+    XM_FLAG_TOKEN = 8         # has a token edge (one whole token from a set): a stack top too
 
 cdef enum:
     XM_KIND_ACCEPTED = 0      # entry data = accepted token ids

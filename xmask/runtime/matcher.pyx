@@ -18,14 +18,15 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t, uintptr_t
 
-from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t
+from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
     stack_init, stack_free, stack_reset, stack_start, stack_step, stack_truncate, stack_clone,
     stack_has_bottom,
 )
 from xmask.runtime._fill cimport (
-    FillJob, fill_job, fill_cost, accept_bytes, max_top_depth, update_exact, current_max_depth,
+    FillJob, fill_job, fill_cost, accept_bytes, accept_token_id, max_top_depth, update_exact,
+    current_max_depth,
     set_max_depth, nogil_min_cost,
 )
 from xmask.runtime._draft_tree cimport check_tree, traverse_tree
@@ -35,6 +36,7 @@ from xmask.errors import InvalidTokenError, BitmaskError, XmaskError
 from xmask.runtime.bitmask_rows import bitmask_rows, row_address
 
 cdef intp_t _MAX_JUMP_FORWARD_BYTES = 4096
+cdef word_t _EMPTY_ROW[1]  # the row of a vocabulary of 0 tokens (0 words are written)
 # accept_string keeps the GIL for strings up to this many bytes (a few microseconds of work).
 cdef intp_t _ACCEPT_NOGIL_BYTES = 4096
 
@@ -327,6 +329,8 @@ cdef class GrammarMatcher:
         self._grammar = compiled_grammar
         self.at = compiled_grammar._automaton_tables
         self.vt = compiled_grammar._vocab_tables
+        if self.at.c.n_token_sets and self.at.c.token_words != self.vt.c.n_words:
+            raise XmaskError("the compiled grammar's token sets do not match its vocabulary")
         self.ct = compiled_grammar._mask_cache
         self._stop_list = stops
         self.terminate_without_stop_token = twst
@@ -543,8 +547,6 @@ cdef class GrammarMatcher:
     cdef int _accept_id(self, intp_t tid) except -1:
         # accept_token for a valid id, with the GIL held (a token is a few bytes: far cheaper
         # than the GIL hand-off a release could cost).
-        cdef intp_t pos
-        cdef int64_t off
         if self.terminated:
             return 0
         if self.is_stop[tid]:
@@ -553,13 +555,9 @@ cdef class GrammarMatcher:
             self._push_token()
             self.terminated = True
             return 1
-        pos = self.vt.c.id_pos[tid]
-        if pos < 0:
-            return 0  # special / padding token: never part of a grammar
-        off = self.vt.c.tok_offsets[pos]
+        # its bytes (special / padding tokens have none) and the token edges that name it
         self.st.max_depth = current_max_depth()
-        if not accept_bytes(&self.st, &self.at.c, self.vt.c.tok_bytes + off,
-                            self.vt.c.tok_offsets[pos + 1] - off):
+        if not accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
             return 0
         self._push_token()
         return 1
@@ -658,7 +656,8 @@ cdef class GrammarMatcher:
         (batch, ceil(vocab_size / 32)) (see ``allocate_token_bitmask``), or a 2-D view whose
         rows are contiguous (``bitmask3d[i]``, ``bitmask3d[:, j, :]`` for speculative
         decoding); bit ``i % 32`` of word ``i // 32`` is set iff token i is allowed.  Special
-        and padding ids are never set; stop tokens only where the grammar can end.  Returns
+        ids are set only where the grammar names them (``Token(...)``), padding ids never;
+        stop tokens only where the grammar can end.  Returns
         True (the row needs applying).  The matcher state is unchanged.  Raises
         ``BitmaskError`` for a bad bitmask or index (CUDA tensors included: fill on the CPU,
         then copy) and ``XmaskError`` after a stop token was accepted (as XGrammar does).
@@ -690,6 +689,8 @@ cdef class GrammarMatcher:
         else:  # the Python checks: other types and layouts, and every error message
             addr = row_address(bitmask_rows(bitmask, self.vt.c.n_words), index)
         self._check_can_fill()
+        if addr == 0:  # an empty vocabulary's (n, 0) tensor has no storage: nothing to write
+            return _EMPTY_ROW
         return <word_t*>addr
 
     cdef int _fill(self, bitmask, index, debug_print) except -1:
@@ -720,8 +721,7 @@ cdef class GrammarMatcher:
 
     cdef int _reference_fill(self, bitmask, index) except -1:
         cdef word_t* row = self._checked_row(bitmask, index)
-        cdef intp_t tid, pos, base = self.st.depth
-        cdef int64_t off
+        cdef intp_t tid, base = self.st.depth
         cdef bint can_end = self._can_end()
         self.st.max_depth = current_max_depth()
         memset(row, 0, self.vt.c.n_words * sizeof(word_t))
@@ -731,12 +731,7 @@ cdef class GrammarMatcher:
                     if can_end:
                         bitset_set(row, tid)
                     continue
-                pos = self.vt.c.id_pos[tid]
-                if pos < 0:
-                    continue
-                off = self.vt.c.tok_offsets[pos]
-                if accept_bytes(&self.st, &self.at.c, self.vt.c.tok_bytes + off,
-                                self.vt.c.tok_offsets[pos + 1] - off):
+                if accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
                     bitset_set(row, tid)
                     stack_truncate(&self.st, base)
         return 0
@@ -835,8 +830,8 @@ cdef class GrammarMatcher:
     def find_jump_forward_string(self):
         """The longest string that must come next whatever the model picks ('' if none).
 
-        Stops where the grammar could end or branch, and at a whole UTF-8 character.  The
-        matcher state is unchanged.
+        Stops where the grammar could end or branch, where a whole token (``Token(...)``) may
+        come next, and at a whole UTF-8 character.  The matcher state is unchanged.
         """
         self._enter()
         try:
@@ -863,6 +858,9 @@ cdef class GrammarMatcher:
                         n_cls = 2  # could end here: nothing is forced
                         break
                     s = self.st.node_state[node]
+                    if a.flags[s] & XM_FLAG_TOKEN:
+                        n_cls = 2  # a whole token may come next: it is no forced text
+                        break
                     for cls in range(a.n_classes):
                         if a.trans[s * a.n_classes + cls] >= 0 and cls != the_cls:
                             n_cls += 1

@@ -12,7 +12,7 @@ Example::
 
     >>> import xmask
     >>> xmask.get_serialization_version()
-    'xmask-v2'
+    'xmask-v3'
 """
 
 from .format import (

@@ -29,7 +29,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .._graph import strongly_connected_components
-from ..compiler.automaton import FLAG_FINAL, FLAG_HAS_BYTES, Automaton
+from ..compiler.automaton import FLAG_FINAL, FLAG_HAS_BYTES, FLAG_TOKEN, Automaton
 from ..compiler.mask_cache import KIND_NAMES
 from .fields import encode_array, get_array, get_field, get_int, get_list
 from .format import format_error
@@ -47,6 +47,7 @@ _AUTOMATON_ARRAYS = {  # name -> (dtype, ndim)
     "flags": (_U1, 1), "call_offsets": (_I4, 1), "call_target": (_I4, 1),
     "call_ret": (_I4, 1), "nullable": (_U1, 1), "rule_follow": (_U1, 2),
     "rule_ctx_follow": (_U1, 2), "rule_ctx_offsets": (_I8, 1), "rule_ctx_flat": (_I4, 1),
+    "token_set_of": (_I4, 1), "token_target": (_I4, 1), "token_bits": ("<u4", 2),
 }
 _CACHE_ARRAYS = {
     "state_entry": _I4, "entry_kind": _U1, "entry_off": _I8, "entry_len": _I8, "unc_off": _I8,
@@ -124,6 +125,24 @@ def _check_no_left_recursion(arr: Dict[str, np.ndarray], n_states: int, names: L
                                + ", ".join(repr(names[r]) for r in comp))
 
 
+def _check_token_edges(arr: Dict[str, np.ndarray], n_states: int, n_classes: int, w: str) -> None:
+    """Token edges: exactly the FLAG_TOKEN states have one, to a valid state, from a token set
+    that exists, and such a state reads no byte (its token set's width is checked against the
+    vocabulary with the mask cache)."""
+    set_of, target = arr["token_set_of"], arr["token_target"]
+    _check_len(set_of, n_states, w + "token_set_of")
+    _check_len(target, n_states, w + "token_target")
+    _check_range(set_of, -1, arr["token_bits"].shape[0], w + "token_set_of")
+    has = set_of >= 0
+    if ((arr["flags"] & FLAG_TOKEN) != 0).tolist() != has.tolist():
+        raise format_error(w + "token_set_of", "token edges and FLAG_TOKEN states differ")
+    _check_range(target[has], 0, n_states, w + "token_target")
+    if (target[~has] != -1).any():
+        raise format_error(w + "token_target", "a state without a token edge has a target")
+    if has.any() and (arr["trans"].reshape(n_states, n_classes)[has] >= 0).any():
+        raise format_error(w + "trans", "a token-edge state also reads bytes")
+
+
 def automaton_from_body(body: Any, where: str) -> Automaton:
     """Rebuild and validate an :class:`~xmask.compiler.automaton.Automaton`."""
     names = get_list(body, "rule_names", where)
@@ -145,7 +164,7 @@ def automaton_from_body(body: Any, where: str) -> Automaton:
     _check_len(arr["trans"], n_states * n_classes, w + "trans")
     _check_range(arr["trans"], -1, n_states, w + "trans")
     _check_len(arr["flags"], n_states, w + "flags")
-    _check_range(arr["flags"], 0, 8, w + "flags")
+    _check_range(arr["flags"], 0, 16, w + "flags")
     off = arr["call_offsets"]
     _check_len(off, n_states + 1, w + "call_offsets")
     n_calls = arr["call_target"].shape[0]
@@ -168,6 +187,7 @@ def automaton_from_body(body: Any, where: str) -> Automaton:
     _check_range(ctx_flat, 0, n_states, w + "rule_ctx_flat")
     arr["rule_ctx_offsets"] = ctx_off
     arr["rule_ctx_flat"] = ctx_flat
+    _check_token_edges(arr, n_states, n_classes, w)
     _check_no_left_recursion(arr, n_states, names, where)
     rule_start = arr.pop("rule_start")
     arr["nullable"] = arr["nullable"].astype(np.bool_)
@@ -197,6 +217,15 @@ def mask_cache_from_body(body: Any, where: str, automaton: Automaton,
     n_entries = kind.shape[0]
     _check_len(arr["state_entry"], automaton.n_states, w + "state_entry")
     _check_range(arr["state_entry"], -1, n_entries, w + "state_entry")
+    bits = automaton.token_bits
+    if bits.shape[0] and bits.shape[1] != n_words:
+        raise format_error(where.rsplit(".", 1)[0] + ".automaton.token_bits",
+                           f"rows of {bits.shape[1]} words, expected {n_words}")
+    if bits.shape[0] and vocab_size % 32:  # ids past the vocabulary never allowed
+        last = bits[:, -1] & np.uint32((1 << (vocab_size % 32)) - 1)
+        if (last != bits[:, -1]).any():
+            raise format_error(where.rsplit(".", 1)[0] + ".automaton.token_bits",
+                               f"a token set holds an id >= {vocab_size}")
     not_top = (automaton.flags & FLAG_HAS_BYTES) == 0
     if (arr["state_entry"][not_top] >= 0).any():
         raise format_error(w + "state_entry", "a state that cannot be a stack top has an entry")

@@ -2,7 +2,7 @@
 
 A serialized object is one JSON object::
 
-    {"__VERSION__": "xmask-v2", "kind": "grammar", "checksum": "crc32:1a2b3c4d", "body": {...}}
+    {"__VERSION__": "xmask-v3", "kind": "grammar", "checksum": "crc32:1a2b3c4d", "body": {...}}
 
 * ``__VERSION__`` (XGrammar's field name): the format version, see
   :func:`get_serialization_version`.  Any other value raises ``DeserializeVersionError`` naming
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a serialized object's layout or meaning changes.
-SERIALIZATION_VERSION = "xmask-v2"
+SERIALIZATION_VERSION = "xmask-v3"
 
 _KIND_NAMES = {
     "tokenizer_info": "TokenizerInfo",
@@ -82,7 +82,7 @@ def get_serialization_version() -> str:
     Example::
 
         >>> get_serialization_version()
-        'xmask-v2'
+        'xmask-v3'
     """
     return SERIALIZATION_VERSION
 

@@ -9,6 +9,7 @@ and referred to by index; structurally equal nodes get one entry.  Each node is 
 * ``["s", [i, ...]]`` / ``["|", [i, ...]]``  ``Seq`` / ``Choice``
 * ``["r", name]``                 ``RuleRef``
 * ``["*", i, min, max]``          ``Repeat`` (``max`` null = unbounded)
+* ``["t", [id, ...], neg]``        ``TokenSet`` (``Token(...)``, negated: ``ExcludeToken(...)``)
 
 A node may only refer to earlier nodes, so decoding is one forward pass and cannot loop.  The
 EBNF printer is not used: it cannot spell raw-byte classes or non-UTF-8 literals exactly.
@@ -26,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ..errors import DeserializeFormatError, GrammarError
-from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq
+from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, TokenSet
 from .fields import get_list, get_str
 from .format import format_error
 
@@ -62,6 +63,8 @@ def grammar_to_body(grammar: Grammar) -> Dict[str, Any]:
             return ["r", e.name]
         if isinstance(e, Repeat):
             return ["*", index_of[id(e.item)], e.min, e.max]
+        if isinstance(e, TokenSet):
+            return ["t", list(e.ids), int(e.negated)]
         raise TypeError(f"unknown grammar node {e!r}")
 
     def add(root) -> int:
@@ -125,6 +128,8 @@ def _decode_node(node, built: list, where: str):
         if tag == "*" and len(node) == 4:
             hi = None if node[3] is None else _int(node[3], where)
             return Repeat(built[_ref(node[1], n, where)], _int(node[2], where), hi)
+        if tag == "t" and len(node) == 3 and isinstance(node[1], list):
+            return TokenSet([_int(x, where) for x in node[1]], bool(_int(node[2], where)))
     except DeserializeFormatError:
         raise
     except (ValueError, UnicodeEncodeError) as exc:  # bad ranges / bounds / non-latin-1 text

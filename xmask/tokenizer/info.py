@@ -169,8 +169,6 @@ class TokenizerInfo:
                     f"vocab_size={vocab_size} is smaller than the tokenizer, "
                     f"which has {n_tokens} token ids"
                 )
-        if vocab_size == 0:
-            raise TokenizerError("the vocabulary is empty")
         decoded.extend([b""] * (vocab_size - n_tokens))
 
         stops = sorted(set(_as_id_list(stop_token_ids, "stop_token_ids")))
@@ -521,7 +519,7 @@ class TokenizerInfo:
 
         where = "TokenizerInfo"
         body = load_document(json_string, "tokenizer_info")
-        vocab_size = get_int(body, "vocab_size", where, minimum=1, maximum=2**31 - 1)
+        vocab_size = get_int(body, "vocab_size", where, minimum=0, maximum=2**31 - 1)
         try:
             vocab_type = coerce_vocab_type(get_int(body, "vocab_type", where))
         except TokenizerError as exc:

@@ -1,0 +1,116 @@
+"""Whole-token grammar elements (``TokenSet``: XGrammar's ``Token(...)`` / ``ExcludeToken(...)``)
+lowered for the byte-level automaton.
+
+Each distinct ``TokenSet`` of a grammar becomes one small rule that is always *called* (never
+inlined): ``build_automaton`` turns its start state into a state with no byte edge and a
+*token edge* to its final state (``FLAG_TOKEN``), so the runtime sees it as a stack top that
+accepts exactly one whole token from the set.  Until then the rule's body is a one-byte
+placeholder (``PLACEHOLDER``), so the NFA, determinization and pruning passes need no special
+case; the edge is removed before any analysis reads byte sets.
+
+Which ids a set holds, exactly as XGrammar 0.2.8 (measured on Llama-3 and Qwen2.5):
+
+* an id must lie in ``[0, vocab_size)`` (else ``InvalidTokenError`` naming the id and rule);
+* stop tokens are never matched by a token element (``Token(eos)`` allows nothing; they keep
+  their own rule: allowed only where the grammar can end), nor are ids that decode to no bytes
+  (the padding ids past the tokenizer, unused ids);
+* every other id may be named, special/added tokens included (``<|python_tag|>``,
+  ``<tool_call>``); ``ExcludeToken(...)`` is every such id except those listed.
+
+A set left empty by this (``Token(<eos>)``) matches nothing: the element is a dead end.
+
+Example::
+
+    >>> from xmask import TokenizerInfo
+    >>> from xmask.grammar.ir import Grammar, Seq, Bytes, TokenSet
+    >>> info = TokenizerInfo(["a", "<x>", "</s>", ""], stop_token_ids=[2])
+    >>> g = Grammar({"root": Seq((Bytes(b"a"), TokenSet((1, 2))))})
+    >>> lowered, sets = lower_token_sets(g, info)
+    >>> print(lowered)
+    root ::= "a" token
+    token ::= "\\x00"
+    >>> [(name, ids.tolist()) for name, ids in sets]
+    [('token', [1])]
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..errors import InvalidTokenError
+from ..grammar.combine import RuleNamer, map_leaves
+from ..grammar.ir import Bytes, CharClass, Expr, Grammar, RuleRef, TokenSet, iter_nodes
+
+__all__ = ["PLACEHOLDER", "lower_token_sets", "token_universe", "token_set_bits"]
+
+# The body a token rule has until build_automaton replaces its only byte edge by the token edge.
+PLACEHOLDER = Bytes(b"\x00")
+_NOTHING = CharClass(())  # matches no character: a token element whose set is empty
+
+
+def token_universe(tokenizer_info) -> np.ndarray:
+    """bool[vocab_size]: the ids a token element may match (not a stop token, not empty)."""
+    vocab = tokenizer_info.decoded_vocab
+    ok = np.fromiter((len(b) > 0 for b in vocab), dtype=bool, count=len(vocab))
+    stops = np.asarray(tokenizer_info.stop_token_ids, dtype=np.int64)
+    ok[stops] = False
+    return ok
+
+
+def _resolve(ts: TokenSet, universe: np.ndarray, rule: str) -> np.ndarray:
+    n = len(universe)
+    for i in ts.ids:
+        if i >= n:
+            raise InvalidTokenError(
+                f"token id {i} in rule '{rule}' is outside the vocabulary [0, {n})")
+    chosen = np.zeros(n, dtype=bool)
+    chosen[np.asarray(ts.ids, dtype=np.int64)] = True
+    if ts.negated:
+        chosen = ~chosen
+    return np.nonzero(chosen & universe)[0].astype(np.int32)
+
+
+def lower_token_sets(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, List[Tuple[str, np.ndarray]]]:
+    """``grammar`` with every ``TokenSet`` replaced by a reference to a token rule, and the
+    token rules as ``(name, allowed ids)`` in rule order (the grammar itself if it has none).
+    Raises ``InvalidTokenError`` for an id outside the vocabulary."""
+    rules = grammar.rules
+    if not any(type(e) is TokenSet for expr in rules.values() for e in iter_nodes(expr)):
+        return grammar, []
+    universe = token_universe(tokenizer_info)
+    namer = RuleNamer(rules)
+    by_set: Dict[TokenSet, Expr] = {}
+    token_rules: List[Tuple[str, np.ndarray]] = []
+
+    def lower(ts: TokenSet, rule: str) -> Expr:
+        got = by_set.get(ts)
+        if got is None:
+            ids = _resolve(ts, universe, rule)
+            if len(ids) == 0:
+                got = _NOTHING
+            else:
+                name = namer.fresh("token")
+                token_rules.append((name, ids))
+                got = RuleRef(name)
+            by_set[ts] = got
+        return got
+
+    out: Dict[str, Expr] = {}
+    for name, expr in rules.items():
+        out[name] = map_leaves(expr, lambda e, _n=name: lower(e, _n) if type(e) is TokenSet else e)
+    for name, _ in token_rules:
+        out[name] = PLACEHOLDER
+    return Grammar(out, grammar.root), token_rules
+
+
+def token_set_bits(token_rules: List[Tuple[str, np.ndarray]], vocab_size: int) -> np.ndarray:
+    """uint32 ``[len(token_rules), ceil(vocab_size / 32)]``: each rule's ids as a bitset row
+    (bit ``i % 32`` of word ``i // 32``, the bitmask layout)."""
+    n_words = (vocab_size + 31) // 32
+    bits = np.zeros((len(token_rules), n_words * 32), dtype=np.uint8)
+    for k, (_, ids) in enumerate(token_rules):
+        bits[k, ids] = 1
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    return np.ascontiguousarray(packed).view("<u4").astype(np.uint32).reshape(len(token_rules), n_words)
