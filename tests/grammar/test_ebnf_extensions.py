@@ -263,3 +263,32 @@ def test_masks_equal_reference_llama3(text, doc):
     ids = tokenizers.Tokenizer.from_file(path).encode(doc, add_special_tokens=False).ids
     compiled = xmask.GrammarCompiler(info, cache_enabled=False).compile_grammar(text)
     walk_equals_reference(xmask.GrammarMatcher(compiled), ids + [info.stop_token_ids[0]], info.vocab_size)
+
+
+def test_token_budget_and_token_dispatch_masks_llama3():
+    """XGrammar's any_tokens shape with max_tokens, and TokenTagDispatch, on Llama-3: masks
+    equal the reference and the budget / excluded ids hold."""
+    import tokenizers
+
+    path = str(tokenizer_json("llama3"))
+    info = xmask.TokenizerInfo.from_huggingface(path)
+    tok = tokenizers.Tokenizer.from_file(path)
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
+    header = 128006  # <|start_header_id|>
+    budget = compiler.compile_grammar(
+        'root ::= any_tokens Token(128006)\nany_tokens[max_tokens=3] ::= ("" | (any_tokens_inner any_tokens))\n'
+        'any_tokens_inner ::= ExcludeToken(128006, 128009)')
+    words = tok.encode(" one two three four", add_special_tokens=False).ids
+    for n in range(5):
+        m = xmask.GrammarMatcher(budget)
+        assert all(m.accept_token(t) for t in words[:n]) == (n <= 3)
+    walk_equals_reference(xmask.GrammarMatcher(budget), words[:3] + [header, info.stop_token_ids[0]],
+                          info.vocab_size)
+    dispatch = compiler.compile_grammar(
+        'root ::= TokenTagDispatch((128010, call), excludes=(128005,))\ncall ::= "{" [0-9]+ "}" Token(128011)')
+    ids = (tok.encode("some text ", add_special_tokens=False).ids + [128010]
+           + tok.encode("{12}", add_special_tokens=False).ids + [128011]
+           + tok.encode(" more", add_special_tokens=False).ids + [info.stop_token_ids[0]])
+    walk_equals_reference(xmask.GrammarMatcher(dispatch), ids, info.vocab_size)
+    m = xmask.GrammarMatcher(dispatch)
+    assert not m.accept_token(128005) and m.accept_token(128010) and not m.accept_token(128010)
