@@ -83,6 +83,9 @@ def test_tag_dispatch_arguments_are_checked():
     assert "non-empty" in str(e)
     with pytest.raises(GrammarError, match="'missing' is referenced but not defined"):
         parse_ebnf('root ::= TagDispatch(("<a>", missing))')
+    # the free-text lowering's errors name the dispatch they come from
+    with pytest.raises(GrammarError, match=r"'<a' is a prefix of trigger '<ab'.*line 2, column 7"):
+        parse_ebnf('root ::= TagDispatch(("<b", a)) x\nx ::= TagDispatch(("<a", a), ("<ab", a))\na ::= "x"')
 
 
 def test_tag_dispatch_language():

@@ -121,7 +121,7 @@ class _Parser:
         self.refs: List[Tuple[str, str, int]] = []
         # dotted names defined in the text (``a.b ::=``), which references may use
         self.dotted = frozenset(m.group(1) for m in _DOTTED_DEF.finditer(text))
-        self.rules: Dict[str, Expr] = {}
+        self.helper_rules: Dict[str, Expr] = {}  # rules the built-in atoms generate
         self.namer = None  # RuleNamer over every name defined in the text (made on demand)
         self.defined = frozenset()  # the names defined in the text (set with the namer)
         self.dispatches: Dict[str, object] = {}  # generated rule -> TagDispatch spec
@@ -259,24 +259,22 @@ class _Parser:
         if root not in rules:
             defined = ", ".join(repr(r) for r in list(rules)[:10])
             raise GrammarError(f"root rule '{root}' is not defined (defined rules: {defined})", rule=root)
-        for name, expr in self.rules.items():  # rules the built-in atoms generated
-            rules[name] = expr
+        rules.update(self.helper_rules)
         return self.finish(rules, root)
 
     def finish(self, rules: Dict[str, Expr], root: str) -> Grammar:
-        """Lower what has no IR node of its own: TagDispatch, lookaheads, rule attributes."""
+        """Lower what has no IR node of its own (TagDispatch, rule attributes); lookaheads are
+        dropped: in XGrammar they never change the language (see xmask.grammar.lookahead)."""
         if self.dispatches:
-            from .ebnf_lowering import lower_dispatches
+            from .ebnf_lowering import lower_dispatch
 
             self.fresh_rule("rule")  # makes self.namer
-            try:
-                lower_dispatches(rules, self.dispatches, self.namer)
-            except GrammarError as e:
-                name = next(iter(self.dispatches))
-                line, col = self.line_col(self.dispatches[name].pos)
-                raise GrammarError(f"{e.args[0]} (TagDispatch at line {line}, column {col})", rule=e.rule) from None
-        # Lookaheads are dropped: in XGrammar they never change the language (see
-        # xmask.grammar.lookahead for the evidence); self.lookaheads keeps them for callers.
+            for name, spec in self.dispatches.items():
+                try:
+                    lower_dispatch(rules, name, spec, self.namer)
+                except GrammarError as e:
+                    line, col = self.line_col(spec.pos)
+                    raise GrammarError(f"{e.args[0]} (dispatch at line {line}, column {col})", rule=e.rule) from None
         if self.attributes:
             from .rule_attributes import apply_rule_attributes
 
@@ -297,7 +295,7 @@ class _Parser:
         return self.namer.fresh(hint)
 
     def add_rule(self, name: str, expr: Expr) -> None:
-        self.rules[name] = expr
+        self.helper_rules[name] = expr
 
     def note_ref(self, name: str, pos: int) -> None:
         self.refs.append((self.rule, name, pos))
@@ -305,7 +303,7 @@ class _Parser:
     def add_dispatch(self, spec) -> Expr:
         name = self.fresh_rule(f"{self.rule or 'rule'}_dispatch")
         self.dispatches[name] = spec
-        self.rules[name] = EPSILON  # replaced by the lowering
+        self.helper_rules[name] = EPSILON  # replaced by the lowering
         return RuleRef(name)
 
     def parse_attributes(self, name: str) -> Dict[str, Tuple[object, int]]:

@@ -27,18 +27,17 @@ from .ebnf_builtins import TokenTagDispatchSpec
 from .free_text import FreeText, lower_free_text
 from .ir import Choice, Expr, Repeat, RuleRef, Seq, TokenSet
 
-__all__ = ["lower_dispatches"]
+__all__ = ["lower_dispatch"]
 
 
-def lower_dispatches(rules: Dict[str, Expr], dispatches: Dict[str, object], namer: RuleNamer) -> None:
-    """Replace each placeholder rule named in ``dispatches`` by its lowered rules."""
-    for name, spec in dispatches.items():
-        if isinstance(spec, TokenTagDispatchSpec):
-            rules[name] = _token_dispatch(spec)
-            continue
-        free = FreeText(triggers=tuple((t, RuleRef(r)) for t, r in spec.pairs), excludes=tuple(spec.excludes),
-                        loop=spec.loop_after_dispatch, can_end=True)
-        rules[name] = lower_free_text(rules, namer, free, hint=f"{name}_text")
+def lower_dispatch(rules: Dict[str, Expr], name: str, spec, namer: RuleNamer) -> None:
+    """Replace the placeholder rule ``name`` by the rules of the parsed dispatch ``spec``."""
+    if isinstance(spec, TokenTagDispatchSpec):
+        rules[name] = _token_dispatch(spec)
+        return
+    free = FreeText(triggers=tuple((t, RuleRef(r)) for t, r in spec.pairs), excludes=tuple(spec.excludes),
+                    loop=spec.loop_after_dispatch, can_end=True)
+    rules[name] = lower_free_text(rules, namer, free, hint=f"{name}_text")
 
 
 def _token_dispatch(spec) -> Expr:
