@@ -295,3 +295,22 @@ def test_token_budget_and_token_dispatch_masks_llama3():
     walk_equals_reference(xmask.GrammarMatcher(dispatch), ids, info.vocab_size)
     m = xmask.GrammarMatcher(dispatch)
     assert not m.accept_token(128005) and m.accept_token(128010) and not m.accept_token(128010)
+
+
+@pytest.mark.parametrize("body", [
+    '[ab]*', '("a" | "bb")* "a"?', '"a" x | "b"\nx ::= "b"* "a"', '("ab" | "b")+ | ""', '"(" y ")" | "a"\ny ::= x*\nx ::= "a" | "b" | r',
+    'x | "ab" x\nx ::= ("a" "b"?)*',
+])
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_max_chars_equals_its_definition_on_every_short_string(body, n):
+    """Exhaustive over the strings of up to 6 characters of the grammar's alphabet: the
+    bounded rule accepts exactly the unbounded rule's strings of at most n characters."""
+    import itertools
+
+    plain = parse_ebnf(f"root ::= r\nr ::= {body}")
+    bounded = parse_ebnf(f"root ::= r\nr[max_chars={n}] ::= {body}")
+    a, b = Recognizer(plain), Recognizer(bounded)
+    for k in range(7):
+        for chars in itertools.product("ab()", repeat=k):
+            s = "".join(chars).encode()
+            assert b.accepts(s) == (a.accepts(s) and k <= n), s
