@@ -106,6 +106,12 @@ def test_tag_dispatch_inside_a_rule_with_max_chars():
     got = accepts(text, "<a></a>", "<a>abcde</a>", "<a>abcdef</a>", "<a>x</a>y</a>", "<a></</a>")
     assert got == {"<a></a>": True, "<a>abcde</a>": True, "<a>abcdef</a>": False, "<a>x</a>y</a>": False,
                    "<a></</a>": True}
+    assert "[max_chars" not in str(parse_ebnf(text))
+    # the same bound through the generic unfolding (a trigger makes it more than free text)
+    text = 'root ::= "<" x ">"\nx[max_chars=4] ::= TagDispatch(("{", y), excludes=(">",))\ny ::= [0-9] "}"'
+    got = accepts(text, "<>", "<ab{1}>", "<{1}b>", "<abcde>", "<{1}{2}>", "<{12}>")
+    assert got == {"<>": True, "<ab{1}>": False, "<{1}b>": True, "<abcde>": False, "<{1}{2}>": False,
+                   "<{12}>": False}
     assert "dispatch" not in str(parse_ebnf(text))  # the unbounded helper rules are dropped
 
 

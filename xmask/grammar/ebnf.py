@@ -268,6 +268,7 @@ class _Parser:
         if self.dispatches:
             from .ebnf_lowering import lower_dispatch
 
+            self.bound_free_text(rules)
             self.fresh_rule("rule")  # makes self.namer
             for name, spec in self.dispatches.items():
                 try:
@@ -282,6 +283,22 @@ class _Parser:
         if self.dispatches or self.attributes:
             _drop_unreachable_generated(rules, root, self.defined)
         return Grammar(rules, root=root)
+
+    def bound_free_text(self, rules: Dict[str, Expr]) -> None:
+        """``name[max_chars=n] ::= TagDispatch(excludes=...)`` with no trigger (XGrammar's
+        printout of a structural tag's ``any_text``): the free-text builder bounds it directly,
+        in fewer states than the generic unfolding of :mod:`rule_attributes`."""
+        for rule, attrs in list(self.attributes.items()):
+            body = rules[rule]
+            spec = self.dispatches.get(body.name) if type(body) is RuleRef else None
+            if spec is None or spec.pairs or "max_chars" not in attrs or "max_tokens" in attrs:
+                continue
+            if type(spec).__name__ == "TokenTagDispatchSpec":
+                continue  # a token budget over whole tokens: left to rule_attributes (it raises)
+            spec.max_chars = attrs["max_chars"][0]
+            del attrs["max_chars"]
+            if not attrs:
+                del self.attributes[rule]
 
     # ------------------------------------------------------------------ extensions
     def fresh_rule(self, hint: str) -> str:

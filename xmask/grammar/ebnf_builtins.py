@@ -27,7 +27,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import RegexSyntaxError
 from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, TokenSet, intersect_ranges
@@ -63,6 +63,7 @@ class TagDispatchSpec:
         self.loop_after_dispatch: bool = loop_after_dispatch
         self.excludes: List[str] = excludes
         self.pos = pos
+        self.max_chars: Optional[int] = None  # set when the rule's max_chars bounds the free text
 
 
 class TokenTagDispatchSpec(TagDispatchSpec):

@@ -36,7 +36,7 @@ def lower_dispatch(rules: Dict[str, Expr], name: str, spec, namer: RuleNamer) ->
         rules[name] = _token_dispatch(spec)
         return
     free = FreeText(triggers=tuple((t, RuleRef(r)) for t, r in spec.pairs), excludes=tuple(spec.excludes),
-                    loop=spec.loop_after_dispatch, can_end=True)
+                    loop=spec.loop_after_dispatch, can_end=True, max_chars=spec.max_chars)
     rules[name] = lower_free_text(rules, namer, free, hint=f"{name}_text")
 
 
