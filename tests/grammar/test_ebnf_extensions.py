@@ -9,6 +9,7 @@ from maskutil import walk_equals_reference
 import xmask
 from xmask.errors import GrammarError, GrammarLimitError, GrammarSyntaxError
 from xmask.grammar import Grammar, Recognizer, TokenSet, parse_ebnf
+from xmask.grammar.ebnf import parse_ebnf_with_lookaheads
 from xmask.grammar.lookahead import lookahead_implied
 
 
@@ -133,6 +134,8 @@ def test_lookahead_is_dropped_like_xgrammar():
     # XGrammar's printed spelling
     g = parse_ebnf('root ::= (("a" x)) (=("b"))\nx ::= (("y")) (=([ \\n]* "b"))')
     assert str(g) == 'root ::= "a" x\nx ::= "y"'
+    g2, lookaheads = parse_ebnf_with_lookaheads('root ::= (("a" x)) (=("b"))\nx ::= (("y")) (=([ \\n]* "b"))')
+    assert g2 == g and sorted(lookaheads) == ["root", "x"]
 
 
 def test_lookahead_position_errors():

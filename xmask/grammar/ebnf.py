@@ -39,10 +39,10 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import GrammarError, GrammarSyntaxError
-from .ebnf_builtins import BUILTINS, parse_builtin
+from .ebnf_builtins import BUILTINS, TokenTagDispatchSpec, parse_builtin
 from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq
 
-__all__ = ["parse_ebnf", "make_seq", "make_choice"]
+__all__ = ["parse_ebnf", "parse_ebnf_with_lookaheads", "make_seq", "make_choice"]
 
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | frozenset("0123456789-")
@@ -293,7 +293,7 @@ class _Parser:
             spec = self.dispatches.get(body.name) if type(body) is RuleRef else None
             if spec is None or spec.pairs or "max_chars" not in attrs or "max_tokens" in attrs:
                 continue
-            if type(spec).__name__ == "TokenTagDispatchSpec":
+            if isinstance(spec, TokenTagDispatchSpec):
                 continue  # a token budget over whole tokens: left to rule_attributes (it raises)
             spec.max_chars = attrs["max_chars"][0]
             del attrs["max_chars"]
@@ -659,3 +659,20 @@ def parse_ebnf(text: str, root_rule_name: str = "root") -> Grammar:
     if not isinstance(text, str):
         raise TypeError(f"grammar text must be str, not {type(text).__name__}")
     return _Parser(text).parse(root_rule_name)
+
+
+def parse_ebnf_with_lookaheads(text: str, root_rule_name: str = "root") -> Tuple[Grammar, Dict[str, Expr]]:
+    """:func:`parse_ebnf`, plus the lookahead assertions it dropped (rule name -> lookahead),
+    e.g. to check them with :func:`xmask.grammar.lookahead.lookahead_implied`.
+
+    Example::
+
+        >>> g, la = parse_ebnf_with_lookaheads('root ::= a "b"\\na ::= "x" (= "b")')
+        >>> la
+        {'a': Bytes(data=b'b')}
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"grammar text must be str, not {type(text).__name__}")
+    parser = _Parser(text)
+    grammar = parser.parse(root_rule_name)
+    return grammar, {rule: expr for rule, (expr, _) in parser.lookaheads.items()}

@@ -14,6 +14,8 @@ reject valid JSON; dropping them is XGrammar's language exactly.
 starts with a string of ``L`` or ends the input -- so that dropping it is exact under a strict
 reading too (a bounded symbolic walk: structural equality of sub-expressions, rule
 expansion, character-set inclusion; sound, and returns False when it cannot prove it).
+Measured: it proves all 180 lookaheads XGrammar prints for 49 MaskBench schemas and 7 of the 8
+of its built-in JSON grammar (the eighth is the one above, which does not hold).
 
 Example::
 
