@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 from conftest import DATA_DIR, require_data
+from ir_sampler import NoText, near_misses, sample
 
 from xmask.errors import GrammarError
 from xmask.grammar import Grammar, Recognizer, parse_ebnf
@@ -130,3 +131,41 @@ def test_union_and_concat_agree_with_xgrammar():
         r = Recognizer(mine)
         for s in strings:
             assert r.accepts(s.encode()) == xgr_accepts(theirs, s), (kind, s)
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}}},
+    {"type": "function", "function": {"name": "search", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}},
+]
+MODELS = ["llama", "kimi", "kimi_k3", "deepseek_r1", "deepseek_v3_1", "qwen_3_coder", "qwen_3_5", "mimo", "qwen_3",
+          "harmony", "deepseek_v3_2", "minimax", "minimax_m3", "glm_4_7", "deepseek_v4", "deepseek_v4_1", "cohere",
+          "exaone"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_tool_call_grammars_read_back(model):
+    """The grammar XGrammar prints for each model's tool-call structural tag (two tools,
+    reasoning on and off, tool_choice auto and required) parses, and on random sentences of
+    it and their one-character edits both accept alike."""
+    rng = random.Random(model)
+    for reasoning in (True, False):
+        for choice in ("auto", "required"):
+            try:
+                st = xgr.get_builtin_structural_tag(model, tools=TOOLS, tool_choice=choice, reasoning=reasoning)
+            except Exception:  # a model this XGrammar build does not know
+                pytest.skip(f"XGrammar has no {model} format")
+            xg = xgr.Grammar.from_structural_tag(st)
+            g = parse_ebnf(str(xg))
+            strings = []
+            for _ in range(4):
+                try:
+                    s = sample(g, rng)
+                except NoText:
+                    continue
+                strings += [s] + near_misses(s, rng)
+            r = Recognizer(g)
+            for s in strings:
+                assert r.accepts(s.encode()) == xgr_accepts(xg, s), (model, reasoning, choice, s)
