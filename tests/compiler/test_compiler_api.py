@@ -251,7 +251,8 @@ def _check_stats(cg):
     seen_states = set()
     for r in records:
         assert set(dataclasses.asdict(r)) == {
-            "rule", "state", "accepted", "rejected", "uncertain", "storage", "bytes", "shared"
+            "rule", "state", "accepted", "rejected", "uncertain", "storage", "bytes", "shared",
+            "position", "entry_owner",
         }
         assert r.rule in rule_names
         assert r.state not in seen_states
