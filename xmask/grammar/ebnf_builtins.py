@@ -70,6 +70,11 @@ class TokenTagDispatchSpec(TagDispatchSpec):
     """A parsed ``TokenTagDispatch(...)``: triggers and excludes are token ids."""
 
 
+def _is_text(value) -> bool:
+    """Whether a macro value is a string literal (not a rule name)."""
+    return isinstance(value, str) and not isinstance(value, Ident)
+
+
 def _parse_value(p):
     """One macro value at the parser's position; returns ``(value, start)``."""
     p.skip_ws()
@@ -99,9 +104,9 @@ def _parse_value(p):
                 return tuple(items), start
             else:
                 raise p.error("expected ',' or ')' in a tuple")
-    if c == "-" or c.isdigit():
+    if c and c in "-0123456789":
         q = start + 1
-        while q < p.n and p.text[q].isdigit():
+        while q < p.n and p.text[q] in "0123456789":
             q += 1
         digits = p.text[start:q]
         if digits == "-":
@@ -203,8 +208,7 @@ def _regex(p, args: MacroArgs, start: int) -> Expr:
     from .regex import regex_to_expr
 
     _check_named(p, "Regex", args, {"json_string"})
-    if len(args.positional) != 1 or not isinstance(args.positional[0][0], str) \
-            or isinstance(args.positional[0][0], Ident):
+    if len(args.positional) != 1 or not _is_text(args.positional[0][0]):
         raise p.error("Regex() takes exactly one string argument (the pattern)", start)
     pattern, pos = args.positional[0]
     try:
@@ -220,7 +224,7 @@ def _substring(p, args: MacroArgs, start: int) -> Expr:
     _check_named(p, "Substring", args, ())
     chunks = []
     for value, pos in args.positional:
-        if not isinstance(value, str) or isinstance(value, Ident):
+        if not _is_text(value):
             raise p.error("Substring() arguments must be string literals", pos)
         chunks.append(Bytes(value.encode("utf-8", "surrogatepass")) if value else EPSILON)
     if not chunks:
@@ -261,7 +265,7 @@ def _dispatch(p, name: str, args: MacroArgs, start: int) -> Expr:
         trigger, rule = value
         if tokens:
             _token_ids(p, name, [trigger], pos)
-        elif not isinstance(trigger, str) or isinstance(trigger, Ident) or not trigger:
+        elif not _is_text(trigger) or not trigger:
             raise p.error(f"{name}(): a trigger must be a non-empty string literal", pos)
         if not isinstance(rule, Ident):
             raise p.error(f"{name}(): the second item of a dispatch pair must be a rule name", pos)
@@ -275,7 +279,7 @@ def _dispatch(p, name: str, args: MacroArgs, start: int) -> Expr:
         for v in value:
             if tokens:
                 _token_ids(p, name, [v], pos)
-            elif not isinstance(v, str) or isinstance(v, Ident) or not v:
+            elif not _is_text(v) or not v:
                 raise p.error(f"{name}(): excludes must be non-empty string literals", pos)
             excludes.append(v)
         for v in excludes:
