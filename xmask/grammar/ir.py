@@ -379,6 +379,54 @@ class Grammar:
 
         return builtin_json_grammar()
 
+    @staticmethod
+    def union(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching what any of ``grammars`` matches (XGrammar's ``Grammar.union``):
+        ``root ::= g1 | g2 | ...``, each part's rules copied under fresh names.  At least one
+        grammar is needed (the union of none would match nothing).
+
+        Example::
+
+            >>> print(Grammar.union(Grammar.from_ebnf('root ::= "a"'), Grammar.from_regex("b+")))
+            root ::= root_1 | root_2
+            root_1 ::= "a"
+            root_2 ::= "b"+
+        """
+        return _combine("union", grammars)
+
+    @staticmethod
+    def concat(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching a string of each of ``grammars`` in turn (XGrammar's
+        ``Grammar.concat``): ``root ::= g1 g2 ...``; with no grammar, the empty string.
+
+        Example::
+
+            >>> print(Grammar.concat(Grammar.from_ebnf('root ::= "a"'), Grammar.from_regex("b+")))
+            root ::= root_1 root_2
+            root_1 ::= "a"
+            root_2 ::= "b"+
+        """
+        return _combine("concat", grammars)
+
+
+def _combine(kind: str, grammars) -> "Grammar":
+    from ..errors import GrammarError
+    from .combine import RuleNamer, embed_grammar
+
+    for i, g in enumerate(grammars):
+        if not isinstance(g, Grammar):
+            raise TypeError(f"Grammar.{kind}() takes Grammar objects; argument {i} is {type(g).__name__}")
+    if kind == "union" and not grammars:
+        raise GrammarError("Grammar.union() needs at least one grammar (the union of none matches nothing)")
+    rules: Dict[str, Expr] = {"root": EPSILON}
+    namer = RuleNamer(rules)
+    refs = tuple(embed_grammar(rules, g, namer, "root") for g in grammars)
+    if len(refs) == 1:
+        rules["root"] = refs[0]
+    elif refs:
+        rules["root"] = Choice(refs) if kind == "union" else Seq(refs)
+    return Grammar(rules, root="root")
+
 
 def iter_nodes(expr: Expr) -> Iterator[Expr]:
     """Yield every distinct sub-expression object of ``expr`` (itself included), each once.
