@@ -35,3 +35,40 @@ def data_dir() -> pathlib.Path:
 def tokenizer_json(name: str) -> pathlib.Path:
     """Path of ``tokenizers/<name>/tokenizer.json`` in the data dir (skips/fails if absent)."""
     return require_data("tokenizers", name, "tokenizer.json")
+
+
+def require_module(name: str):
+    """Import an optional test dependency (from the ``[test]`` extra); skip without it, except
+    under CI (``CI=true``), where a missing one is a failure."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        msg = f"optional test dependency not installed: {name} (pip install -e .[test])"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg + " -- CI=true requires it", pytrace=False)
+        pytest.skip(msg)
+
+
+# ----------------------------------------------------------------------------------------------
+# Wall time per test area, printed after the run: CI has 90 minutes on 2 cores and the suite
+# must stay well under half of that, so every run shows where the time goes.
+
+_AREA_SECONDS: dict = {}
+
+
+def pytest_runtest_logreport(report):
+    parts = report.nodeid.split("::")[0].split("/")
+    area = "/".join(parts[:2])  # tests/<dir> for a folder, tests/<file> at the top
+    _AREA_SECONDS[area] = _AREA_SECONDS.get(area, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _AREA_SECONDS:
+        return
+    total = sum(_AREA_SECONDS.values())
+    terminalreporter.section("time per test area")
+    for area, seconds in sorted(_AREA_SECONDS.items(), key=lambda kv: -kv[1])[:12]:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {100 * seconds / total:5.1f}%  {area}")
+    terminalreporter.write_line(f"{total:8.1f} s  in tests (setup, call and teardown)")

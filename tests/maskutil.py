@@ -44,3 +44,19 @@ class GreedyTokens:
                 prefix = f"{self.who}: " if self.who else ""
                 raise AssertionError(f"{prefix}no token for byte {data[pos]:#x}")
         return out
+
+
+def walk_equals_reference(matcher, ids, vocab_size: int) -> None:
+    """Feed ``ids`` to ``matcher``; before each token the mask must equal the slow reference
+    and allow that token; the matcher must end terminated (``ids`` ends with a stop token)."""
+    import xmask
+
+    fast = np.asarray(xmask.allocate_token_bitmask(1, vocab_size))
+    ref = np.asarray(xmask.allocate_token_bitmask(1, vocab_size))
+    for k, tid in enumerate(ids):
+        matcher.fill_next_token_bitmask(fast)
+        matcher._reference_fill_next_token_bitmask(ref)
+        assert np.array_equal(fast, ref), f"step {k}: ids {diff_ids(fast, ref)[:10]}"
+        assert bit(fast, tid), f"step {k}: token {tid} masked"
+        assert matcher.accept_token(tid)
+    assert matcher.is_terminated()

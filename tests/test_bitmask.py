@@ -17,9 +17,10 @@ from xmask.bitmask import (
 
 
 def ref_apply(logits, bitmask, indices=None, vocab_size=None):
-    """Straightforward reference (XGrammar semantics): for every masked row r -- all rows, or
-    ``indices`` -- logits[r, i] = -inf for i < vocab_size whose bit i % 32 of bitmask[r, i // 32]
-    is 0.  Returns a new array."""
+    """Straightforward reference: for every masked row r -- all rows, or ``indices`` --
+    logits[r, i] = -inf for i < vocab_size whose bit i % 32 of bitmask[r, i // 32] is 0; without
+    vocab_size, columns the bitmask does not cover are -inf too (padding is safe by default).
+    Returns a new array."""
     out = np.array(logits, copy=True)
     rows_l = out.reshape(1, -1) if out.ndim == 1 else out
     bm = np.asarray(bitmask)
@@ -30,6 +31,8 @@ def ref_apply(logits, bitmask, indices=None, vocab_size=None):
         for i in range(width):
             if not (int(bm[r, i // 32]) >> (i % 32)) & 1:
                 rows_l[r, i] = -np.inf
+        if vocab_size is None:
+            rows_l[r, width:] = -np.inf
     return out
 
 
@@ -175,25 +178,36 @@ def test_apply_vocab_size_argument():
         apply_token_bitmask_inplace(np.zeros((2, 50), np.float32), bm, vocab_size=60)
 
 
-def test_apply_logits_wider_than_mask():
-    # e.g. a model whose logits are padded past the tokenizer: extra columns untouched
+def test_apply_logits_wider_than_mask_masks_the_padding():
+    # a model whose logits are padded past the tokenizer: the extra columns are never left
+    # open by default (XGrammar leaves them untouched), and an explicit vocab_size keeps them
     rng = np.random.default_rng(3)
     logits = rng.standard_normal((2, 200)).astype(np.float32)
     orig = logits.copy()
     bm = random_bitmask(rng, 2, 128)
-    expected = ref_apply(logits, bm)
-    with pytest.warns(UserWarning, match="covers only 128 tokens"):  # as XGrammar 0.2.8
-        apply_token_bitmask_inplace(logits, bm)
-    np.testing.assert_array_equal(logits, expected)
+    apply_token_bitmask_inplace(logits, bm)
+    np.testing.assert_array_equal(logits, ref_apply(orig, bm))
+    assert np.isneginf(logits[:, 128:]).all() and np.isfinite(logits[:, :128]).any()
+    logits = orig.copy()
+    apply_token_bitmask_inplace(logits, bm, indices=[1])
+    np.testing.assert_array_equal(logits[0], orig[0])
+    assert np.isneginf(logits[1, 128:]).all()
+    logits = orig.copy()
+    apply_token_bitmask_inplace(logits, bm, vocab_size=128)
     np.testing.assert_array_equal(logits[:, 128:], orig[:, 128:])
-    assert np.isneginf(logits[:, :128]).any()
 
 
 def test_apply_mask_wider_than_logits():
     rng = np.random.default_rng(4)
-    logits = rng.standard_normal((1, 40)).astype(np.float32)
-    bm = np.zeros((1, 4), dtype=np.int32)  # 128 bits, nothing allowed
+    logits = rng.standard_normal((1, 100)).astype(np.float32)
+    bm = np.zeros((1, 4), dtype=np.int32)  # 128 bits (a vocab of 97..128), nothing allowed
     apply_token_bitmask_inplace(logits, bm)
+    assert np.isneginf(logits).all()
+    # a whole word more than the logits need: allocated for another vocabulary
+    with pytest.raises(xmask.BitmaskError, match="allocated for a larger vocabulary"):
+        apply_token_bitmask_inplace(np.zeros((1, 96), np.float32), bm)
+    logits = np.zeros((1, 40), np.float32)
+    apply_token_bitmask_inplace(logits, bm, vocab_size=40)
     assert np.isneginf(logits).all()
 
 
@@ -302,16 +316,19 @@ def test_torch_apply_options(torch):
     np_logits = rng.standard_normal((2, 200)).astype(np.float32)
     np_bm = random_bitmask(rng, 2, 128)
     logits = torch.from_numpy(np_logits.copy())
-    with pytest.warns(UserWarning, match="covers only 128 tokens"):
-        apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm))  # wider logits
+    apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm))  # wider logits: padding masked
     np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm))
-    np.testing.assert_array_equal(logits.numpy()[:, 128:], np_logits[:, 128:])
+    assert np.isneginf(logits.numpy()[:, 128:]).all()
+    for backend in ("cpu", "torch_native"):  # both paths, selected rows only
+        logits = torch.from_numpy(np_logits.copy())
+        apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm), indices=[1], backend=backend)
+        np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm, indices=[1]))
     logits = torch.from_numpy(np_logits.copy())
     apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm), vocab_size=10)
     np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm, vocab_size=10))
     logits = torch.from_numpy(np_logits.copy())
     apply_token_bitmask_inplace(logits, torch.from_numpy(np_bm), indices=[0, 1], vocab_size=128)
-    np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm))
+    np.testing.assert_array_equal(logits.numpy(), ref_apply(np_logits, np_bm, vocab_size=128))
     with pytest.raises(xmask.BitmaskError):
         apply_token_bitmask_inplace(
             logits, torch.from_numpy(np_bm.astype(np.int64)), vocab_size=128

@@ -34,6 +34,7 @@ from .errors import (
     InvalidStructuralTagError,
     InvalidTokenError,
     RegexSyntaxError,
+    SchemaKeywordWarning,
     TokenizerError,
     UnsupportedSchemaError,
     XmaskError,
@@ -70,6 +71,9 @@ __all__ = [
     "InvalidStructuralTagError",
     "InvalidTokenError",
     "RegexSyntaxError",
+    "SchemaKeywordWarning",
+    "StructuralTag",
+    "StructuralTagItem",
     "TokenizerError",
     "TokenizerInfo",
     "UnsupportedSchemaError",
@@ -83,13 +87,26 @@ __all__ = [
     "default_tokenizer",
     "default_tokenizer_info",
     "get_bitmask_shape",
+    "get_builtin_structural_tag",
     "get_max_recursion_depth",
+    "get_model_structural_tag",
     "get_serialization_version",
     "max_recursion_depth",
+    "normalize_tool_choice",
+    "register_model_structural_tag",
     "reset_token_bitmask",
     "set_max_recursion_depth",
+    "structural_tag",
     "testing",
 ]
+
+
+_TOOL_CALL_NAMES = (
+    "get_builtin_structural_tag",
+    "get_model_structural_tag",
+    "normalize_tool_choice",
+    "register_model_structural_tag",
+)
 
 
 def __getattr__(name):
@@ -99,6 +116,19 @@ def __getattr__(name):
         from . import bitmask
 
         return bitmask.bitmask_dtype
+    if name in _TOOL_CALL_NAMES or name == "builtin_structural_tag":
+        # they build pydantic StructuralTag objects (import_module: a from-import of the
+        # submodule would come back here while it is not yet an attribute)
+        import importlib
+
+        module = importlib.import_module(".builtin_structural_tag", __name__)
+        return module if name == "builtin_structural_tag" else getattr(module, name)
+    if name in ("StructuralTag", "StructuralTagItem", "structural_tag"):
+        # pydantic models: imported on first use only
+        import importlib
+
+        module = importlib.import_module(".structural_tag", __name__)
+        return module if name == "structural_tag" else getattr(module, name)
     if name == "contrib":
         import importlib
 

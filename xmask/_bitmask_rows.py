@@ -2,8 +2,8 @@
 
 A bitmask row is int32 words; token ``i`` is allowed iff bit ``i % 32`` of word ``i // 32`` is
 set.  Both apply paths validate the same way and select the same rows, so the rules live here
-once: the masked width (XGrammar: ``min(logits width, 32 * words)`` unless ``vocab_size`` is
-given) and the masked rows (all, or ``indices`` that address logits and bitmask rows alike).
+once: the masked widths (see :func:`masked_widths`) and the masked rows (all, or ``indices``
+that address logits and bitmask rows alike).
 """
 
 from __future__ import annotations
@@ -37,27 +37,43 @@ def is_torch_bitmask(bitmask) -> bool:
     )
 
 
-def masked_width(logits_width: int, bitmask_words: int, vocab_size) -> int:
-    """How many leading logits columns the mask covers.
+def masked_widths(logits_width: int, bitmask_words: int, vocab_size) -> tuple:
+    """``(width, padded)``: the bitmask decides logits columns ``[0, width)``, and columns
+    ``[width, padded)`` are logits the bitmask does not cover, set to -inf.
+
+    Without ``vocab_size`` (the default) padding is safe: logits wider than the bitmask's
+    ``32 * words`` columns (a model's padded vocabulary) get their extra columns masked, never
+    left open; logits narrower than the bitmask by a whole word or more (the bitmask was
+    allocated for another vocabulary) raise.  An explicit ``vocab_size`` masks exactly
+    ``logits[..., :vocab_size]`` and leaves the rest alone (XGrammar's meaning).
 
     Example::
 
-        >>> masked_width(200, 4, None), masked_width(200, 4, 100)
-        (128, 100)
+        >>> masked_widths(200, 4, None), masked_widths(200, 7, None), masked_widths(200, 4, 100)
+        ((128, 200), (200, 200), (100, 100))
     """
+    covered = 32 * int(bitmask_words)
+    logits_width = int(logits_width)
     if vocab_size is None:
-        return min(int(logits_width), 32 * int(bitmask_words))
+        if logits_width <= covered - 32:
+            raise BitmaskError(
+                f"the logits have {logits_width} columns but the bitmask has {bitmask_words} "
+                f"words ({covered} tokens): it was allocated for a larger vocabulary; allocate "
+                f"it for the model's vocabulary or pass vocab_size={logits_width}"
+            )
+        width = min(logits_width, covered)
+        return width, logits_width
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
         raise BitmaskError(f"vocab_size must be an int or None, got {vocab_size!r}")
     width = int(vocab_size)
     if width < 0:
         raise BitmaskError(f"vocab_size must be non-negative, got {width}")
-    if width > logits_width or width > 32 * bitmask_words:
+    if width > logits_width or width > covered:
         raise BitmaskError(
             f"vocab_size {width} exceeds the logits width {logits_width} or the bitmask width "
-            f"{32 * bitmask_words} ({bitmask_words} words)"
+            f"{covered} ({bitmask_words} words)"
         )
-    return width
+    return width, width
 
 
 def masked_rows(indices, n_mask_rows: int, n_logit_rows: int):

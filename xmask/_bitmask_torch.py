@@ -12,7 +12,7 @@ Two paths, same result:
 
 from __future__ import annotations
 
-from ._bitmask_rows import fill_disallowed, is_torch_bitmask, masked_rows, masked_width
+from ._bitmask_rows import fill_disallowed, is_torch_bitmask, masked_rows, masked_widths
 from .errors import BitmaskError
 
 _FLOAT_DTYPES = ("torch.float32", "torch.float16", "torch.bfloat16", "torch.float64")
@@ -43,8 +43,15 @@ def apply_torch(logits, bitmask, vocab_size, indices, backend: str) -> None:
         )
     bm = as_2d(as_bitmask_tensor(bitmask), "bitmask")
     rows_l = as_2d(logits, "logits")
-    width = masked_width(rows_l.shape[1], bm.shape[1], vocab_size)
+    width, padded = masked_widths(rows_l.shape[1], bm.shape[1], vocab_size)
     rows = masked_rows(indices, bm.shape[0], rows_l.shape[0])
+    if padded > width:  # logits columns past the bitmask: never left open
+        if rows is None:
+            rows_l[:, width:padded] = float("-inf")
+        else:
+            import torch
+
+            rows_l[torch.as_tensor(rows, device=rows_l.device), width:padded] = float("-inf")
     on_cpu = rows_l.device.type == "cpu"
     if backend == "cpu" and not on_cpu:
         raise BitmaskError(f"backend 'cpu' needs CPU logits, got {rows_l.device}")

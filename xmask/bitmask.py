@@ -7,11 +7,10 @@ optional, so without it they are NumPy int32 arrays, and every helper accepts bo
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
-from ._bitmask_rows import fill_disallowed, is_torch_bitmask, masked_rows, masked_width
+from ._bitmask_rows import fill_disallowed, is_torch_bitmask, masked_rows, masked_widths
 from .errors import BitmaskError
 
 _BACKENDS = ("auto", "cpu", "cuda", "triton", "torch_compile", "torch_native")
@@ -87,8 +86,10 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     ``logits``: (batch, V) or (V,), a torch tensor (float32/16, bfloat16, float64; any device,
     any strides) or a NumPy float array.  ``bitmask``: int32 (batch, ceil(V/32)) or one row,
     tensor or array; moved to the logits' device if needed.  ``vocab_size``: mask only
-    ``logits[..., :vocab_size]`` (default ``min(V, 32 * words)``; columns past it are left
-    untouched, with a warning when the bitmask is the narrower one, as XGrammar).
+    ``logits[..., :vocab_size]`` and leave the rest alone.  By default padding is safe (a
+    deliberate difference from XGrammar, which leaves them open): logits columns past the
+    bitmask's ``32 * words`` (a padded model vocabulary) are set to -inf, and logits narrower
+    than the bitmask by a whole word raise ``BitmaskError``.
     ``indices``: mask only these rows (logits row r with bitmask row r; the batch sizes may
     then differ).  ``backend``: ``"auto"`` picks the CPU path for CPU tensors and the
     torch-ops path elsewhere; ``"cpu"`` forces the former, any other XGrammar backend name the
@@ -103,28 +104,12 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size=None, indices=Non
     """
     if backend not in _BACKENDS:
         raise BitmaskError(f"unknown backend {backend!r}; expected one of {_BACKENDS}")
-    if vocab_size is None:
-        _warn_if_narrow(logits, bitmask)
     if type(logits).__module__.startswith("torch"):
         from ._bitmask_torch import apply_torch
 
         apply_torch(logits, bitmask, vocab_size, indices, backend)
         return
     _apply_numpy(logits, _as_numpy_bitmask(bitmask), vocab_size, indices)
-
-
-def _warn_if_narrow(logits, bitmask) -> None:
-    shape_l, shape_b = getattr(logits, "shape", None), getattr(bitmask, "shape", None)
-    if not shape_l or not shape_b:
-        return  # not arrays: the type checks below say so
-    covered = 32 * int(shape_b[-1])
-    if covered < int(shape_l[-1]):
-        warnings.warn(
-            f"the bitmask covers only {covered} tokens but logits have {shape_l[-1]}: "
-            f"logits[..., {covered}:] are left unmasked; allocate the bitmask with the model's "
-            "full vocab size or pass vocab_size",
-            stacklevel=3,
-        )
 
 
 def _as_numpy_bitmask(bitmask) -> np.ndarray:
@@ -143,6 +128,8 @@ def _apply_numpy(logits, bm: np.ndarray, vocab_size, indices) -> None:
         raise BitmaskError(
             f"logits and bitmask must be 1-D or 2-D, got {logits.shape} and {bm.shape}"
         )
-    width = masked_width(rows_l.shape[1], bm2.shape[1], vocab_size)
+    width, padded = masked_widths(rows_l.shape[1], bm2.shape[1], vocab_size)
     rows = masked_rows(indices, bm2.shape[0], rows_l.shape[0])
+    if padded > width:  # logits columns past the bitmask: never left open
+        rows_l[(slice(None) if rows is None else rows), width:padded] = -np.inf
     fill_disallowed(rows_l, bm2, width, rows, -np.inf)

@@ -134,6 +134,12 @@ class InvalidStructuralTagError(XmaskError, ValueError):
         super().__init__(f"{message} (at {path})" if path else message)
 
 
+class SchemaKeywordWarning(UserWarning):
+    """An unknown JSON Schema keyword that looks like a misspelt one (``propertes``).  The spec
+    ignores unknown keywords, so the schema is converted as written, without it; filter with
+    ``warnings.simplefilter("error", xmask.SchemaKeywordWarning)`` to refuse such schemas."""
+
+
 class InvalidJSONError(XmaskError, ValueError):
     """Text that should be JSON (a schema, a serialized object) does not parse.  ``position``
     is the 0-based character offset of the error when known."""

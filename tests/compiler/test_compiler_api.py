@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tokenizers
 from conftest import tokenizer_json
-from maskutil import bit, diff_ids
+from maskutil import walk_equals_reference
 
 import xmask
 from xmask.grammar.ir import Grammar
@@ -251,7 +251,8 @@ def _check_stats(cg):
     seen_states = set()
     for r in records:
         assert set(dataclasses.asdict(r)) == {
-            "rule", "state", "accepted", "rejected", "uncertain", "storage", "bytes", "shared"
+            "rule", "state", "accepted", "rejected", "uncertain", "storage", "bytes", "shared",
+            "position", "entry_owner",
         }
         assert r.rule in rule_names
         assert r.state not in seen_states
@@ -435,16 +436,7 @@ def test_limited_compiler_masks_equal_reference_llama3(llama3):
     compiled = compiler.compile_json_schema(schema, strict_mode=True, any_whitespace=False)
     doc = json.dumps({"name": "Zoë \"Z\" 🙂 Ng", "code": "ab12cd", "greek": "αβγ"})
     ids = hf.encode(doc, add_special_tokens=False).ids
-    m = xmask.GrammarMatcher(compiled)
-    fast = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
-    ref = np.asarray(xmask.allocate_token_bitmask(1, info.vocab_size))
-    for k, tid in enumerate(ids + [info.stop_token_ids[0]]):
-        m.fill_next_token_bitmask(fast)
-        m._reference_fill_next_token_bitmask(ref)
-        assert np.array_equal(fast, ref), f"step {k}: ids {diff_ids(fast, ref)[:10]}"
-        assert bit(fast, tid), f"step {k}: token {tid} masked"
-        assert m.accept_token(tid)
-    assert m.is_terminated()
+    walk_equals_reference(xmask.GrammarMatcher(compiled), ids + [info.stop_token_ids[0]], info.vocab_size)
     # over the limits: the same schema with a longer string needs more states than allowed
     with pytest.raises(xmask.GrammarLimitError, match=r"CompileLimits\.max_automaton_states"):
         xmask.GrammarCompiler(info, cache_enabled=False, limits=xmask.CompileLimits(

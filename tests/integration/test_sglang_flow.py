@@ -543,12 +543,9 @@ def test_reset_clears_the_compiler_cache(model):
     assert backend.dispatch_regex("[0-9]+").ctx is not first
 
 
-# ---- structural tags: a separate issue -------------------------------------------------------
-
-_ISSUE_11 = pytest.mark.xfail(strict=True, reason="structural tags / Lark: issue 11")
+# ---- structural tags -------------------------------------------------------------------------
 
 
-@_ISSUE_11
 def test_structural_tag_legacy(backend):
     key = {
         "structures": [{"begin": "<tool>", "schema": {"type": "object"}, "end": "</tool>"}],
@@ -563,7 +560,6 @@ def test_structural_tag_legacy(backend):
     backend.grammar_compiler.compile_structural_tag(new_tag)
 
 
-@_ISSUE_11
 def test_structural_tag_format(backend):
     key = json.dumps({
         "type": "structural_tag",

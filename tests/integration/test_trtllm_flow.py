@@ -414,7 +414,6 @@ def test_ebnf_guide_and_uninitialised_buffer(factory, model):
     assert matcher.is_terminated()
 
 
-@pytest.mark.xfail(strict=True, reason="structural tags / Lark: issue 11")
 def test_structural_tag_guide(factory):
     guide = json.dumps({
         "type": "structural_tag",

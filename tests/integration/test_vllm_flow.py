@@ -706,7 +706,6 @@ _LEGACY_TAG = {
 }
 
 
-@_ISSUE_11
 def test_structural_tag_legacy_items(backend):
     tags = [
         xgr.StructuralTagItem(begin=s["begin"], schema=json.dumps(s["schema"]), end=s["end"])
@@ -716,7 +715,6 @@ def test_structural_tag_legacy_items(backend):
     backend.compiler.compile_structural_tag(tags, _LEGACY_TAG["triggers"])
 
 
-@_ISSUE_11
 def test_structural_tag_json_format(backend):
     spec = json.dumps({
         "type": "structural_tag",
@@ -726,8 +724,9 @@ def test_structural_tag_json_format(backend):
     backend.compiler.compile_structural_tag(spec)
 
 
-@_ISSUE_11
 def test_lark_grammar_request(backend):
     lark = 'start: "yes" | "no"'
     xgr.Grammar.from_lark(lark)
-    backend.compiler.compile_lark(lark)
+    compiled = backend.compiler.compile_lark(lark)
+    matcher = xgr.GrammarMatcher(compiled)
+    assert matcher.accept_string("yes") and not matcher.accept_string("no")

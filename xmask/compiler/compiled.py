@@ -194,7 +194,8 @@ class CompiledGrammar:
     def memory_size_bytes(self) -> int:
         """Bytes held by this grammar: automaton tables + token-mask cache (the tokenizer's
         sorted-vocabulary tables are shared by all grammars of a compiler and not counted).
-        Grows as fills classify states (see :meth:`cache_summary`)."""
+        Grows as fills classify states (see :meth:`cache_summary`); ``cache_stats().memory``
+        lists its parts."""
         return self._automaton_tables.nbytes + self._mask_cache.nbytes
 
     @property
@@ -242,10 +243,29 @@ class CompiledGrammar:
         return cache_summary(self._mask_cache, self._automaton)
 
     def cache_stats(self):
-        """Per-state cache records (rule, state, accepted/rejected/uncertain counts, storage
-        kind, bytes, shared) for every state classified so far, in state order; call
-        :meth:`precompute` first to see every state that can be on top of the stack."""
-        return cache_records(self._mask_cache, self._automaton)
+        """Per-state cache records for every state classified so far, in state order, with the
+        memory they belong to (a :class:`~xmask.compiler.mask_cache.CacheStats`: a list).
+
+        Each :class:`~xmask.compiler.mask_cache.StateCacheRecord` has the state's ``rule`` and
+        ``position`` (a dotted item: the shortest input from the rule's start, ``•``, what the
+        state reads next), its accepted / rejected / uncertain token counts, the entry's
+        ``storage`` kind and payload ``bytes``, and ``shared`` / ``entry_owner`` (identical
+        entries are stored once, by the lowest state: ``stored_bytes`` counts each once).
+        ``stats.memory`` splits :attr:`memory_size_bytes` into parts that add up to it and
+        ``stats.totals`` counts states, entries and shared ones.  Call :meth:`precompute`
+        first to see every state that can be on top of the stack; ``xmask.inspect`` turns the
+        records into a pandas DataFrame and plots.
+
+        Example::
+
+            >>> cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "[" [0-9]+ "]"')  # doctest: +SKIP
+            >>> stats = cg.precompute().cache_stats()                        # doctest: +SKIP
+            >>> [(r.rule, r.position) for r in stats]                        # doctest: +SKIP
+            [('root', '• "["'), ('root', '"[" • [0-9]'), ('root', '"[" [0-9] • [0-9\\]]')]
+            >>> sum(stats.memory.values()) == cg.memory_size_bytes           # doctest: +SKIP
+            True
+        """
+        return cache_records(self._mask_cache, self._automaton, self._automaton_tables)
 
     def __repr__(self) -> str:
         a = self._automaton

@@ -188,6 +188,28 @@ class GrammarCompiler:
             raise TypeError(f"compile_regex needs a str pattern, got {type(pattern).__name__}")
         return self._compile(("regex", pattern), lambda: Grammar.from_regex(pattern))
 
+    def compile_lark(self, lark_string: str, *, named_grammars=None) -> CompiledGrammar:
+        """Compile a Lark grammar (see ``Grammar.from_lark``); the compiler's tokenizer resolves
+        named special tokens (``<|python_tag|>``).  Cached by the text and the named grammars.
+
+        Example::
+
+            >>> compiler.compile_lark('start: "yes" | "no"').grammar.root   # doctest: +SKIP
+            'root'
+        """
+        if not isinstance(lark_string, str):
+            raise TypeError(f"compile_lark needs a Lark str, got {type(lark_string).__name__}")
+        if named_grammars is not None and not isinstance(named_grammars, dict):
+            raise TypeError("named_grammars must be a dict of name -> Grammar or Lark str")
+        named = dict(named_grammars or {})
+        # flat key: the disk cache describes top-level Grammar items by their serialized form
+        flat = tuple(x for item in named.items() for x in item)
+        return self._compile(
+            ("lark", lark_string) + flat,
+            lambda: Grammar.from_lark(lark_string, tokenizer_info=self._info,
+                                      named_grammars=named),
+        )
+
     def compile_json_schema(self, schema, *, any_whitespace=True, indent=None, separators=None,
                             strict_mode=True, max_whitespace_cnt=None, lenient=False,
                             any_order=False) -> CompiledGrammar:
@@ -212,6 +234,26 @@ class GrammarCompiler:
                 limits=self._limits,
             ),
         )
+
+    def compile_structural_tag(self, *args, **kwargs) -> CompiledGrammar:
+        """Compile a structural tag: ``compile_structural_tag(structural_tag)`` (a
+        ``StructuralTag``, its JSON text or a dict) or the deprecated
+        ``compile_structural_tag(tags, triggers)``; see ``Grammar.from_structural_tag``.  Token
+        strings are resolved against this compiler's tokenizer.  Cached by the structural tag's
+        canonical JSON.
+
+        Example::
+
+            >>> cg = compiler.compile_structural_tag({"format": {"type": "const_string",
+            ...                                                  "value": "hi"}})  # doctest: +SKIP
+        """
+        from ..structural.lower import structural_tag_to_grammar
+        from ..structural.spec import canonical_json, structural_tag_argument
+
+        with deep_recursion(), responsive_switching():
+            canonical = canonical_json(structural_tag_argument(args, kwargs))
+        return self._compile(("structural_tag", canonical),
+                             lambda: structural_tag_to_grammar(canonical, self._info))
 
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the built-in JSON grammar (any JSON value)."""

@@ -22,13 +22,22 @@ import numpy as np
 from .. import _deadline as deadline
 from ..runtime._mask_cache import MaskCache
 from .automaton import FLAG_HAS_BYTES, refine_partition
+from .state_positions import state_positions
 
 KIND_NAMES = ("accepted", "rejected", "bitset")
 
 
 @dataclass(frozen=True)
 class StateCacheRecord:
-    """One state's cache entry, for notebooks (``CompiledGrammar.cache_stats()``)."""
+    """One classified state's cache entry (``CompiledGrammar.cache_stats()``).
+
+    ``rule`` and ``position`` place the state in the grammar: the rule whose automaton holds it
+    (small rules are inlined into their callers) and a dotted item, the shortest input from the
+    rule's start, ``•``, then what the state reads next (``xmask.compiler.state_positions``).
+    ``accepted + rejected + uncertain`` is the number of grammar-eligible tokens.  ``bytes`` is
+    the entry's payload; ``shared`` entries are stored once, by ``entry_owner`` (the lowest
+    state holding that entry: the state itself when not shared), whose record counts them.
+    """
 
     rule: str
     state: int
@@ -38,6 +47,50 @@ class StateCacheRecord:
     storage: str
     bytes: int
     shared: bool  # the entry is identical to an earlier state's and stored once
+    position: str = ""
+    entry_owner: int = -1
+
+    @property
+    def stored_bytes(self) -> int:
+        """Payload bytes this record adds to the cache (0 when ``shared``)."""
+        return 0 if self.shared else self.bytes
+
+
+class CacheStats(list):
+    """``CompiledGrammar.cache_stats()``: a list of :class:`StateCacheRecord` (classified states
+    in state order) with the memory they belong to.
+
+    ``memory`` maps each part of ``memory_size_bytes`` to its bytes (``automaton``: byte classes,
+    transitions, flags and calls; ``context_tables``; ``state_index``; ``dedup_table``;
+    ``entry_headers``; ``entry_payloads``, the sum of the records' ``stored_bytes``), so
+    ``sum(stats.memory.values()) == stats.totals["memory_size_bytes"]``.  ``totals`` also counts
+    ``states``, distinct ``entries``, ``shared_states`` and ``shared_bytes`` (payload the
+    sharing saves).  One snapshot: while other threads fill, a later call may show more.
+
+    Example::
+
+        >>> stats = cg.precompute().cache_stats()                       # doctest: +SKIP
+        >>> sum(stats.memory.values()) == cg.memory_size_bytes          # doctest: +SKIP
+        True
+        >>> sum(r.stored_bytes for r in stats) == stats.memory["entry_payloads"]  # doctest: +SKIP
+        True
+    """
+
+    def __init__(self, records=(), memory=None):
+        super().__init__(records)
+        self.memory = dict(memory or {})
+
+    @property
+    def totals(self) -> dict:
+        shared = [r for r in self if r.shared]
+        return {
+            "states": len(self),
+            "entries": len(self) - len(shared),
+            "shared_states": len(shared),
+            "entry_bytes": sum(r.stored_bytes for r in self),
+            "shared_bytes": sum(r.bytes for r in shared),
+            "memory_size_bytes": sum(self.memory.values()),
+        }
 
 
 def token_equivalent_states(automaton, horizon: int) -> np.ndarray:
@@ -114,16 +167,24 @@ def cache_summary(cache: MaskCache, automaton) -> dict:
             "pending": n_tops - int(classified), "entries": int(entries), "bytes": int(nbytes)}
 
 
-def cache_records(cache: MaskCache, automaton) -> List[StateCacheRecord]:
+def cache_records(cache: MaskCache, automaton, automaton_tables=None) -> CacheStats:
     """One record per classified state, in state order; ``shared`` when a lower state holds the
-    same stored entry."""
-    snap = cache.export()
+    same stored entry.  With ``automaton_tables`` the result's ``memory`` is filled from the
+    same snapshot as the records."""
+    for _ in range(8):  # entries only grow: equal parts around export() mean one snapshot
+        before = cache.memory_parts()
+        snap = cache.export()
+        if cache.memory_parts() == before:
+            break
     se = snap["state_entry"]
-    seen = set()
+    owner = {}
     records = []
     names = automaton.rule_names
-    for s in np.nonzero(se >= 0)[0].tolist():
+    classified = np.nonzero(se >= 0)[0].tolist()
+    positions = dict(zip(classified, state_positions(automaton, classified)))
+    for s in classified:
         k = int(se[s])
+        first = owner.setdefault(k, s)
         records.append(StateCacheRecord(
             rule=names[int(automaton.state_rule[s])],
             state=s,
@@ -132,7 +193,12 @@ def cache_records(cache: MaskCache, automaton) -> List[StateCacheRecord]:
             uncertain=int(snap["unc_len"][k]),
             storage=KIND_NAMES[int(snap["entry_kind"][k])],
             bytes=4 * int(snap["entry_len"][k] + snap["unc_len"][k]),
-            shared=k in seen,
+            shared=first != s,
+            position=positions[s],
+            entry_owner=first,
         ))
-        seen.add(k)
-    return records
+    memory = {}
+    if automaton_tables is not None:
+        memory = {"automaton": int(automaton_tables.nbytes)}
+        memory.update((k, int(v)) for k, v in before.items())
+    return CacheStats(records, memory)

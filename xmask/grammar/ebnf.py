@@ -3,19 +3,29 @@
 Syntax accepted::
 
     # comment to end of line
-    name ::= expr                 names: [a-zA-Z_][a-zA-Z0-9_-]*
+    name ::= expr                 names: [a-zA-Z_][a-zA-Z0-9_-]* (and a.b when defined)
+    name[max_chars=5] ::= expr    rule attributes (max_chars, max_tokens, temperature)
+    name ::= expr (= expr)        a lookahead assertion ends a rule body
     expr  := alt ("|" alt)*       empty alternatives allowed ("ws ::= | \" \"")
     alt   := postfixed*
-    postfixed := atom ("*" | "+" | "?" | "{m}" | "{m,}" | "{m,n}" | "{,n}")*
-    atom  := "string" | [class] | [^class] | . | ( expr ) | rule-name
+    postfixed := atom ("*" | "+" | "?" | "{m}" | "{m,}" | "{m,n}" | "{,n}" | "{m, -1}")*
+    atom  := "string" | [class] | [^class] | . | ( expr ) | rule-name | builtin(...)
+    builtin := Regex | Substring | Token | ExcludeToken | TagDispatch | TokenTagDispatch
 
 A rule body may span several lines: it ends where the next ``name ::=`` begins (on one line)
-or at the end of the text.  String and class escapes: ``\\n \\r \\t \\\\ \\" \\' \\[ \\] \\- \\/
-\\xHH \\uHHHH \\UHHHHHHHH`` (classes also ``\\^``); every escape denotes a *code point*, and
-literals are encoded as UTF-8.  ``.`` is any character.
+or at the end of the text.  String and class escapes: ``\\n \\r \\t \\b \\f \\a \\v \\e
+\\0 \\? \\\\ \\" \\' \\[ \\] \\- \\/ \\xHH \\uHHHH \\UHHHHHHHH`` (classes also ``\\^ \\$ \\. \\* \\+
+\\( \\) \\{ \\} \\|``); every escape denotes a *code point*, and literals are encoded as
+UTF-8.  ``.`` is any character.  ``\\x`` takes exactly two hex digits, as in GBNF and as
+XGrammar *prints* it (XGrammar 0.2.8's parser reads ``\\x`` greedily, so its own printout
+``"\\xe9a"`` of ``"éa"`` reads back there as U+0E9A; xmask reads it as ``"éa"``).
 
-Not supported (a :class:`GrammarSyntaxError` with the position is raised): single-quoted
-strings, XGrammar lookahead assertions ``(= ...)``, ``TagDispatch(...)``.
+XGrammar extensions (see :mod:`~xmask.grammar.ebnf_builtins`,
+:mod:`~xmask.grammar.lookahead`, :mod:`~xmask.grammar.rule_attributes`): the built-in atoms
+are parsed into IR; a lookahead is dropped, as it never changes the language in XGrammar
+(a matching hint there; see :mod:`~xmask.grammar.lookahead`); ``max_chars`` /
+``max_tokens`` are lowered exactly to bounded rules or raise; ``temperature`` does not change the language and is ignored.  Single-quoted
+strings are rejected (as in XGrammar).
 
 The result is lightly simplified: nested sequences / alternations are flattened, single-item
 sequences and alternations unwrapped, adjacent literals fused, and the empty string (an empty
@@ -25,12 +35,14 @@ Postfix operators map to :class:`Repeat` (``*`` = ``{0,}``, ``+`` = ``{1,}``, ``
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import GrammarError, GrammarSyntaxError
+from .ebnf_builtins import BUILTINS, TokenTagDispatchSpec, parse_builtin
 from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq
 
-__all__ = ["parse_ebnf", "make_seq", "make_choice"]
+__all__ = ["parse_ebnf", "parse_ebnf_with_lookaheads", "make_seq", "make_choice"]
 
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | frozenset("0123456789-")
@@ -39,6 +51,13 @@ _SIMPLE_ESCAPES = {
     "n": 0x0A,
     "r": 0x0D,
     "t": 0x09,
+    "b": 0x08,
+    "f": 0x0C,
+    "a": 0x07,
+    "v": 0x0B,
+    "e": 0x1B,
+    "0": 0x00,
+    "?": 0x3F,
     "\\": 0x5C,
     '"': 0x22,
     "'": 0x27,
@@ -48,6 +67,11 @@ _SIMPLE_ESCAPES = {
     "/": 0x2F,
 }
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+_ANY_DEF = re.compile(r"^[ \t]*([a-zA-Z_][a-zA-Z0-9_.-]*)(?:\[[^\]\n]*\])?[ \t]*::=", re.M)
+_DOTTED_DEF = re.compile(r"^[ \t]*([a-zA-Z_][a-zA-Z0-9_-]*(?:\.[a-zA-Z0-9_-]+)+)(?:\[[^\]\n]*\])?[ \t]*::=", re.M)
+# XGrammar also lets a class escape its other metacharacters
+_CLASS_ESCAPES = {c: ord(c) for c in "^$.*+?(){}|"}
+_RULE_ATTRIBUTES = ("max_chars", "max_tokens", "temperature")
 
 
 def make_seq(items) -> Expr:
@@ -95,6 +119,14 @@ class _Parser:
         self.rule: Optional[str] = None  # rule whose body is being parsed
         # rule name -> position of its first reference, per referencing rule
         self.refs: List[Tuple[str, str, int]] = []
+        # dotted names defined in the text (``a.b ::=``), which references may use
+        self.dotted = frozenset(m.group(1) for m in _DOTTED_DEF.finditer(text))
+        self.helper_rules: Dict[str, Expr] = {}  # rules the built-in atoms generate
+        self.namer = None  # RuleNamer over every name defined in the text (made on demand)
+        self.defined = frozenset()  # the names defined in the text (set with the namer)
+        self.dispatches: Dict[str, object] = {}  # generated rule -> TagDispatch spec
+        self.lookaheads: Dict[str, Tuple[Expr, int]] = {}
+        self.attributes: Dict[str, Dict[str, Tuple[object, int]]] = {}
 
     # ------------------------------------------------------------------ positions / errors
     def line_col(self, pos: int) -> Tuple[int, int]:
@@ -125,20 +157,42 @@ class _Parser:
         self.pos = p
 
     def name_end(self, p: int) -> int:
-        """End of the rule name starting at ``p`` (== p if there is none)."""
+        """End of the rule name starting at ``p`` (== p if there is none).  XGrammar allows
+        dots inside names (``a.b``); GBNF's ``.`` is any character, so a dotted name is only
+        taken when it is defined in the text (``a.b ::= ...``)."""
         text, n = self.text, self.n
         if p >= n or text[p] not in _NAME_START:
             return p
         q = p + 1
         while q < n and text[q] in _NAME_CHARS:
             q += 1
+        if q < n and text[q] == "." and self.dotted:
+            r = q
+            while r < n and text[r] == "." and r + 1 < n and text[r + 1] in _NAME_CHARS:
+                r += 2
+                while r < n and text[r] in _NAME_CHARS:
+                    r += 1
+                if text[p:r] in self.dotted:
+                    q = r
         return q
 
+    def attributes_end(self, q: int) -> int:
+        """End of a ``[key=value, ...]`` rule attribute list starting at ``q`` (== q if none)."""
+        if not self.text.startswith("[", q):
+            return q
+        close = self.text.find("]", q)
+        nl = self.text.find("\n", q)
+        if close < 0 or (0 <= nl < close) or "=" not in self.text[q:close]:
+            return q
+        return close + 1
+
     def rule_start_at(self, p: int) -> bool:
-        """Whether ``name ::=`` begins at ``p`` (spaces/tabs allowed before ``::=``)."""
+        """Whether ``name ::=`` (or ``name[attrs] ::=``) begins at ``p`` (spaces/tabs allowed
+        before ``::=``)."""
         q = self.name_end(p)
         if q == p:
             return False
+        q = self.attributes_end(q)
         while q < self.n and self.text[q] in " \t":
             q += 1
         return self.text.startswith("::=", q)
@@ -161,6 +215,7 @@ class _Parser:
                 raise self.error(f"expected a rule name, found {c!r}")
             name = self.text[start:end]
             self.pos = end
+            attrs = self.parse_attributes(name) if self.peek() == "[" else None
             while self.peek() in (" ", "\t"):
                 self.pos += 1
             if not self.text.startswith("::=", self.pos):
@@ -179,7 +234,14 @@ class _Parser:
             body = self.parse_choice(nested=False)
             rules[name] = body
             where[name] = start
+            if attrs:
+                self.attributes[name] = attrs
             self.skip_ws()
+            if self.text.startswith("(=", self.pos):
+                self.lookaheads[name] = (self.parse_lookahead(), where[name])
+                self.skip_ws()
+                if self.pos < self.n and not self.rule_start_at(self.pos):
+                    raise self.error("a lookahead assertion '(= ...)' must end its rule body")
             if self.pos < self.n and not self.rule_start_at(self.pos):
                 c = self.peek()
                 if c == ")":
@@ -197,7 +259,124 @@ class _Parser:
         if root not in rules:
             defined = ", ".join(repr(r) for r in list(rules)[:10])
             raise GrammarError(f"root rule '{root}' is not defined (defined rules: {defined})", rule=root)
+        rules.update(self.helper_rules)
+        return self.finish(rules, root)
+
+    def finish(self, rules: Dict[str, Expr], root: str) -> Grammar:
+        """Lower what has no IR node of its own (TagDispatch, rule attributes); lookaheads are
+        dropped: in XGrammar they never change the language (see xmask.grammar.lookahead)."""
+        if self.dispatches:
+            from .ebnf_lowering import lower_dispatch
+
+            self.bound_free_text(rules)
+            self.fresh_rule("rule")  # makes self.namer
+            for name, spec in self.dispatches.items():
+                try:
+                    lower_dispatch(rules, name, spec, self.namer)
+                except GrammarError as e:
+                    line, col = self.line_col(spec.pos)
+                    raise GrammarError(f"{e.args[0]} (dispatch at line {line}, column {col})", rule=e.rule) from None
+        if self.attributes:
+            from .rule_attributes import apply_rule_attributes
+
+            apply_rule_attributes(rules, self.attributes, self.fresh_rule, self.line_col)
+        if self.dispatches or self.attributes:
+            _drop_unreachable_generated(rules, root, self.defined)
         return Grammar(rules, root=root)
+
+    def bound_free_text(self, rules: Dict[str, Expr]) -> None:
+        """``name[max_chars=n] ::= TagDispatch(excludes=...)`` with no trigger (XGrammar's
+        printout of a structural tag's ``any_text``): the free-text builder bounds it directly,
+        in fewer states than the generic unfolding of :mod:`rule_attributes`."""
+        for rule, attrs in list(self.attributes.items()):
+            body = rules[rule]
+            spec = self.dispatches.get(body.name) if type(body) is RuleRef else None
+            if spec is None or spec.pairs or "max_chars" not in attrs or "max_tokens" in attrs:
+                continue
+            if isinstance(spec, TokenTagDispatchSpec):
+                continue  # a token budget over whole tokens: left to rule_attributes (it raises)
+            spec.max_chars = attrs["max_chars"][0]
+            del attrs["max_chars"]
+            if not attrs:
+                del self.attributes[rule]
+
+    # ------------------------------------------------------------------ extensions
+    def fresh_rule(self, hint: str) -> str:
+        """A rule name used nowhere in the text (nor handed out before)."""
+        if self.namer is None:
+            from .combine import RuleNamer
+
+            taken = {m.group(1): EPSILON for m in _ANY_DEF.finditer(self.text)}
+            self.defined = frozenset(taken)
+            self.namer = RuleNamer(taken)
+        return self.namer.fresh(hint)
+
+    def add_rule(self, name: str, expr: Expr) -> None:
+        self.helper_rules[name] = expr
+
+    def note_ref(self, name: str, pos: int) -> None:
+        self.refs.append((self.rule, name, pos))
+
+    def add_dispatch(self, spec) -> Expr:
+        name = self.fresh_rule(f"{self.rule or 'rule'}_dispatch")
+        self.dispatches[name] = spec
+        self.helper_rules[name] = EPSILON  # replaced by the lowering
+        return RuleRef(name)
+
+    def parse_attributes(self, name: str) -> Dict[str, Tuple[object, int]]:
+        """``[key=value, ...]`` after a rule name (XGrammar's rule attributes)."""
+        attrs: Dict[str, Tuple[object, int]] = {}
+        self.pos += 1
+        while True:
+            self.skip_inline_ws()
+            start = self.pos
+            end = self.name_end(start)
+            key = self.text[start:end]
+            if key not in _RULE_ATTRIBUTES:
+                shown = repr(key) if key else repr(self.peek())
+                raise self.error(
+                    f"unknown rule attribute {shown} on rule '{name}' (known: {', '.join(_RULE_ATTRIBUTES)})", start)
+            if key in attrs:
+                raise self.error(f"rule attribute '{key}' is given twice on rule '{name}'", start)
+            self.pos = end
+            self.skip_inline_ws()
+            if self.peek() != "=":
+                raise self.error(f"expected '=' after rule attribute '{key}'")
+            self.pos += 1
+            self.skip_inline_ws()
+            vstart = self.pos
+            while self.peek() not in ("", ",", "]", "\n") and not self.peek().isspace():
+                self.pos += 1
+            raw = self.text[vstart:self.pos]
+            try:
+                value = float(raw) if key == "temperature" else int(raw)
+            except ValueError:
+                kind = "a number" if key == "temperature" else "an integer"
+                raise self.error(f"rule attribute '{key}' needs {kind}, found {raw!r}", vstart) from None
+            if value < 0 or value != value or value == float("inf"):
+                raise self.error(f"rule attribute '{key}' must be finite and non-negative, found {raw}", vstart)
+            attrs[key] = (value, start)
+            self.skip_inline_ws()
+            c = self.peek()
+            if c == ",":
+                self.pos += 1
+            elif c == "]":
+                self.pos += 1
+                return attrs
+            else:
+                raise self.error("expected ',' or ']' in rule attributes")
+
+    def parse_lookahead(self) -> Expr:
+        """``(= expr)`` after a rule body: what must follow the rule (checked, then dropped)."""
+        start = self.pos
+        self.pos += 2
+        expr = self.parse_choice(nested=True)
+        self.skip_ws()
+        if self.peek() != ")":
+            line, col = self.line_col(start)
+            raise self.error(f"expected ')' to close the lookahead '(=' opened at line {line}, column {col}")
+        self.pos += 1
+        return expr
 
     # ------------------------------------------------------------------ expressions
     def parse_choice(self, nested: bool) -> Expr:
@@ -216,6 +395,10 @@ class _Parser:
                 break
             if c in _NAME_START and self.rule_start_at(self.pos):
                 break  # next rule definition begins (an error if nested; caller reports it)
+            if c == "(" and self.peek(1) == "=":
+                if nested:
+                    raise self.error("a lookahead assertion '(= ...)' may only end a rule body")
+                break
             items.append(self.parse_postfixed())
         return make_seq(items)
 
@@ -262,6 +445,13 @@ class _Parser:
             raise self.error("malformed repetition bounds: expected a number, ',' or '}'")
         self.pos += 1
         self.skip_inline_ws()
+        if self.text.startswith("-1", self.pos):  # XGrammar prints {m, -1} for {m,}
+            self.pos += 2
+            self.skip_inline_ws()
+            if self.peek() != "}" or lo is None:
+                raise self.error("malformed repetition bounds: '-1' (unbounded) must follow a minimum")
+            self.pos += 1
+            return lo, None
         hi = self.parse_int()
         self.skip_inline_ws()
         if self.peek() != "}":
@@ -294,8 +484,6 @@ class _Parser:
         if c == "(":
             self.pos += 1
             self.skip_ws()
-            if self.peek() == "=":
-                raise self.error("lookahead assertions '(= ...)' are not supported", start)
             expr = self.parse_choice(nested=True)
             self.skip_ws()
             if self.peek() != ")":
@@ -308,9 +496,9 @@ class _Parser:
         if c in _NAME_START:
             end = self.name_end(start)
             name = self.text[start:end]
+            if name in BUILTINS and self.text.startswith("(", end):
+                return parse_builtin(self, name)
             self.pos = end
-            if name == "TagDispatch" and self.peek() == "(":
-                raise self.error("TagDispatch(...) is not supported", start)
             self.refs.append((self.rule, name, start))
             return RuleRef(name)
         if not c:
@@ -350,9 +538,9 @@ class _Parser:
         if c in _SIMPLE_ESCAPES:
             self.pos += 2
             return _SIMPLE_ESCAPES[c]
-        if in_class and c == "^":
+        if in_class and c in _CLASS_ESCAPES:
             self.pos += 2
-            return 0x5E
+            return _CLASS_ESCAPES[c]
         if c in _HEX_ESCAPES:
             width = _HEX_ESCAPES[c]
             digits = self.text[start + 2 : start + 2 + width]
@@ -369,6 +557,11 @@ class _Parser:
         raise self.error(f"invalid escape sequence '\\{shown}'", start)
 
     def parse_string(self) -> Expr:
+        data = self.parse_string_text().encode("utf-8", "surrogatepass")
+        return Bytes(data) if data else EPSILON
+
+    def parse_string_text(self) -> str:
+        """A double-quoted literal at ``pos`` as text (escapes resolved)."""
         start = self.pos
         self.pos += 1
         out = []
@@ -389,8 +582,7 @@ class _Parser:
             else:
                 out.append(c)
                 self.pos += 1
-        data = "".join(out).encode("utf-8", "surrogatepass")
-        return Bytes(data) if data else EPSILON
+        return "".join(out)
 
     def class_char(self, start: int) -> int:
         c = self.peek()
@@ -429,6 +621,21 @@ class _Parser:
         return CharClass(tuple(ranges), negated=negated)
 
 
+def _drop_unreachable_generated(rules: Dict[str, Expr], root: str, defined) -> None:
+    """Remove the helper rules that lowering left unused (the text's own rules all stay)."""
+    from .ir import iter_refs
+
+    seen = {root}
+    stack = [root]
+    while stack:
+        for ref in iter_refs(rules[stack.pop()]):
+            if ref not in seen:
+                seen.add(ref)
+                stack.append(ref)
+    for name in [n for n in rules if n not in seen and n not in defined]:
+        del rules[name]
+
+
 def _show_cp(cp: int) -> str:
     ch = chr(cp)
     if ch.isprintable() and not (0xD800 <= cp <= 0xDFFF):
@@ -452,3 +659,20 @@ def parse_ebnf(text: str, root_rule_name: str = "root") -> Grammar:
     if not isinstance(text, str):
         raise TypeError(f"grammar text must be str, not {type(text).__name__}")
     return _Parser(text).parse(root_rule_name)
+
+
+def parse_ebnf_with_lookaheads(text: str, root_rule_name: str = "root") -> Tuple[Grammar, Dict[str, Expr]]:
+    """:func:`parse_ebnf`, plus the lookahead assertions it dropped (rule name -> lookahead),
+    e.g. to check them with :func:`xmask.grammar.lookahead.lookahead_implied`.
+
+    Example::
+
+        >>> g, la = parse_ebnf_with_lookaheads('root ::= a "b"\\na ::= "x" (= "b")')
+        >>> la
+        {'a': Bytes(data=b'b')}
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"grammar text must be str, not {type(text).__name__}")
+    parser = _Parser(text)
+    grammar = parser.parse(root_rule_name)
+    return grammar, {rule: expr for rule, (expr, _) in parser.lookaheads.items()}

@@ -297,6 +297,28 @@ class Grammar:
         return regex_to_grammar(pattern)
 
     @staticmethod
+    def from_lark(lark_string: str, *, tokenizer_info=None, named_grammars=None) -> "Grammar":
+        """A grammar from Lark text (the dialect vLLM sends; llguidance's extensions ``%json``,
+        ``@name``, special tokens).  ``start`` is the root.  ``tokenizer_info`` resolves named
+        special tokens such as ``<|python_tag|>`` (without it they raise); ``named_grammars``
+        maps the names used as ``@name`` to a ``Grammar`` or Lark text.  Priorities are
+        ignored with a warning; the mapping of ``%ignore`` and every construct are described
+        in :mod:`xmask.grammar.lark`.  Errors are ``GrammarSyntaxError`` with line and column.
+
+        Example::
+
+            >>> g = Grammar.from_lark('start: "yes" | "no"')
+            >>> print(g)
+            root ::= "yes" | "no"
+        """
+        from .._recursion import deep_recursion
+        from .lark import parse_lark
+
+        with deep_recursion("Lark grammar"):
+            return parse_lark(lark_string, tokenizer_info=tokenizer_info,
+                              named_grammars=named_grammars)
+
+    @staticmethod
     def from_json_schema(schema, *, any_whitespace=True, indent=None, separators=None,
                          strict_mode=True, max_whitespace_cnt=None, lenient=False,
                          any_order=False, limits=None) -> "Grammar":
@@ -321,6 +343,29 @@ class Grammar:
         )
 
     @staticmethod
+    def from_structural_tag(*args, **kwargs) -> "Grammar":
+        """A grammar from a structural tag: ``from_structural_tag(structural_tag)`` with a
+        ``StructuralTag``, its JSON text or a dict, or the deprecated
+        ``from_structural_tag(tags, triggers)`` (``StructuralTagItem`` list + trigger strings).
+        Every XGrammar 0.2.8 format; see :mod:`xmask.structural.lower` for the semantics.
+        Malformed input raises ``InvalidStructuralTagError`` naming the JSON path.  Token
+        *strings* need a tokenizer: use ``GrammarCompiler.compile_structural_tag``.
+
+        Example::
+
+            >>> g = Grammar.from_structural_tag({"type": "structural_tag", "format": {
+            ...     "type": "triggered_tags", "triggers": ["<f"], "tags": [{"begin": "<f>",
+            ...     "content": {"type": "json_schema", "json_schema": {"type": "integer"}},
+            ...     "end": "</f>"}]}})
+            >>> g.root
+            'root'
+        """
+        from ..structural.lower import structural_tag_to_grammar
+        from ..structural.spec import structural_tag_argument
+
+        return structural_tag_to_grammar(structural_tag_argument(args, kwargs))
+
+    @staticmethod
     def builtin_json_grammar() -> "Grammar":
         """The built-in grammar of any JSON value (RFC 8259), with any JSON whitespace.
 
@@ -333,6 +378,54 @@ class Grammar:
         from .builtin_json import builtin_json_grammar
 
         return builtin_json_grammar()
+
+    @staticmethod
+    def union(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching what any of ``grammars`` matches (XGrammar's ``Grammar.union``):
+        ``root ::= g1 | g2 | ...``, each part's rules copied under fresh names.  At least one
+        grammar is needed (the union of none would match nothing).
+
+        Example::
+
+            >>> print(Grammar.union(Grammar.from_ebnf('root ::= "a"'), Grammar.from_regex("b+")))
+            root ::= root_1 | root_2
+            root_1 ::= "a"
+            root_2 ::= "b"+
+        """
+        return _combine("union", grammars)
+
+    @staticmethod
+    def concat(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching a string of each of ``grammars`` in turn (XGrammar's
+        ``Grammar.concat``): ``root ::= g1 g2 ...``; with no grammar, the empty string.
+
+        Example::
+
+            >>> print(Grammar.concat(Grammar.from_ebnf('root ::= "a"'), Grammar.from_regex("b+")))
+            root ::= root_1 root_2
+            root_1 ::= "a"
+            root_2 ::= "b"+
+        """
+        return _combine("concat", grammars)
+
+
+def _combine(kind: str, grammars) -> "Grammar":
+    from ..errors import GrammarError
+    from .combine import RuleNamer, embed_grammar
+
+    for i, g in enumerate(grammars):
+        if not isinstance(g, Grammar):
+            raise TypeError(f"Grammar.{kind}() takes Grammar objects; argument {i} is {type(g).__name__}")
+    if kind == "union" and not grammars:
+        raise GrammarError("Grammar.union() needs at least one grammar (the union of none matches nothing)")
+    rules: Dict[str, Expr] = {"root": EPSILON}
+    namer = RuleNamer(rules)
+    refs = tuple(embed_grammar(rules, g, namer, "root") for g in grammars)
+    if len(refs) == 1:
+        rules["root"] = refs[0]
+    elif refs:
+        rules["root"] = Choice(refs) if kind == "union" else Seq(refs)
+    return Grammar(rules, root="root")
 
 
 def iter_nodes(expr: Expr) -> Iterator[Expr]:

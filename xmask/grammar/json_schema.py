@@ -118,7 +118,7 @@ import re
 import warnings
 from collections import deque
 from fractions import Fraction
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .. import _deadline as deadline
@@ -130,6 +130,7 @@ from ..limits import DEFAULT_LIMITS, CompileLimits
 from .ebnf import make_choice, make_seq
 from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
 from .schema_check import check_keywords, is_count, parse_schema_text
+from .text_exclusion import automaton_rules, exclude_words, expr_avoiding
 from .number_range import (
     Dfa,
     RuleSink,
@@ -252,7 +253,8 @@ class _FormatUnknown(_CannotValidate):
 def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
                            separators: Optional[Tuple[str, str]] = None, strict_mode: bool = True,
                            max_whitespace_cnt: Optional[int] = None, lenient: bool = False,
-                           any_order: bool = False, limits: Optional[CompileLimits] = None) -> Grammar:
+                           any_order: bool = False, limits: Optional[CompileLimits] = None,
+                           excludes: Sequence[str] = ()) -> Grammar:
     """Convert a JSON Schema to a :class:`~xmask.grammar.ir.Grammar`.
 
     Parameters
@@ -276,6 +278,10 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optio
         Accept object members in any order (objects with few declared properties).
     limits : xmask.CompileLimits, optional
         Caps on enum size, alternatives and rule count (defaults: ``CompileLimits()``).
+    excludes : sequence of str
+        Substrings that the JSON text of a string value without ``pattern``/``format``, or
+        of a key, never contains (structural tags); ``enum``/``const`` values containing one
+        are dropped.
 
     Raises
     ------
@@ -295,7 +301,7 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optio
     grammar, report = json_schema_to_grammar_with_report(
         schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
         strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, lenient=lenient,
-        any_order=any_order, limits=limits)
+        any_order=any_order, limits=limits, excludes=excludes)
     for item in report:
         warnings.warn(f"JSON Schema loosened: {item}", stacklevel=2)
     return grammar
@@ -308,7 +314,8 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
                                        max_whitespace_cnt: Optional[int] = None,
                                        lenient: bool = False,
                                        any_order: bool = False,
-                                       limits: Optional[CompileLimits] = None) -> Tuple[Grammar, List[str]]:
+                                       limits: Optional[CompileLimits] = None,
+                                       excludes: Sequence[str] = ()) -> Tuple[Grammar, List[str]]:
     """Like :func:`json_schema_to_grammar`, also returning the loosenings made in lenient mode
     (``"<json pointer>: <what was dropped>"``; always empty when ``lenient=False``).
 
@@ -324,7 +331,7 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
         raise ValueError("max_whitespace_cnt must be >= 0")
     conv = _Converter(schema, _Layout(any_whitespace, indent, separators, max_whitespace_cnt),
                       strict_mode=strict_mode, lenient=lenient, any_order=any_order,
-                      limits=DEFAULT_LIMITS if limits is None else limits)
+                      limits=DEFAULT_LIMITS if limits is None else limits, excludes=excludes)
     return conv.run(), list(conv.report)
 
 
@@ -722,8 +729,11 @@ def _code_points(s: str) -> int:
 
 class _Converter:
     def __init__(self, schema, layout: _Layout, *, strict_mode: bool, lenient: bool, any_order: bool,
-                 limits: CompileLimits = DEFAULT_LIMITS):
+                 limits: CompileLimits = DEFAULT_LIMITS, excludes: Sequence[str] = ()):
         self.doc = _Doc(schema)
+        # substrings no string value without pattern/format and no key may contain (in its
+        # JSON text), see :mod:`.text_exclusion`
+        self.excludes = tuple(excludes)
         self.limits = limits
         self.layout = layout
         self.strict = strict_mode
@@ -775,6 +785,10 @@ class _Converter:
         self.memo[(root_atoms, 0)] = "root"
         self.sink.fresh("root")
         self.queue.append(("root", root_atoms, 0))
+        return Grammar(self.drain(), root="root")
+
+    def drain(self) -> Dict[str, Expr]:
+        """Generate the queued rules; the rule table (never-matching rules for empty ones)."""
         while self.queue:
             name, atoms, depth = self.queue.popleft()
             try:
@@ -782,8 +796,7 @@ class _Converter:
             except RecursionError:
                 raise GrammarLimitError("JSON Schema is too deeply nested") from None
             self.rules[name] = expr if expr is not None else _NEVER  # (sink caps the rule count)
-        rules = {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
-        return Grammar(rules, root="root")
+        return {k: (v if v is not None else _NEVER) for k, v in self.rules.items()}
 
     def value_ref(self, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
         """A reference to the rule of the values satisfying ``atoms`` (None: none can)."""
@@ -1463,6 +1476,8 @@ class _Converter:
             return None
         try:
             values = [v for v in _dedupe(cands) if self.validate_atoms(v, atoms)]
+            if self.excludes:
+                values = [v for v in values if self.literal_allowed(v)]
         except _CannotValidate:
             return None  # fall back to the structural construction
         return lambda depth: make_choice([self.literal(v, depth) for v in values]) if values else None
@@ -1508,18 +1523,25 @@ class _Converter:
                 return False
         return True
 
+    def enum_value_ok(self, v, m: _Merged) -> bool:
+        """Whether the ``enum``/``const`` candidate ``v`` satisfies the other keywords of
+        ``m`` (a value that cannot be validated is kept, reported in lenient mode)."""
+        try:
+            return all(self.validate(v, n, own_only=True) for n in m.nids)
+        except _FormatUnknown:
+            return False  # dropping a value only rejects valid texts
+        except _CannotValidate as e:
+            self.unsupported(e.message, e.path)
+            return True
+
     def gen_enum(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         out = []
         seen = set()
         for v in m.enum:
-            try:
-                ok = all(self.validate(v, n, own_only=True) for n in m.nids)
-            except _FormatUnknown:
-                ok = False  # dropping a value only rejects valid texts
-            except _CannotValidate as e:
-                self.unsupported(e.message, e.path)
-                ok = True
+            ok = self.enum_value_ok(v, m)
             sig = _canon(v)  # 1 and 1.0 are one value (with the same spellings)
+            if ok and self.excludes and not self.literal_allowed(v):
+                ok = False
             if ok and sig not in seen:
                 seen.add(sig)
                 out.append(self.literal(v, depth))
@@ -1538,7 +1560,7 @@ class _Converter:
         if isinstance(v, (int, float)):
             return make_choice([Bytes(t.encode()) for t in self.number_spellings(v)])
         if isinstance(v, str):
-            return make_seq([Bytes(b'"'), json_string_literal(v), Bytes(b'"')])
+            return make_seq([Bytes(b'"'), self.literal_body(v), Bytes(b'"')])
         if isinstance(v, list):
             if not v:
                 return make_seq([Bytes(b"["), L.empty(), Bytes(b"]")])
@@ -1556,10 +1578,32 @@ class _Converter:
             for i, (k, x) in enumerate(v.items()):
                 if i:
                     parts.append(L.sep(depth))
-                parts += [Bytes(b'"'), json_string_literal(k), Bytes(b'"'), L.key_sep(), self.literal(x, depth + 1)]
+                parts += [Bytes(b'"'), self.literal_body(k), Bytes(b'"'), L.key_sep(), self.literal(x, depth + 1)]
             parts += [L.close(depth), Bytes(b"}")]
             return make_seq(parts)
         raise UnsupportedSchemaError(f"not a JSON value in enum/const: {v!r}", "#")
+
+    def literal_body(self, s: str) -> Expr:
+        """The JSON text of string ``s`` without quotes, spellings with an excluded substring
+        left out (callers drop values without spellings first, see ``literal_allowed``)."""
+        body = json_string_literal(s)
+        if not self.excludes:
+            return body
+        key = ("lit_excl", s)
+        if key not in self.shared:
+            self.shared[key] = expr_avoiding(body, self.excludes, self.sink, "lit")
+        e = self.shared[key]
+        return _NEVER if e is None else e
+
+    def literal_allowed(self, v) -> bool:
+        """False when a string (or key) inside ``v`` has no spelling free of excluded words."""
+        if isinstance(v, str):
+            return self.literal_body(v) is not _NEVER
+        if isinstance(v, list):
+            return all(self.literal_allowed(x) for x in v)
+        if isinstance(v, dict):
+            return all(self.literal_allowed(k) and self.literal_allowed(x) for k, x in v.items())
+        return True
 
     def number_spellings(self, v) -> List[str]:
         """The spellings of an ``enum``/``const`` number: its ``json.dumps`` text and, for an
@@ -1604,6 +1648,13 @@ class _Converter:
 
     # ------------------------------------------------------------------ strings
     def gen_string(self, m: _Merged, hint: str) -> Optional[Expr]:
+        key = self.string_key(m)
+        if key is None:
+            return None
+        return self.shared_rule(key, "string", lambda: self.build_string(key, m))
+
+    def string_key(self, m: _Merged) -> Optional[tuple]:
+        """The string constraint of ``m`` as a hashable key (None: no string fits)."""
         fmts = []
         for fmt, path in m.formats:
             if fmt in _NUMERIC_FORMATS and fmt not in ("float", "double"):
@@ -1630,9 +1681,8 @@ class _Converter:
             return None
         if hi is not None and hi > MAX_COUNT_BOUND or lo > MAX_COUNT_BOUND:
             raise GrammarLimitError(f"string length bound above {MAX_COUNT_BOUND}", path=m.big.get("len"))
-        key = ("str", lo, hi, tuple(sorted(set(pats))), tuple(sorted(set(fmts))), tuple(sorted(set(not_pats))),
-               tuple(sorted(set(not_fmts))), tuple(sorted(set(m.not_strings))))
-        return self.shared_rule(key, "string", lambda: self.build_string(key, m))
+        return ("str", lo, hi, tuple(sorted(set(pats))), tuple(sorted(set(fmts))), tuple(sorted(set(not_pats))),
+                tuple(sorted(set(not_fmts))), tuple(sorted(set(m.not_strings))))
 
     def regex(self, pattern: str, path: str):
         """(code-point expr, lazily built DFA holder) of an unanchored pattern, or None."""
@@ -1713,6 +1763,8 @@ class _Converter:
     def build_string(self, key, m: _Merged) -> Optional[Expr]:
         _, lo, hi, pats, fmts, not_pats, not_fmts, not_strings = key
         q = Bytes(b'"')
+        if self.excludes and not (pats or fmts):
+            return self.build_excluded_string(key, m)
         if not (pats or fmts or not_pats or not_fmts or not_strings):
             if lo == 0 and hi is None:
                 return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
@@ -1730,6 +1782,24 @@ class _Converter:
         if d is None:
             return make_seq([q, self.counted(JSON_CHAR, lo, hi, "str_chunk", _DIRECT_STRING), q])
         body = self.emit_string_dfa(d, "str")
+        return None if body is None else make_seq([q, body, q])
+
+    def build_excluded_string(self, key, m: _Merged) -> Optional[Expr]:
+        """A string without pattern/format whose JSON text contains no excluded word: the
+        automaton of its JSON text (lengths counted in decoded characters) intersected with
+        :func:`.text_exclusion.avoid_dfa`."""
+        _, lo, hi, _, _, not_pats, not_fmts, not_strings = key
+        path = self.ptr(m.nids[0]) if m.nids else "#"
+        if not_pats or not_fmts or not_strings:
+            self.unsupported("excludes together with a negated string constraint ('not') are not "
+                             "supported", path, "negation dropped")
+        text = Repeat(JSON_CHAR_PERMISSIVE, 0, None) if lo == 0 and hi is None else Repeat(JSON_CHAR, lo, hi)
+        try:
+            body = automaton_rules(exclude_words(dfa_from_expr(text), self.excludes), self.sink, "str")
+        except GrammarLimitError as err:
+            raise UnsupportedSchemaError(f"string length bounds too large to combine with excludes: {err}",
+                                         path) from None
+        q = Bytes(b'"')
         return None if body is None else make_seq([q, body, q])
 
     def emit_string_dfa(self, d: Dfa, hint: str) -> Optional[Expr]:
@@ -2181,19 +2251,7 @@ class _Converter:
             if STR not in pm.kinds:
                 return dfa_literals([])
             if pm.enum is not None:
-                vals = []
-                for v in pm.enum:
-                    if isinstance(v, str):
-                        try:
-                            ok = all(self.validate(v, n, own_only=True) for n in pm.nids)
-                        except _FormatUnknown:
-                            ok = False  # a key not allowed only rejects valid texts
-                        except _CannotValidate as e:
-                            self.unsupported(e.message, e.path)
-                            ok = True
-                        if ok:
-                            vals.append(v)
-                x = dfa_literals(vals)
+                x = dfa_literals([v for v in pm.enum if isinstance(v, str) and self.enum_value_ok(v, pm)])
             else:
                 key = ("str", pm.min_len, pm.max_len,
                        tuple(p for p, path in pm.patterns if self.regex(p, path) is not None),
@@ -2224,6 +2282,8 @@ class _Converter:
         key = ("key", tuple(sorted(declared)), cls_key, names_key)
 
         def build():
+            if self.excludes:
+                return self.excluded_key(declared, cls, m)
             literal = False
             try:
                 d = cls
@@ -2248,6 +2308,23 @@ class _Converter:
             return None if body is None else make_seq([q, body, q])
         return self.shared_rule(key, f"{hint}_key", build)
 
+    def excluded_key(self, declared: List[str], cls: Optional[Dfa], m: _Merged) -> Optional[Expr]:
+        """An additional key whose JSON text contains no excluded word (any key but the
+        ``declared`` ones; other key constraints with excludes are unsupported)."""
+        path = self.ptr(m.nids[0]) if m.nids else "#"
+        if cls is not None or m.prop_names or not all(_LITERAL_KEY.fullmatch(w) for w in declared):
+            self.unsupported("excludes with patternProperties, propertyNames or non-ASCII property "
+                             "names next to additional properties are not supported", path, "no additional keys")
+            return None
+        if declared:  # printable ASCII only literally, so a declared name has one spelling
+            char = make_choice([CharClass(_LIT), encode_ranges_canonical(ESCAPABLE)])
+            d = dfa_product(dfa_from_expr(Repeat(char, 0, None)), dfa_literals(declared), "diff")
+        else:
+            d = dfa_from_expr(Repeat(JSON_CHAR_PERMISSIVE, 0, None))
+        body = automaton_rules(exclude_words(d, self.excludes), self.sink, "key")
+        q = Bytes(b'"')
+        return None if body is None else make_seq([q, body, q])
+
     def gen_object(self, m: _Merged, depth: int, hint: str) -> Optional[Expr]:
         L = self.layout
         d1 = depth + 1
@@ -2266,7 +2343,11 @@ class _Converter:
                 if req:
                     return None
                 continue
-            key = make_seq([Bytes(b'"'), json_string_literal(name), Bytes(b'"')])
+            if self.excludes and not self.literal_allowed(name):
+                if req:
+                    return None
+                continue
+            key = make_seq([Bytes(b'"'), self.literal_body(name), Bytes(b'"')])
             members.append((name, make_seq([key, L.key_sep(), val]), req))
         n_req = sum(1 for _, _, r in members if r)
         if m.max_props is not None and n_req > m.max_props:
@@ -2987,6 +3068,233 @@ _KNOWN_KEYWORDS = frozenset((
     "\x00extra_key",
     "extends", "disallow", "divisibleBy",
 ))
+
+
+# ============================================================================ parts (hooks)
+
+class ObjectView(NamedTuple):
+    """The members of the objects at one schema location (see :meth:`SchemaParts.object_view`).
+
+    ``members``: ``(name, value part, required)`` in declaration order; ``additional``: the
+    value part of keys outside the declared names (None: no other key allowed);
+    ``min_props`` / ``max_props``: the member count bounds (``max_props`` None: unbounded);
+    ``pointer``: the schema location; ``additional_declared``: an ``additionalProperties``
+    keyword applies (else other keys are allowed only because nothing forbids them).
+    """
+
+    members: list
+    additional: Optional[FrozenSet]
+    min_props: int
+    max_props: Optional[int]
+    pointer: str
+    additional_declared: bool
+
+
+class StringView(NamedTuple):
+    """The strings allowed at one schema location (see :meth:`SchemaParts.string_view`).
+
+    ``dfa``: an automaton over the decoded code points (None: any string); ``plain``: no
+    constraint at all (no enum, length, pattern or format); ``filtered``: the string is
+    subject to ``excludes`` (it has no pattern or format).
+    """
+
+    dfa: Optional[Dfa]
+    plain: bool
+    filtered: bool
+
+
+class SchemaParts:
+    """Grammar pieces of one JSON Schema, for formats that wrap JSON values in other syntax
+    (the XML argument styles of structural tags, :mod:`.xml_arguments`).
+
+    A *part* is an opaque schema location (start with :attr:`root`).  :meth:`branches`
+    distributes its disjunctions, :meth:`object_view` lists an object's members,
+    :meth:`value` gives the rule of its JSON values of some kinds, :meth:`string_view` its
+    strings as an automaton over decoded characters.  Every rule goes into one table
+    (:meth:`fresh` / :meth:`define` add the caller's own), which :meth:`rules` returns.
+
+    Example::
+
+        >>> parts = SchemaParts({"type": "object", "properties": {"n": {"type": "integer"}}})
+        >>> view = parts.object_view(parts.root)
+        >>> [(name, required) for name, _, required in view.members]
+        [('n', False)]
+    """
+
+    def __init__(self, schema, *, any_whitespace: bool = True, max_whitespace_cnt: Optional[int] = None,
+                 strict_mode: bool = True, any_order: bool = False, excludes: Sequence[str] = (),
+                 lenient: bool = False, limits: Optional[CompileLimits] = None):
+        schema = load_schema(schema)
+        self._c = _Converter(schema, _Layout(any_whitespace, None, None, max_whitespace_cnt),
+                             strict_mode=strict_mode, lenient=lenient, any_order=any_order,
+                             limits=DEFAULT_LIMITS if limits is None else limits, excludes=excludes)
+        c = self._c
+        self.root: FrozenSet = c.flatten(c.doc.nid(c.doc.root))
+
+    @property
+    def report(self) -> List[str]:
+        """The loosenings made in lenient mode."""
+        return list(self._c.report)
+
+    def pointer(self, part: FrozenSet) -> str:
+        """A JSON pointer of the schema at ``part`` (for error messages)."""
+        return self._c.ptr(self._c._some_nid(part))
+
+    @property
+    def sink(self) -> RuleSink:
+        """The shared rule table's sink (for emitting automata with ``dfa_to_expr``)."""
+        return self._c.sink
+
+    def fresh(self, hint: str) -> str:
+        """A new rule name (reserved in the shared table)."""
+        return self._c.sink.fresh(hint)
+
+    def define(self, name: str, expr: Expr) -> None:
+        self._c.rules[name] = expr
+
+    def branches(self, part: FrozenSet) -> List[FrozenSet]:
+        """``part`` as disjunction-free alternatives (``anyOf``/``oneOf``/... distributed)."""
+        c = self._c
+        out: List[FrozenSet] = []
+        stack = [(part, 0)]
+        while stack:
+            atoms, n = stack.pop()
+            if _FALSE in atoms:
+                continue
+            disj = [a for a in atoms if a[0] != "own" and a[0] != "chose"]
+            if not disj:
+                if atoms not in out:
+                    out.append(atoms)
+                continue
+            if n > MAX_DISJUNCTION_NESTING:
+                raise UnsupportedSchemaError("disjunctions nested too deeply at one location", self.pointer(atoms))
+            d = min(disj, key=repr)
+            stack.extend((s, n + 1) for s in reversed(c.alternatives(d, atoms - {d})))
+            if len(out) + len(stack) > c.limits.max_alternatives:
+                raise GrammarLimitError(f"JSON Schema expands to more than {c.limits.max_alternatives} "
+                                        "alternatives at one location (CompileLimits.max_alternatives)",
+                                        path=self.pointer(part))
+        return out
+
+    def kinds(self, branch: FrozenSet) -> FrozenSet[str]:
+        """The JSON types a disjunction-free ``branch`` admits (``number`` for integers too)."""
+        m = self._c.merge(branch)
+        out = set()
+        for k in m.kinds:
+            out.add("number" if k in (INT, FRAC) else k)
+        if m.enum is not None:
+            out = {("number" if _kind_of(v) in (INT, FRAC) else _kind_of(v)) for v in m.enum} & (out | {"number"})
+        return frozenset(out)
+
+    def object_view(self, branch: FrozenSet) -> Optional[ObjectView]:
+        """The object members at a disjunction-free ``branch`` (None: no object fits)."""
+        c = self._c
+        m = c.merge(branch)
+        if OBJ not in m.kinds or m.enum is not None or m.extra_keys:
+            if m.enum is not None or m.extra_keys:
+                raise UnsupportedSchemaError("enum/const or negated additionalProperties on the arguments "
+                                             "object are not supported in XML styles", self.pointer(branch))
+            return None
+        p = self.pointer(branch)
+        if m.prop_names or any(upats for _, upats, _, _ in m.obj_units):
+            raise UnsupportedSchemaError("patternProperties / propertyNames on the arguments object are not "
+                                         "supported in XML styles", p)
+        members = []
+        for name in sorted(m.names, key=lambda n: m.declared.get(n, m.names[n])):
+            atoms = c.prop_atoms(m, name)
+            if _FALSE in atoms or not c.name_allowed(m, name):
+                if name in m.required:
+                    return None
+                continue
+            members.append((name, atoms, name in m.required))
+        additional: Optional[FrozenSet] = None
+        declared = any(addl is not None for _, _, addl, _ in m.obj_units)
+        if not (c.strict and not m.has_addl and c._strict_objects(m)):
+            acc: set = set()
+            for _, _, addl, _ in m.obj_units:
+                if addl is not None:
+                    acc |= c.flatten(addl)
+            if _FALSE not in acc:
+                additional = frozenset(acc)
+        if m.max_props is not None and m.max_props > MAX_COUNT_BOUND or m.min_props > MAX_COUNT_BOUND:
+            raise GrammarLimitError(f"property count bound above {MAX_COUNT_BOUND}", path=p)
+        return ObjectView(members, additional, m.min_props, m.max_props, p, declared)
+
+    def array_view(self, branch: FrozenSet) -> Optional[Tuple[FrozenSet, int, Optional[int]]]:
+        """``(item part, min items, max items)`` of the arrays at a disjunction-free
+        ``branch`` (None: no array fits); ``prefixItems``, ``contains`` and ``uniqueItems``
+        raise ``UnsupportedSchemaError``."""
+        c = self._c
+        m = c.merge(branch)
+        if ARR not in m.kinds:
+            return None
+        if m.enum is not None or m.contains or m.unique is not None or any(u[0] is not None for u in m.arr_units):
+            raise UnsupportedSchemaError("enum/const, prefixItems, contains or uniqueItems on an array "
+                                         "written as XML items are not supported", self.pointer(branch))
+        acc: set = set()
+        for _, rest, _ in m.arr_units:
+            if rest is not None:
+                acc |= c.flatten(rest)
+        hi = m.max_items
+        if _FALSE in acc:
+            hi = 0
+        if hi is not None and hi < m.min_items:
+            return None
+        if hi is not None and hi > MAX_COUNT_BOUND or m.min_items > MAX_COUNT_BOUND:
+            raise GrammarLimitError(f"array length bound above {MAX_COUNT_BOUND}", path=self.pointer(branch))
+        return (frozenset((_FALSE,)) if _FALSE in acc else frozenset(acc)), m.min_items, hi
+
+    def value(self, part: FrozenSet, kinds: Sequence[str], hint: str = "value") -> Optional[Expr]:
+        """A rule of the JSON values at ``part`` whose type is one of ``kinds`` (JSON type
+        names); None when there are none."""
+        c = self._c
+        ks = tuple(sorted(set(kinds)))
+        atoms = part | c.synth_atoms(("parts-kinds", ks), {"type": list(ks)})
+        return c.value_ref(atoms, 1, hint)
+
+    def string_view(self, part: FrozenSet) -> Optional[StringView]:
+        """The strings at ``part`` (None: no string fits)."""
+        c = self._c
+        atoms = part | c.synth_atoms(("parts-kinds", ("string",)), {"type": "string"})
+        dfas: List[Optional[Dfa]] = []
+        plain = True
+        filtered = True
+        for b in self.branches(atoms):
+            m = c.merge(b)
+            if STR not in m.kinds:
+                continue
+            if m.enum is not None:
+                words = [v for v in m.enum if isinstance(v, str) and c.enum_value_ok(v, m)]
+                if words:
+                    dfas.append(dfa_literals(words))
+                plain = False
+                continue
+            key = c.string_key(m)
+            if key is None:
+                continue
+            _, lo, hi, pats, fmts, not_pats, not_fmts, not_strings = key
+            if pats or fmts:
+                filtered = False
+            if pats or fmts or not_pats or not_fmts or not_strings or lo > 0 or hi is not None:
+                plain = False
+            d = c.string_dfa(key)
+            if d is None and (lo > 0 or hi is not None):
+                d = dfa_with_length(_any_string_dfa(), lo, hi)
+            dfas.append(d)
+        if not dfas:
+            return None
+        if any(d is None for d in dfas):
+            return StringView(None, plain and len(dfas) == 1, filtered)
+        d = dfas[0]
+        for x in dfas[1:]:
+            d = dfa_product(d, x, "or")
+        return StringView(d, False, filtered)
+
+    def rules(self) -> Dict[str, Expr]:
+        """The rule table: every rule the parts referenced, and the caller's own."""
+        rules = self._c.drain()
+        del rules["root"]  # reserved by the converter, unused here: the caller names its root
+        return rules
 
 
 def _frac_json(f: Fraction):

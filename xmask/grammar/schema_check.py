@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import sys
+import warnings
 from fractions import Fraction
 from typing import Any, List, Tuple
 
-from ..errors import InvalidJSONError, InvalidSchemaError, UnsupportedSchemaError
+from ..errors import InvalidJSONError, InvalidSchemaError, SchemaKeywordWarning, UnsupportedSchemaError
 
 __all__ = ["HugeNumber", "check_keywords", "check_json_value", "is_count", "is_schema",
            "parse_schema_text"]
@@ -112,11 +115,70 @@ _VALUE_KEYWORDS = frozenset(("type", "uniqueItems", "enum", "const", "required",
 _SCHEMA_KEYWORDS = frozenset(("dependencies", "items", "prefixItems") + _SINGLES + _MAPS + _LISTS)
 
 
+# keywords that are neither checked nor walked (annotations, identifiers, other drafts'
+# spellings, common extensions): never reported as near-misses of another keyword
+_OTHER_KEYWORDS = frozenset((
+    "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveRef",
+    "$recursiveAnchor", "$vocabulary", "$comment", "title", "description", "default", "examples",
+    "example", "readOnly", "writeOnly", "deprecated", "contentEncoding", "contentMediaType",
+    "nullable", "discriminator", "xml", "externalDocs", "strict"))
+# near-misses are looked for among the keywords that change the language only: a misspelt
+# annotation ("descripton") changes nothing
+_LANGUAGE_KEYWORDS = tuple(sorted(_VALUE_KEYWORDS | _SCHEMA_KEYWORDS))
+
+
+def _distance(a: str, b: str, limit: int) -> int:
+    """Case-insensitive Damerau-Levenshtein distance (an adjacent swap counts 1), or
+    ``limit + 1`` as soon as it must exceed ``limit``."""
+    a, b = a.lower(), b.lower()
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if prev2 is not None and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return min(prev[-1], limit + 1)
+
+
+def _caller_outside_package() -> int:
+    """The ``stacklevel`` (for a ``warnings.warn`` in our caller) of the first frame outside
+    the xmask package, so the warning points at the user's line."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _warn_near_miss(k: str, ptr: str) -> None:
+    """Warn when the unknown keyword ``k`` looks like a misspelt keyword that changes the
+    language (``propertes``, ``maxLenght``, ``ref`` for ``$ref``).  Allowed edits grow with the
+    word (case only up to 4 characters, 1 edit up to 7, else 2), so short unrelated names do
+    not match; ``_``/``@``/``x-`` prefixed keys are deliberate extensions and never match."""
+    if not k or k[0] in "_@" or k.startswith("x-"):
+        return
+    if "$" + k in _SCHEMA_KEYWORDS or "$" + k in _VALUE_KEYWORDS:
+        dist, match = 0, "$" + k
+    else:
+        limit = 0 if len(k) <= 4 else 1 if len(k) <= 7 else 2
+        dist, match = min((_distance(k, w, limit), w) for w in _LANGUAGE_KEYWORDS)
+        if dist > limit:
+            return
+    warnings.warn(f"unknown JSON Schema keyword {k!r} at {ptr}/{_esc(k)} is ignored; did you "
+                  f"mean {match!r}?", SchemaKeywordWarning, stacklevel=_caller_outside_package())
+
+
 def _esc(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _kind(v) -> str:
+def json_kind(v) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -132,6 +194,9 @@ def _kind(v) -> str:
     if isinstance(v, dict):
         return "an object"
     return f"a {type(v).__name__} (not a JSON value)"
+
+
+_kind = json_kind
 
 
 def _is_number(v) -> bool:
@@ -211,6 +276,8 @@ def check_keywords(obj: dict, ptr: str, draft: int, subschemas: bool = True) -> 
             _check_value(k, v, ptr, draft)
             continue
         if k not in _SCHEMA_KEYWORDS:
+            if k not in _OTHER_KEYWORDS:
+                _warn_near_miss(k, ptr)
             continue  # annotations and unknown keywords are values, never checked
         kp = f"{ptr}/{_esc(k)}"
         if k == "dependencies":

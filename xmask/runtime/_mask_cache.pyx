@@ -312,13 +312,25 @@ cdef class MaskCache:
 
     @property
     def nbytes(self):
-        """Bytes held: entry payloads and headers, the per-state pointers, the dedup table."""
-        cdef int64_t n
-        _lock(&self.c)
-        n = (self.c.entry_bytes + self.c.n_owned * <int64_t>sizeof(CacheEntryC)
-             + self.c.n_states * <int64_t>sizeof(void*) + self.c.table_cap * <int64_t>sizeof(void*))
+        """Bytes held: the sum of ``memory_parts()``."""
+        return sum(self.memory_parts().values())
+
+    def memory_parts(self):
+        """Bytes held, by part (one consistent snapshot): ``entry_payloads`` (token ids and
+        uncertain positions of the distinct entries), ``entry_headers``, ``state_index`` (the
+        per-state entry pointers), ``dedup_table`` and ``context_tables`` (return contexts,
+        follow sets, state rules).  Entries only grow, so equal results before and after an
+        ``export()`` describe that export."""
+        cdef int64_t payload, headers, index, table
+        _lock(&self.c)  # plain C reads only under the lock (see summary)
+        payload = self.c.entry_bytes
+        headers = self.c.n_owned * <int64_t>sizeof(CacheEntryC)
+        index = self.c.n_states * <int64_t>sizeof(void*)
+        table = self.c.table_cap * <int64_t>sizeof(void*)
         _unlock(&self.c)
-        return n + sum(a.nbytes for a in self.arrays.values())
+        return {"entry_payloads": payload, "entry_headers": headers, "state_index": index,
+                "dedup_table": table,
+                "context_tables": sum(a.nbytes for a in self.arrays.values())}
 
     def export(self):
         """A snapshot as flat arrays: ``state_entry`` (entry index, -1 = not classified),
