@@ -441,3 +441,14 @@ def test_exclude_token_universe_equals_xgrammar(name, vocab_size):
     xm.fill_next_token_bitmask(xbm)
     fast, _ = rows(m, n_words)
     assert diff_ids(fast, np.asarray(xbm)) == []
+
+
+def test_ebnf_text_with_token_elements(llama):
+    # the EBNF spelling XGrammar prints (read by xmask's EBNF parser) compiles to the same masks
+    compiled = llama.compiler.compile_grammar(
+        'root ::= "x" Token(128010) "{" [a-z]+ "}" | "y" ExcludeToken(5, 6)')
+    m, seen = walk(llama, compiled, ["x", PYTHON_TAG, "{ab}"])
+    assert seen[1] == {PYTHON_TAG}
+    m = xmask.GrammarMatcher(compiled)
+    assert m.accept_string("y") and not m.accept_token(5) and m.accept_token(128000)
+    assert m.is_completed()
