@@ -1,8 +1,9 @@
 """The string-body shortcut of the token classifier never changes a cache entry.
 
-A state whose own byte transitions accept every plain-string token (valid UTF-8 without '"',
-'\\' or control bytes) gets those tokens as accepted without walking them, and only the other
-tokens are walked (runtime/_classify.pyx).  Here every state of real grammars is classified with
+A state whose own byte transitions (and tail calls) accept every plain-string token (valid UTF-8
+without '"', '\\' or control bytes) gets those tokens as accepted without walking them, and
+only the other tokens are walked (runtime/_classify.pyx); free text that refuses a few ASCII
+bytes (a trigger's) takes the plain tokens without those bytes.  Here every state of real grammars is classified with
 the shortcut and with the full walk, on real tokenizers, and the entries must be identical.
 """
 
@@ -30,6 +31,13 @@ GRAMMARS = [
     ("ebnf", 'root ::= "<" [^<>]* ">" | "\\"" ([^"\\\\] | "\\\\" ["nt])* "\\""'),
     ("ebnf", 'root ::= "s" [^\\x00-\\x7f]* "e" | [a-z\\u00e0-\\u00ff]+'),
     ("ebnf", 'root ::= ("\\n" | "\\"" | "\\\\") [^"\\\\\\x00-\\x1f]* ";"'),
+    ("ebnf", 'root ::= [^<]* ("<" [a-z]+ ">")?'),
+    ("stag", {"type": "triggered_tags", "triggers": ["<tool_call>", "<|x"], "tags": [
+        {"begin": "<tool_call>\n", "content": {"type": "json_schema", "json_schema": {
+            "type": "object", "properties": {"a": {"type": "string"}}}}, "end": "\n</tool_call>"},
+        {"begin": "<|x|>", "content": {"type": "const_string", "value": "y"}, "end": "~"}],
+        "excludes": ["DROP", "\n\n\n"]}),
+    ("stag", {"type": "any_text", "excludes": ["</s>"]}),
 ] + [("maskbench", name) for name in (
     "Github_trivial---o75594.json", "Glaiveai2K---calculate_area_b4863a84.json",
     "Github_medium---o27154.json")]
@@ -40,6 +48,11 @@ def _compile(compiler, kind, what):
         return compiler.compile_builtin_json_grammar()
     if kind == "schema":
         return compiler.compile_json_schema(what)
+    if kind == "stag":
+        fmt = dict(what)
+        for tag in fmt.get("tags", ()):
+            tag.setdefault("type", "tag")
+        return compiler.compile_structural_tag({"type": "structural_tag", "format": fmt})
     if kind == "maskbench":
         path = require_data("maskbench", what)
         return compiler.compile_json_schema(json.loads(path.read_text())["schema"],
@@ -123,3 +136,31 @@ def test_shortcut_tokens_are_what_a_json_string_holds():
         for i in range(1, len(others)):
             x, y = token(others[i - 1]), token(others[i])
             assert lcp[rest_off[b] + i] == len(os.path.commonprefix([x, y]))
+
+
+def test_free_text_states_take_the_shortcut():
+    # the root free-text state of a triggered tag reads plain text but the trigger's last byte
+    # (after "<tool_call" only "\n" may follow '>'), through the tail calls of the
+    # one-rule-per-state trigger automaton
+    info = xmask.TokenizerInfo.from_huggingface(str(tokenizer_json("llama3")))
+    compiled = _compile(xmask.GrammarCompiler(info, cache_enabled=False), *GRAMMARS[6])
+    tables = compiled._automaton_tables
+    start = int(compiled._automaton.rule_start[compiled._automaton.rule_names.index("triggered_tags")])
+    ok, avoid = _classify.plain_text_check(tables, start)
+    assert ok and avoid != 0 and avoid & (1 << (ord(">") & 63))
+    assert not avoid & (1 << (ord("a") & 63))  # letters are taken without a walk
+
+
+def test_shortcut_signatures_name_the_ascii_bytes_after_the_first():
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_json("qwen2.5")))
+    arrays = xmask.GrammarCompiler(xmask.TokenizerInfo.from_huggingface(tok))._vocab_tables.arrays
+    offs, data = arrays["tok_offsets"], arrays["tok_bytes"].tobytes()
+    n = int(arrays["shortcut_off"][256])
+    for i in range(0, n, 97):
+        pos = int(arrays["shortcut_pos"][i])
+        tail = data[offs[pos] + 1:offs[pos + 1]]
+        expected = 0
+        for c in tail:
+            if c < 0x80:
+                expected |= 1 << (c & 63)
+        assert int(arrays["shortcut_sig"][i]) == expected

@@ -31,6 +31,10 @@ ctypedef struct ClassifyScratch:
     word_t* marks            # [n_words], all-zero between calls
     int64_t* pair_keys       # string-body check (see _reads_plain_strings)
     int64_t* pair_queue
+    uint8_t* pair_byte       # the byte that led to each queued pair (-> what to refuse)
+    int32_t* walk_pos        # shortcut tokens that need a walk after all, and their common
+    int32_t* walk_lcp        # prefixes with the previous one (see _walk_avoiding)
+    intp_t walk_cap
 
 
 cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil

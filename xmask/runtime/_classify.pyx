@@ -24,7 +24,7 @@ from libc.string cimport memset, memcpy
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, word_t, intp_t
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_REJECTED, XM_KIND_BITSET
 from xmask.runtime._tables cimport (
-    AutomatonC, VocabC, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
+    AutomatonC, VocabC, AutomatonTables, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
 )
 from xmask.runtime._bitset cimport bitset_set
 from xmask.runtime._intseq cimport cmp_i32
@@ -47,6 +47,30 @@ def set_plain_fast_path(bint on):
     """Turn the string-body shortcut on or off (tests compare both; masks never differ)."""
     global _plain_fast_path
     _plain_fast_path = on
+
+
+def plain_text_check(AutomatonTables tables, int32_t state):
+    """``(reads_plain, avoid_bits)``: whether the classifier's shortcut takes plain-text tokens
+    from ``state`` and the signature bits of the ASCII bytes it refuses (0: none).  For tests.
+
+    Example::
+
+        >>> plain_text_check(compiled_tables, 0)  # doctest: +SKIP
+        (True, 0)
+    """
+    cdef ClassifyScratch s
+    cdef uint64_t avoid = 0
+    cdef bint ok
+    if not 0 <= state < tables.c.n_states:
+        raise ValueError(f"no state {state}")
+    memset(&s, 0, sizeof(ClassifyScratch))
+    try:
+        ok = _reads_plain_strings(&s, &tables.c, state, &avoid)
+    finally:
+        free(s.pair_keys)
+        free(s.pair_queue)
+        free(s.pair_byte)
+    return bool(ok), int(avoid)
 
 
 cdef inline int _grow_i32(int32_t** p, intp_t* cap, intp_t need) except -1 nogil:
@@ -74,6 +98,9 @@ cdef void scratch_free(ClassifyScratch* s) noexcept nogil:
     free(s.marks)
     free(s.pair_keys)
     free(s.pair_queue)
+    free(s.pair_byte)
+    free(s.walk_pos)
+    free(s.walk_lcp)
     memset(s, 0, sizeof(ClassifyScratch))
 
 
@@ -224,48 +251,127 @@ cdef bint _shortcut_group(ClassifyScratch* s, const AutomatonC* a, const VocabC*
         return False  # a walk is as cheap
     if plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
         return whole
-    y = a.trans[state * a.n_classes + a.byte_class[b]]
-    return y >= 0 and _reads_plain_strings(s, a, y)
+    y = _succ(a, state, <uint8_t>b)
+    return y >= 0 and _reads_plain_strings(s, a, y, NULL)
 
 
 cdef inline intp_t _slot(int64_t key, intp_t mask) noexcept nogil:
     return <intp_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask
 
 
-cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t state) \
-        except -1 nogil:
-    # Whether `state`'s own byte transitions (no calls, no returns) accept every plain-string
-    # token: our automaton, started in `state`, simulates the plain UTF-8 automaton from its
-    # boundary state.  Then every plain token is consumed inside the rule, i.e. accepted,
-    # and only the other tokens need a walk.  A bounded search over (state, plain state) pairs.
-    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot
+cdef inline int32_t _succ(const AutomatonC* a, int32_t x, uint8_t b) noexcept nogil:
+    # A state reached from x on byte b inside the walked rule's frame: x's own transition, else
+    # one of a state x tail-calls (up to two tail calls deep: free-text automata emitted as one
+    # rule per state hand plain characters back to their loop that way).  A tail call keeps
+    # the caller's parent, so a path through it is still "inside" (see _inside_rule).
+    cdef int32_t c = a.byte_class[b], t = a.trans[x * a.n_classes + c], y, z
+    cdef intp_t i, j
+    if t >= 0:
+        return t
+    for i in range(a.call_offsets[x], a.call_offsets[x + 1]):
+        if a.call_ret[i] >= 0:
+            continue
+        y = a.call_target[i]
+        t = a.trans[y * a.n_classes + c]
+        if t >= 0:
+            return t
+        for j in range(a.call_offsets[y], a.call_offsets[y + 1]):
+            if a.call_ret[j] < 0:
+                z = a.call_target[j]
+                t = a.trans[z * a.n_classes + c]
+                if t >= 0:
+                    return t
+    return -1
+
+
+cdef enum:
+    MAX_AVOIDED = 8          # most ASCII bytes a "plain text but these" state may refuse
+
+
+cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t state,
+                               uint64_t* avoid) except -1 nogil:
+    # Whether `state` accepts every plain-string token inside its rule's frame (own
+    # transitions and tail calls, see _succ; no pushes, no returns): our automaton, started in
+    # `state`, simulates the plain UTF-8 automaton from its boundary state, following one
+    # successor per byte (a path for every plain string is all a token needs to be accepted).
+    # Then only the other tokens need a walk.  A bounded search over (state, plain state) pairs.
+    # With `avoid` (else NULL: strict), a few ASCII bytes may be refused: their signature bits
+    # (c & 63, see VocabC.shortcut_sig) are returned there, and plain tokens containing none of
+    # them are accepted; a token with a colliding bit is only walked, never misjudged.  When
+    # refusals pile up behind one byte (the last byte of a trigger, after which the text must
+    # go on a particular way), that byte is refused instead and the search starts over.
+    cdef uint64_t forced_lo = 0, forced_hi = 0
+    cdef int attempt, blame
+    if avoid == NULL:
+        return _plain_search(s, a, state, NULL, 0, 0, NULL) == 1
+    for attempt in range(MAX_AVOIDED):
+        blame = -1
+        if _plain_search(s, a, state, avoid, forced_lo, forced_hi, &blame) == 1:
+            return True
+        if blame < 0:
+            return False
+        if blame < 64:
+            forced_lo |= (<uint64_t>1) << blame
+        else:
+            forced_hi |= (<uint64_t>1) << (blame - 64)
+    return False
+
+
+cdef int _plain_search(ClassifyScratch* s, const AutomatonC* a, int32_t state, uint64_t* avoid,
+                       uint64_t avoided_lo, uint64_t avoided_hi, int* blame) except -1 nogil:
+    # One search of _reads_plain_strings with the ASCII bytes in avoided_lo/hi refused from the
+    # start.  Returns 1 on success, else 0 and (with `blame`) the ASCII byte that led into the
+    # pair where the first refusal happened (-1 if none did).
+    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot, n_avoided = 0, k
     cdef int64_t key, got
     cdef int32_t x, t
     cdef uint8_t u, u2
-    cdef int b
+    cdef int b, first_blame = -2
     if s.pair_keys == NULL:
         s.pair_keys = <int64_t*>malloc(2 * cap * sizeof(int64_t))
         s.pair_queue = <int64_t*>malloc(cap * sizeof(int64_t))
-        if s.pair_keys == NULL or s.pair_queue == NULL:
+        s.pair_byte = <uint8_t*>malloc(cap * sizeof(uint8_t))
+        if s.pair_keys == NULL or s.pair_queue == NULL or s.pair_byte == NULL:
             with gil:
                 raise MemoryError()
     for slot in range(2 * cap):
         s.pair_keys[slot] = -1
+    if avoid != NULL:
+        avoid[0] = 0
+        for k in range(128):
+            if (avoided_lo >> k) & 1 if k < 64 else (avoided_hi >> (k - 64)) & 1:
+                avoid[0] |= (<uint64_t>1) << (k & 63)
+                n_avoided += 1
     key = <int64_t>state * PLAIN_UTF8_STATES
     s.pair_queue[0] = key
+    s.pair_byte[0] = 255
     s.pair_keys[_slot(key, 2 * cap - 1)] = key
     while head < n_pairs:
         key = s.pair_queue[head]
-        head += 1
         x = <int32_t>(key // PLAIN_UTF8_STATES)
         u = <uint8_t>(key % PLAIN_UTF8_STATES)
         for b in range(256):
             u2 = plain_utf8_step(u, <uint8_t>b)
             if u2 == PLAIN_UTF8_NONE:
                 continue
-            t = a.trans[x * a.n_classes + a.byte_class[b]]
+            if b < 64 and (avoided_lo >> b) & 1:
+                continue
+            if 64 <= b < 128 and (avoided_hi >> (b - 64)) & 1:
+                continue
+            t = _succ(a, x, <uint8_t>b)
             if t < 0:
-                return False
+                if first_blame == -2 and blame != NULL:
+                    first_blame = s.pair_byte[head] if s.pair_byte[head] < 128 else -1
+                    blame[0] = first_blame
+                if avoid == NULL or b >= 128 or n_avoided == MAX_AVOIDED:
+                    return 0
+                n_avoided += 1
+                if b < 64:
+                    avoided_lo |= (<uint64_t>1) << b
+                else:
+                    avoided_hi |= (<uint64_t>1) << (b - 64)
+                avoid[0] |= (<uint64_t>1) << (b & 63)
+                continue
             key = <int64_t>t * PLAIN_UTF8_STATES + u2
             slot = _slot(key, 2 * cap - 1)
             while True:
@@ -274,13 +380,50 @@ cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t 
                     break
                 if got < 0:
                     if n_pairs == cap:
-                        return False  # too big to be a string body: walk everything
+                        return 0  # too big to be a string body: walk everything
                     s.pair_keys[slot] = key
                     s.pair_queue[n_pairs] = key
+                    s.pair_byte[n_pairs] = <uint8_t>b
                     n_pairs += 1
                     break
                 slot = (slot + 1) & (2 * cap - 1)
-    return True
+        head += 1
+    return 1
+
+
+cdef int _walk_avoiding(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp_t b,
+                        uint64_t avoid, const uint8_t* follow, bint ctx_has_ctx,
+                        intp_t* n_acc, intp_t* n_unc) except -1 nogil:
+    # The shortcut tokens starting with b, from a state that reads plain text but the bytes
+    # behind `avoid` (b itself not among them): a token whose signature misses `avoid` is
+    # accepted untouched, the others are walked (their common prefixes with each other are the
+    # minimum of the sorted lcp between them).
+    cdef intp_t lo = v.shortcut_off[b], hi = v.shortcut_off[b + 1], i, n = 0, p, q = -1
+    cdef int32_t run
+    if hi - lo > s.walk_cap:
+        _grow_i32(&s.walk_pos, &s.walk_cap, hi - lo)
+        s.walk_cap = 0
+        _grow_i32(&s.walk_lcp, &s.walk_cap, hi - lo)
+    if n_acc[0] + (hi - lo) > s.acc_cap:
+        _grow_i32(&s.acc, &s.acc_cap, n_acc[0] + (hi - lo))
+    for i in range(lo, hi):
+        p = v.shortcut_pos[i]
+        if v.shortcut_sig[i] & avoid == 0:
+            s.acc[n_acc[0]] = <int32_t>p
+            n_acc[0] += 1
+            continue
+        run = 0
+        if q >= 0:
+            run = v.lcp[q + 1]
+            for q in range(q + 2, p + 1):
+                if v.lcp[q] < run:
+                    run = v.lcp[q]
+        s.walk_pos[n] = <int32_t>p
+        s.walk_lcp[n] = run
+        n += 1
+        q = p
+    _walk_list(s, a, v, s.walk_pos, s.walk_lcp, n, follow, ctx_has_ctx, n_acc, n_unc)
+    return 0
 
 
 cdef CacheEntryC* entry_new(uint8_t kind, intp_t n_data, intp_t n_unc, intp_t n_acc,
@@ -342,13 +485,25 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     cdef word_t bits
     cdef intp_t b, lo, hi
     cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
-    # a string body reads any plain text: its plain tokens are accepted without a walk
-    cdef bint whole = _plain_fast_path and _reads_plain_strings(s, a, state)
+    # a string body reads any plain text: its plain tokens are accepted without a walk; free
+    # text that refuses a few ASCII bytes (the first byte of a trigger) takes the plain tokens
+    # without those bytes
+    cdef uint64_t avoid = 0
+    cdef bint plain = _plain_fast_path and _reads_plain_strings(s, a, state, &avoid)
+    cdef bint whole = plain and avoid == 0, unsorted_unc = False
     n_acc = n_unc = 0
     for b in range(256):  # the groups of tokens sharing a first byte, in sorted order
         if v.group_off[b] == v.group_off[b + 1]:
             continue
-        if _plain_fast_path and _shortcut_group(s, a, v, state, b, whole):
+        if (plain and avoid != 0 and (avoid >> (b & 63)) & 1 == 0
+                and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE
+                and v.shortcut_off[b + 1] - v.shortcut_off[b] >= _MIN_SHORTCUT):
+            _walk_avoiding(s, a, v, b, avoid, follow, ctx_has_ctx, &n_acc, &n_unc)
+            unsorted_unc = True
+            lo, hi = v.rest_off[b], v.rest_off[b + 1]
+            _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
+                       ctx_has_ctx, &n_acc, &n_unc)
+        elif _plain_fast_path and _shortcut_group(s, a, v, state, b, whole):
             lo, hi = v.shortcut_off[b], v.shortcut_off[b + 1]
             if n_acc + (hi - lo) > s.acc_cap:
                 _grow_i32(&s.acc, &s.acc_cap, n_acc + (hi - lo))
@@ -360,6 +515,8 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
         else:
             _walk_range(s, a, v, v.group_off[b], v.group_off[b + 1], follow, ctx_has_ctx,
                         &n_acc, &n_unc)
+    if unsorted_unc and n_unc > 1:  # the fill checks them in sorted order
+        qsort(s.unc, <size_t>n_unc, sizeof(int32_t), cmp_i32)
     n_rej = v.n_sorted - n_acc - n_unc
     if n_acc <= n_rej and n_acc <= n_words:
         kind = XM_KIND_ACCEPTED

@@ -2,7 +2,7 @@
 #
 # Invariants: every pointer points into a NumPy array owned by the CompiledTables object, which
 # never changes after construction, so any number of matchers on any threads may read it.
-from xmask.runtime._types cimport int32_t, int64_t, uint8_t, word_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, word_t, intp_t
 
 
 ctypedef struct AutomatonC:
@@ -46,6 +46,9 @@ ctypedef struct VocabC:
     const int32_t* group_off       # [257]
     const int32_t* shortcut_pos    # shortcut tokens' sorted positions, ascending
     const int32_t* shortcut_off    # [257] those starting with b: shortcut_off[b] .. [b + 1]
+    const uint64_t* shortcut_sig   # per shortcut token: bit (c & 63) set for every ASCII byte c
+                                   # after the first (a state that reads plain text but a few
+                                   # ASCII bytes takes the tokens whose signature avoids them)
     const int32_t* rest_pos        # the other tokens' sorted positions, ascending
     const int32_t* rest_lcp        # common prefix with the previous rest token of the same b
     const int32_t* rest_off        # [257] those starting with b: rest_off[b] .. [b + 1]

@@ -9,7 +9,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from xmask.runtime._types cimport int32_t, int64_t, uint8_t, word_t, intp_t, XM_FLAG_FINAL
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, word_t, intp_t, XM_FLAG_FINAL
 
 
 cdef dict _own(dict arrays, dict dtypes):
@@ -240,10 +240,14 @@ cdef class VocabTables:
         cdef uint8_t b, u, prev_b = 0
         cdef bint took
         sc = np.empty(max(n, 1), dtype=np.int32)
+        sig = np.zeros(max(n, 1), dtype=np.uint64)
         rest = np.empty(max(n, 1), dtype=np.int32)
         rest_lcp = np.zeros(max(n, 1), dtype=np.int32)
         offs = np.zeros((3, 257), dtype=np.int32)  # grp_off, sc_off, rest_off
         cdef int32_t[::1] sv = sc, rv = rest, lv = rest_lcp
+        cdef uint64_t[::1] gv = sig
+        cdef uint64_t bits
+        cdef int64_t j
         cdef int32_t[:, ::1] ov = offs
         with nogil:
             for i in range(n):
@@ -254,6 +258,11 @@ cdef class VocabTables:
                 u = PLAIN_UTF8[0][b]
                 took = plain_from(0 if u == 255 else u, self.c.tok_bytes + off + 1, length - 1)
                 if took:
+                    bits = 0
+                    for j in range(off + 1, off + length):
+                        if self.c.tok_bytes[j] < 0x80:
+                            bits |= (<uint64_t>1) << (self.c.tok_bytes[j] & 63)
+                    gv[n_sc] = bits
                     sv[n_sc] = <int32_t>i
                     n_sc += 1
                     ov[1, b + 1] += 1
@@ -271,7 +280,8 @@ cdef class VocabTables:
                 prev_len = length
                 prev_b = b
         np.cumsum(offs, axis=1, out=offs)
-        for name, arr, m in (("shortcut_pos", sc, n_sc), ("rest_pos", rest, n_rest),
+        for name, arr, m in (("shortcut_pos", sc, n_sc), ("shortcut_sig", sig, n_sc),
+                             ("rest_pos", rest, n_rest),
                              ("rest_lcp", rest_lcp, n_rest)):
             arr = np.ascontiguousarray(arr[:max(m, 1)])
             arr.setflags(write=False)
@@ -280,6 +290,7 @@ cdef class VocabTables:
             arr = np.ascontiguousarray(offs[row])
             arr.setflags(write=False)
             self.arrays[name] = arr
+        cdef const uint64_t[::1] g1 = self.arrays["shortcut_sig"]
         cdef const int32_t[::1] p1 = self.arrays["shortcut_pos"]
         cdef const int32_t[::1] p2 = self.arrays["rest_pos"]
         cdef const int32_t[::1] p3 = self.arrays["rest_lcp"]
@@ -287,6 +298,7 @@ cdef class VocabTables:
         cdef const int32_t[::1] o2 = self.arrays["shortcut_off"]
         cdef const int32_t[::1] o3 = self.arrays["rest_off"]
         self.c.shortcut_pos = &p1[0]
+        self.c.shortcut_sig = &g1[0]
         self.c.rest_pos = &p2[0]
         self.c.rest_lcp = &p3[0]
         self.c.group_off = &o1[0]
