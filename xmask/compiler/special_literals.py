@@ -40,9 +40,10 @@ import weakref
 from typing import Dict, List, Optional, Tuple
 
 from ..grammar.combine import map_leaves
-from ..grammar.ir import EPSILON, Bytes, Choice, Expr, Grammar, Seq, TokenSet, iter_nodes
+from ..grammar.ir import (EPSILON, Bytes, Choice, Expr, Grammar, Repeat, Seq, TokenSet,
+                          iter_nodes)
 
-__all__ = ["SpecialTexts", "special_texts", "allow_special_literals"]
+__all__ = ["SpecialTexts", "special_texts", "allow_special_literals", "with_special_literals"]
 
 
 class SpecialTexts:
@@ -60,18 +61,18 @@ class SpecialTexts:
         self.lengths = tuple(sorted({len(t) for t in by_text}))
         firsts = sorted({t[0] for t in by_text})
         # one regex character class over the first bytes: the cheap "cannot contain" test
-        self._first = re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in firsts) + b"]") \
+        self.first = re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in firsts) + b"]") \
             if firsts else None
 
     def occurrences(self, data: bytes) -> List[Tuple[int, int, Tuple[int, ...]]]:
         """Every ``(start, end, ids)`` where ``data[start:end]`` is a special text (overlapping
         ones included), sorted by start then end."""
-        if self._first is None or len(data) < self.lengths[0]:
+        if self.first is None or len(data) < self.lengths[0]:
             return []
         out = []
         by_text, lengths = self.by_text, self.lengths
         size = len(data)
-        for m in self._first.finditer(data):
+        for m in self.first.finditer(data):
             p = m.start()
             for n in lengths:
                 if p + n > size:  # a slice past the end would repeat a shorter match
@@ -146,11 +147,57 @@ def _spell(data: bytes, occ: List[Tuple[int, int, Tuple[int, ...]]]) -> Expr:
     return from_(0)
 
 
+def _scan(rules: Dict[str, Expr], first) -> Tuple[bool, bool]:
+    """``(holds a TokenSet, holds a literal with a special text's first byte)``: one walk over
+    the distinct nodes of all rules (shared sub-expressions once), a C-level byte search per
+    literal; it stops as soon as both are known."""
+    seen = set()
+    stack = list(rules.values())
+    token = literal = False
+    search = first.search
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t is Bytes:
+            if not literal and search(e.data) is not None:
+                literal = True
+                if token:
+                    break
+        elif t is Seq or t is Choice:
+            for x in e.items:
+                if id(x) not in seen:
+                    seen.add(id(x))
+                    stack.append(x)
+        elif t is Repeat:
+            if id(e.item) not in seen:
+                seen.add(id(e.item))
+                stack.append(e.item)
+        elif t is TokenSet:
+            token = True
+            if literal:
+                break
+    return token, literal
+
+
+def with_special_literals(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, bool]:
+    """``(allow_special_literals(grammar, tokenizer_info), whether the result may hold a
+    TokenSet)``, with one walk over the grammar for both questions (the compiler skips the
+    TokenSet lowering when the answer is no: most grammars have neither)."""
+    st = special_texts(tokenizer_info)
+    if st.first is None:
+        return grammar, True
+    token, literal = _scan(grammar.rules, st.first)
+    if not literal:
+        return grammar, token
+    out = allow_special_literals(grammar, tokenizer_info)
+    return out, token or out is not grammar
+
+
 def allow_special_literals(grammar: Grammar, tokenizer_info) -> Grammar:
     """``grammar`` with every literal occurrence of a (non-stop) special token's text made
     ``(text | Token(id))``; the grammar itself when no literal spells one."""
     st = special_texts(tokenizer_info)
-    if not st.by_text:
+    if st.first is None:
         return grammar
     spelled: Dict[bytes, Optional[Expr]] = {}
 
@@ -169,11 +216,9 @@ def allow_special_literals(grammar: Grammar, tokenizer_info) -> Grammar:
         return e
 
     out: Dict[str, Expr] = {}
-    touched = False
+    changed = False
     for name, expr in grammar.rules.items():
-        if any(type(n) is Bytes and rewritten(n.data) is not None for n in iter_nodes(expr)):
-            out[name] = map_leaves(expr, leaf)
-            touched = True
-        else:
-            out[name] = expr
-    return Grammar(out, grammar.root) if touched else grammar
+        touched = any(type(n) is Bytes and rewritten(n.data) is not None for n in iter_nodes(expr))
+        out[name] = map_leaves(expr, leaf) if touched else expr
+        changed = changed or touched
+    return Grammar(out, grammar.root) if changed else grammar
