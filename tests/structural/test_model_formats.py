@@ -5,10 +5,12 @@ tool, wrong argument type, bad enum value, missing required argument, unclosed c
 rejected; tool_choice none / required / named and parallel_tool_calls=False behave; masks equal
 the slow reference along a message.
 
-Markers that are *special* tokens of the vocabulary (o200k's ``<|channel|>``, ``<|message|>``,
-...) are spelled with ordinary tokens: xmask never lets a grammar string match a special token
-(README); the Qwen / DeepSeek markers are ordinary added tokens and are used as the tokenizer
-emits them.
+Messages are tokenized as the model emits them: markers that are *special* tokens of the
+vocabulary (o200k's ``<|channel|>``, ``<|message|>``, ``<|constrain|>``, ``<|start|>``) are their
+special ids, which the formats' literal markers accept (a literal spelling a special token's
+text may be that token, README).  Stop tokens are the exception: a literal never matches one
+(o200k's ``<|end|>`` and ``<|call|>`` are stop tokens of its TokenizerInfo), so those markers
+are spelled with ordinary tokens.  The Qwen / DeepSeek markers are ordinary added tokens.
 """
 
 import functools
@@ -33,13 +35,13 @@ class Tok:
         self.info = xmask.TokenizerInfo.from_huggingface(path)
         self.tokenizer = tokenizers.Tokenizer.from_file(path)
         self.compiler = xmask.GrammarCompiler(self.info)
-        self.special = set(self.info.special_token_ids)
+        self.stop = set(self.info.stop_token_ids)
         self.greedy = GreedyTokens(self.info, name)
 
     def encode(self, text):
         out = []
         for t in self.tokenizer.encode(text, add_special_tokens=False).ids:
-            if t in self.special:
+            if t in self.stop:
                 out.extend(self.greedy.ids(self.tokenizer.id_to_token(t).encode()))
             else:
                 out.append(t)

@@ -9,6 +9,7 @@ from .._deadline import compile_deadline
 from ..limits import DEFAULT_LIMITS
 from ..runtime._tables import AutomatonTables
 from .automaton import AutomatonLimits, build_automaton
+from .special_literals import with_special_literals
 from .token_rules import lower_token_sets, token_set_bits
 from .mask_cache import (
     cache_records, cache_summary, new_mask_cache, precompute_mask_cache,
@@ -50,7 +51,10 @@ class CompiledGrammar:
                limits=None) -> "CompiledGrammar":
         # precompute=False leaves the token-mask cache empty: fills classify states on demand
         t0 = time.perf_counter()
-        lowered, token_rules = lower_token_sets(grammar, tokenizer_info)
+        # literals spelling a special token's text may also be that token (special_literals)
+        lowered, has_tokens = with_special_literals(grammar, tokenizer_info)
+        lowered, token_rules = lower_token_sets(lowered, tokenizer_info) if has_tokens \
+            else (lowered, [])
         automaton = build_automaton(
             lowered, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits),
             token_rules=[name for name, _ in token_rules])

@@ -1,0 +1,224 @@
+"""Grammar literals that spell a special token's text may also be produced by that token.
+
+xmask never lets grammar *text* (character classes, ``any_text``, free text) match a special
+or added token, so ``<|begin_of_text|>`` can never appear inside free text.  But per-model
+tool-call formats write their markers as literal strings (``"<|start|>assistant<|channel|>"``
+for gpt-oss, ``"<|tool_call_begin|>"`` for Kimi) while the model emits them as one special
+token.  At compile time, where the tokenizer is known, every *literal* (a ``Bytes`` node: an
+EBNF / Lark string, a JSON-schema key or const, a structural tag's begin / end, a regex's run
+of plain characters) is rewritten so that each occurrence of a special token's exact decoded
+text may also be that one whole token::
+
+    "<|start|>assistant<|channel|>"
+    -> ("<|start|>" | Token(200006)) "assistant" ("<|channel|>" | Token(200005))
+
+The text spelling stays allowed.  Which tokens take part: the tokenizer's special ids that are
+not stop tokens and decode to some bytes (stop tokens keep their own rule: allowed only where
+the grammar may end; empty / padding ids spell nothing).  A special text split across two
+literals or rules (``"<|" "start|>"`` in different rules) is not recognised: only one literal's
+own bytes are searched.  Overlapping occurrences are handled exactly (every segmentation).
+
+The special-text index is built once per TokenizerInfo; a literal with no byte equal to the
+first byte of any special text is left untouched without a search (JSON-schema grammars pay a
+walk over their nodes and nothing more).
+
+Example::
+
+    >>> from xmask import TokenizerInfo
+    >>> from xmask.grammar.ir import Grammar
+    >>> info = TokenizerInfo(["a", "<x>", "</s>"], stop_token_ids=[2], special_token_ids=[1])
+    >>> print(allow_special_literals(Grammar.from_ebnf('root ::= "a<x></s>"'), info))
+    root ::= "a" ("<x>" | Token(1)) "</s>"
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+import weakref
+from typing import Dict, List, Optional, Tuple
+
+from ..grammar.combine import map_leaves
+from ..grammar.ir import (EPSILON, Bytes, Choice, Expr, Grammar, Repeat, Seq, TokenSet,
+                          iter_nodes)
+
+__all__ = ["SpecialTexts", "special_texts", "allow_special_literals", "with_special_literals"]
+
+
+class SpecialTexts:
+    """The special tokens a literal may spell: decoded text -> ids, for one tokenizer.
+
+    Example::
+
+        >>> st = SpecialTexts({b"<x>": (7,)})
+        >>> st.occurrences(b"a<x>b<x>")
+        [(1, 4, (7,)), (5, 8, (7,))]
+    """
+
+    def __init__(self, by_text: Dict[bytes, Tuple[int, ...]]):
+        self.by_text = by_text
+        self.lengths = tuple(sorted({len(t) for t in by_text}))
+        firsts = sorted({t[0] for t in by_text})
+        # one regex character class over the first bytes: the cheap "cannot contain" test
+        self.first = re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in firsts) + b"]") \
+            if firsts else None
+
+    def occurrences(self, data: bytes) -> List[Tuple[int, int, Tuple[int, ...]]]:
+        """Every ``(start, end, ids)`` where ``data[start:end]`` is a special text (overlapping
+        ones included), sorted by start then end."""
+        if self.first is None or len(data) < self.lengths[0]:
+            return []
+        out = []
+        by_text, lengths = self.by_text, self.lengths
+        size = len(data)
+        for m in self.first.finditer(data):
+            p = m.start()
+            for n in lengths:
+                if p + n > size:  # a slice past the end would repeat a shorter match
+                    break
+                ids = by_text.get(data[p:p + n])
+                if ids is not None:
+                    out.append((p, p + n, ids))
+        return out
+
+
+_LOCK = threading.Lock()
+_CACHE: "weakref.WeakKeyDictionary[object, SpecialTexts]" = weakref.WeakKeyDictionary()
+
+
+def special_texts(tokenizer_info) -> SpecialTexts:
+    """The :class:`SpecialTexts` of ``tokenizer_info`` (special, not stop, non-empty ids),
+    built once per TokenizerInfo and shared."""
+    with _LOCK:
+        got = _CACHE.get(tokenizer_info)
+    if got is not None:
+        return got
+    vocab = tokenizer_info.decoded_vocab
+    stops = set(tokenizer_info.stop_token_ids)
+    by_text: Dict[bytes, List[int]] = {}
+    for i in tokenizer_info.special_token_ids:
+        if i < len(vocab) and vocab[i] and i not in stops:
+            by_text.setdefault(vocab[i], []).append(i)
+    got = SpecialTexts({t: tuple(ids) for t, ids in by_text.items()})
+    with _LOCK:
+        _CACHE[tokenizer_info] = got
+    return got
+
+
+def _spell(data: bytes, occ: List[Tuple[int, int, Tuple[int, ...]]]) -> Expr:
+    """``data`` as an expression where each occurrence may also be its whole token."""
+    starts = sorted({s for s, _, _ in occ})
+    at: Dict[int, List[Tuple[int, Tuple[int, ...]]]] = {}
+    for s, e, ids in occ:
+        at.setdefault(s, []).append((e, ids))
+    memo: Dict[int, Expr] = {}
+
+    def from_(i: int) -> Expr:
+        # data[i:], flat while occurrences do not overlap; a branch per segmentation otherwise
+        got = memo.get(i)
+        if got is not None:
+            return got
+        items: List[Expr] = []
+        pos = i
+        while True:
+            k = bisect.bisect_left(starts, pos)
+            if k == len(starts):
+                if pos < len(data):
+                    items.append(Bytes(data[pos:]))
+                break
+            j = starts[k]
+            if j > pos:
+                items.append(Bytes(data[pos:j]))
+            here = at[j]
+            end = here[0][0]
+            if len(here) == 1 and (k + 1 == len(starts) or starts[k + 1] >= end):
+                items.append(Choice((Bytes(data[j:end]), TokenSet(here[0][1]))))
+                pos = end
+                continue
+            alts = [Seq((TokenSet(ids), from_(e))) for e, ids in here]
+            alts.append(Seq((Bytes(data[j:j + 1]), from_(j + 1))))
+            items.append(Choice(tuple(alts)))
+            break
+        out = items[0] if len(items) == 1 else Seq(tuple(items)) if items else EPSILON
+        memo[i] = out
+        return out
+
+    return from_(0)
+
+
+def _scan(rules: Dict[str, Expr], first) -> Tuple[bool, bool]:
+    """``(holds a TokenSet, holds a literal with a special text's first byte)``: one walk over
+    the distinct nodes of all rules (shared sub-expressions once), a C-level byte search per
+    literal; it stops as soon as both are known."""
+    seen = set()
+    stack = list(rules.values())
+    token = literal = False
+    search = first.search
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t is Bytes:
+            if not literal and search(e.data) is not None:
+                literal = True
+                if token:
+                    break
+        elif t is Seq or t is Choice:
+            for x in e.items:
+                if id(x) not in seen:
+                    seen.add(id(x))
+                    stack.append(x)
+        elif t is Repeat:
+            if id(e.item) not in seen:
+                seen.add(id(e.item))
+                stack.append(e.item)
+        elif t is TokenSet:
+            token = True
+            if literal:
+                break
+    return token, literal
+
+
+def with_special_literals(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, bool]:
+    """``(allow_special_literals(grammar, tokenizer_info), whether the result may hold a
+    TokenSet)``, with one walk over the grammar for both questions (the compiler skips the
+    TokenSet lowering when the answer is no: most grammars have neither)."""
+    st = special_texts(tokenizer_info)
+    if st.first is None:
+        return grammar, True
+    token, literal = _scan(grammar.rules, st.first)
+    if not literal:
+        return grammar, token
+    out = allow_special_literals(grammar, tokenizer_info)
+    return out, token or out is not grammar
+
+
+def allow_special_literals(grammar: Grammar, tokenizer_info) -> Grammar:
+    """``grammar`` with every literal occurrence of a (non-stop) special token's text made
+    ``(text | Token(id))``; the grammar itself when no literal spells one."""
+    st = special_texts(tokenizer_info)
+    if st.first is None:
+        return grammar
+    spelled: Dict[bytes, Optional[Expr]] = {}
+
+    def rewritten(data: bytes) -> Optional[Expr]:
+        if data in spelled:
+            return spelled[data]
+        occ = st.occurrences(data)
+        got = spelled[data] = _spell(data, occ) if occ else None
+        return got
+
+    def leaf(e: Expr) -> Expr:
+        if type(e) is Bytes:
+            got = rewritten(e.data)
+            if got is not None:
+                return got
+        return e
+
+    out: Dict[str, Expr] = {}
+    changed = False
+    for name, expr in grammar.rules.items():
+        touched = any(type(n) is Bytes and rewritten(n.data) is not None for n in iter_nodes(expr))
+        out[name] = map_leaves(expr, leaf) if touched else expr
+        changed = changed or touched
+    return Grammar(out, grammar.root) if changed else grammar
