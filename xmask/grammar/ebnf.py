@@ -357,14 +357,8 @@ class _Parser:
                 raise self.error(f"rule attribute '{key}' must be finite and non-negative, found {raw}", vstart)
             attrs[key] = (value, start)
             self.skip_inline_ws()
-            c = self.peek()
-            if c == ",":
-                self.pos += 1
-            elif c == "]":
-                self.pos += 1
+            if self.comma_or_close("]", "in rule attributes"):
                 return attrs
-            else:
-                raise self.error("expected ',' or ']' in rule attributes")
 
     def parse_lookahead(self) -> Expr:
         """``(= expr)`` after a rule body: what must follow the rule (checked, then dropped)."""
@@ -464,6 +458,16 @@ class _Parser:
         if hi is not None and hi < lo:
             raise self.error(f"invalid repetition bounds {{{lo},{hi}}}: maximum is less than minimum", start)
         return lo, hi
+
+    def comma_or_close(self, close: str, where: str) -> bool:
+        """After an item of a comma-separated list: consume ``,`` (False: more items follow) or
+        ``close`` (True: the list ended); anything else is a syntax error naming ``where``."""
+        c = self.peek()
+        if c == "," or c == close:
+            self.pos += 1
+            return c == close
+        found = repr(c) if c else "end of input"
+        raise self.error(f"expected ',' or '{close}' {where}, found {found}")
 
     def skip_inline_ws(self) -> None:
         while self.peek() in (" ", "\t"):

@@ -150,15 +150,8 @@ def _parse_args(p, name: str) -> MacroArgs:
                 raise p.error(f"{name}(): positional argument after a named one", start)
             args.positional.append(_parse_value(p))
         p.skip_ws()
-        c = p.peek()
-        if c == ",":
-            p.pos += 1
-        elif c == ")":
-            p.pos += 1
+        if p.comma_or_close(")", f"after an argument of {name}()"):
             return args
-        else:
-            found = repr(c) if c else "end of input"
-            raise p.error(f"{name}(): expected ',' or ')' after an argument, found {found}")
 
 
 def _check_named(p, name: str, args: MacroArgs, allowed) -> None:
