@@ -189,3 +189,34 @@ def test_compiled_grammar_keeps_the_users_grammar():
     cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "<|python_tag|>"')
     assert str(cg.grammar) == 'root ::= "<|python_tag|>"'
     assert json.loads(cg.serialize_json())  # the original grammar is what is serialized
+
+
+TRIGGER_TAG = {"type": "structural_tag", "format": {
+    "type": "triggered_tags", "triggers": ["<|channel|>"],
+    "tags": [{"type": "tag", "begin": "<|channel|>commentary",
+              "content": {"type": "const_string", "value": " ok"}, "end": "<|message|>"}]}}
+
+
+def test_a_special_token_whose_text_is_a_trigger_fires_it():
+    # Kimi / gpt-oss style: the trigger is a special token; after clean free text the token
+    # itself fires the trigger, the masks equal the reference, and the text spelling still works
+    info, tk, _ = _tok("gpt-oss-o200k")
+    compiled = xmask.GrammarCompiler(info).compile_structural_tag(json.dumps(TRIGGER_TAG))
+    ids = tk.encode("Some text<|channel|>commentary ok<|message|>more", add_special_tokens=False).ids
+    assert CHANNEL in ids and MESSAGE in ids
+    walk_equals_reference(xmask.GrammarMatcher(compiled), ids + [info.stop_token_ids[0]],
+                          info.vocab_size)
+    spelled = xmask.GrammarMatcher(compiled)
+    assert spelled.accept_string("Some text<|channel|>commentary ok<|message|>more")
+    bitmask = xmask.allocate_token_bitmask(1, info.vocab_size)
+    free = xmask.GrammarMatcher(compiled)
+    assert free.accept_string("Some text")
+    free.fill_next_token_bitmask(bitmask)
+    assert bit(bitmask, CHANNEL) and not bit(bitmask, START) and not bit(bitmask, MESSAGE)
+    # with a partial match pending ("<"), the token would straddle it: only the text path
+    pending = xmask.GrammarMatcher(compiled)
+    assert pending.accept_string("Some <")
+    pending.fill_next_token_bitmask(bitmask)
+    assert not bit(bitmask, CHANNEL)
+    # without a tokenizer (no special tokens known) the grammar is the character path only
+    assert "Token(" not in str(xmask.Grammar.from_structural_tag(TRIGGER_TAG))

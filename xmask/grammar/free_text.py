@@ -16,11 +16,15 @@ excluded string:
 * a stop string ends the rule (it is part of what the rule matches).
 * ``can_end``: the rule may also end anywhere inside the free text (XGrammar's ``stop_eos``,
   and what a structural tag's ``any_text`` / ``triggered_tags`` do before their tag's end).
+* ``whole_texts``: triggers / stop strings that may also come as one whole literal right after
+  text with no partial pattern pending (the automaton's root).  The language is unchanged; the
+  compiler lets a literal that spells a special token's text be that token
+  (``xmask/compiler/special_literals.py``), so a special token whose text is a trigger fires it.
 
 API (all names are public)::
 
     FreeText(triggers=(("<f", RuleRef("call")),), excludes=("</s>",), loop=True,
-             stop_strings=(), can_end=True, max_chars=None)
+             stop_strings=(), can_end=True, max_chars=None, whole_texts=())
     lower_free_text(rules, namer, spec, hint="free_text") -> RuleRef
 
 ``lower_free_text`` adds the rules to ``rules`` (names from ``namer``, a
@@ -82,6 +86,7 @@ class FreeText:
     stop_strings: Tuple[str, ...] = ()
     can_end: bool = True
     max_chars: Optional[int] = None
+    whole_texts: Tuple[str, ...] = ()
 
 
 class _Automaton:
@@ -239,12 +244,29 @@ def lower_free_text(rules: Dict[str, Expr], namer: RuleNamer, spec: FreeText,
             if nxt is not None:
                 alts.append(Seq((_char_class(chars), nxt)))
         if q == 0:
+            for text in spec.whole_texts:
+                nxt = _whole_literal(ac, text, after)
+                if nxt is not None:
+                    alts.append(Seq((Bytes(text.encode("utf-8")), nxt)))
             # the dense loop stays inside one rule: plain characters never leave it
             rules[names[q]] = Seq((Repeat(plain, 0, None), _choice(alts)))
         else:
             alts.append(Seq((plain, entry)))
             rules[names[q]] = _choice(alts)
     return entry
+
+
+def _whole_literal(ac: _Automaton, text: str, after) -> Optional[Expr]:
+    # What follows `text` read from the root, when the text's first firing (or death) is at
+    # its end: the same continuation as the character-by-character path; None otherwise (the
+    # character path alone is then exact, and a literal would not be).
+    q = 0
+    for i, ch in enumerate(text):
+        q = ac.goto(q, ch)
+        kind = ac.status(q)[0]
+        if kind != _LIVE:
+            return after(q) if i == len(text) - 1 and kind == _FIRE else None
+    return None
 
 
 def _choice(alts: List[Expr]) -> Expr:

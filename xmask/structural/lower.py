@@ -33,8 +33,10 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Tuple
 
+from ..compiler.special_literals import special_texts
 from ..errors import GrammarLimitError, InvalidStructuralTagError, XmaskError
 from ..grammar.combine import RuleNamer, embed_grammar
 from ..grammar.free_text import FreeText, lower_free_text
@@ -125,6 +127,12 @@ class _Lowerer:
         return [self.token_id(t, f"{path}.{key}[{i}]") for i, t in enumerate(toks)]
 
     def free_text(self, spec: FreeText, path: str, hint: str) -> RuleRef:
+        if self.info is not None:  # a trigger that is a special token's text: that token fires it
+            specials = special_texts(self.info).by_text
+            whole = tuple(t for t in [t for t, _ in spec.triggers] + list(spec.stop_strings)
+                          if t.encode("utf-8") in specials)
+            if whole:
+                spec = replace(spec, whole_texts=whole)
         try:
             return lower_free_text(self.rules, self.names, spec, hint)
         except XmaskError as e:
