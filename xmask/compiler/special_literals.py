@@ -150,11 +150,13 @@ def _spell(data: bytes, occ: List[Tuple[int, int, Tuple[int, ...]]]) -> Expr:
 def _scan(rules: Dict[str, Expr], first) -> Tuple[bool, bool]:
     """``(holds a TokenSet, holds a literal with a special text's first byte)``: one walk over
     the distinct nodes of all rules (shared sub-expressions once), a C-level byte search per
-    literal; it stops as soon as both are known."""
+    literal; it stops as soon as both are known.  ``first`` None: no special texts, so no
+    literal can hold one."""
     seen = set()
     stack = list(rules.values())
-    token = literal = False
-    search = first.search
+    token = False
+    literal = first is None
+    search = None if first is None else first.search
     while stack:
         e = stack.pop()
         t = type(e)
@@ -176,7 +178,7 @@ def _scan(rules: Dict[str, Expr], first) -> Tuple[bool, bool]:
             token = True
             if literal:
                 break
-    return token, literal
+    return token, literal and first is not None
 
 
 def with_special_literals(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, bool]:
@@ -184,8 +186,6 @@ def with_special_literals(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, bo
     TokenSet)``, with one walk over the grammar for both questions (the compiler skips the
     TokenSet lowering when the answer is no: most grammars have neither)."""
     st = special_texts(tokenizer_info)
-    if st.first is None:
-        return grammar, True
     token, literal = _scan(grammar.rules, st.first)
     if not literal:
         return grammar, token

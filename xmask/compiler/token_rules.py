@@ -43,8 +43,7 @@ import numpy as np
 
 from ..errors import InvalidTokenError
 from ..grammar.combine import RuleNamer, map_leaves
-from ..grammar.ir import (Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq,
-                          TokenSet, iter_nodes)
+from ..grammar.ir import Bytes, CharClass, Expr, Grammar, RuleRef, TokenSet
 
 __all__ = ["PLACEHOLDER", "lower_token_sets", "token_universe", "token_set_bits"]
 
@@ -86,33 +85,12 @@ def _resolve(ts: TokenSet, universe: np.ndarray, rule: str) -> np.ndarray:
     return np.nonzero(chosen & universe)[0].astype(np.int32)
 
 
-def _has_token_set(exprs) -> bool:
-    # One walk over the whole grammar with one seen-set (sub-expressions are shared between
-    # rules; a walk per rule, as iter_nodes does, revisits them): this runs on every compile.
-    seen = set()
-    stack = list(exprs)
-    while stack:
-        e = stack.pop()
-        t = type(e)
-        if t is TokenSet:
-            return True
-        for x in (e.items if t is Seq or t is Choice else (e.item,) if t is Repeat else ()):
-            tx = type(x)
-            if tx is TokenSet:
-                return True
-            if (tx is Seq or tx is Choice or tx is Repeat) and id(x) not in seen:
-                seen.add(id(x))
-                stack.append(x)
-    return False
-
-
 def lower_token_sets(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, List[Tuple[str, np.ndarray]]]:
     """``grammar`` with every ``TokenSet`` replaced by a reference to a token rule, and the
     token rules as ``(name, allowed ids)`` in rule order (the grammar itself if it has none).
-    Raises ``InvalidTokenError`` for an id outside the vocabulary."""
+    Raises ``InvalidTokenError`` for an id outside the vocabulary.  The compiler calls it only
+    when ``special_literals.with_special_literals`` saw a TokenSet (its one walk answers that)."""
     rules = grammar.rules
-    if not _has_token_set(rules.values()):
-        return grammar, []
     universe = token_universe(tokenizer_info)
     namer = RuleNamer(rules)
     by_set: Dict[TokenSet, Expr] = {}
@@ -134,6 +112,8 @@ def lower_token_sets(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, List[Tu
     out: Dict[str, Expr] = {}
     for name, expr in rules.items():
         out[name] = map_leaves(expr, lambda e, _n=name: lower(e, _n) if type(e) is TokenSet else e)
+    if not by_set:
+        return grammar, []
     for name, _ in token_rules:
         out[name] = PLACEHOLDER
     return Grammar(out, grammar.root), token_rules
