@@ -67,9 +67,7 @@ def plain_text_check(AutomatonTables tables, int32_t state):
     try:
         ok = _reads_plain_strings(&s, &tables.c, state, &avoid)
     finally:
-        free(s.pair_keys)
-        free(s.pair_queue)
-        free(s.pair_byte)
+        scratch_free(&s)  # (only the plain-text check's buffers were allocated)
     return bool(ok), int(avoid)
 
 
