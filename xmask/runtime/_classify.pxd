@@ -33,8 +33,9 @@ ctypedef struct ClassifyScratch:
     int64_t* pair_queue
     uint8_t* pair_byte       # the byte that led to each queued pair (-> what to refuse)
     int32_t* walk_pos        # shortcut tokens that need a walk after all, and their common
-    int32_t* walk_lcp        # prefixes with the previous one (see _walk_avoiding)
-    intp_t walk_cap
+    intp_t walk_pos_cap      # prefixes with the previous one (see _walk_avoiding)
+    int32_t* walk_lcp
+    intp_t walk_lcp_cap
 
 
 cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil

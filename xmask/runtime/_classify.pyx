@@ -398,10 +398,10 @@ cdef int _walk_avoiding(ClassifyScratch* s, const AutomatonC* a, const VocabC* v
     # minimum of the sorted lcp between them).
     cdef intp_t lo = v.shortcut_off[b], hi = v.shortcut_off[b + 1], i, n = 0, p, q = -1
     cdef int32_t run
-    if hi - lo > s.walk_cap:
-        _grow_i32(&s.walk_pos, &s.walk_cap, hi - lo)
-        s.walk_cap = 0
-        _grow_i32(&s.walk_lcp, &s.walk_cap, hi - lo)
+    if hi - lo > s.walk_pos_cap:
+        _grow_i32(&s.walk_pos, &s.walk_pos_cap, hi - lo)
+    if hi - lo > s.walk_lcp_cap:
+        _grow_i32(&s.walk_lcp, &s.walk_lcp_cap, hi - lo)
     if n_acc[0] + (hi - lo) > s.acc_cap:
         _grow_i32(&s.acc, &s.acc_cap, n_acc[0] + (hi - lo))
     for i in range(lo, hi):
