@@ -18,7 +18,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 from ...errors import UnsupportedSchemaError
 from ...limits import DEFAULT_LIMITS, CompileLimits
 from ..ir import EPSILON, Bytes, Expr, RuleRef
-from ..number_range import RuleSink
+from ..rule_sink import RuleSink
 from .document import Document
 from .layout import Layout
 from .vocabulary import FALSE, MAX_INDENT_DEPTH

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import FrozenSet
 
 from ...errors import GrammarLimitError, UnsupportedSchemaError
-from ..number_range import dfa_product
+from ..code_point_dfa import dfa_product
 from .keys import Keys
 from .merge import Merger
 from .merged import Merged

@@ -28,19 +28,22 @@ import re
 from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 from ...errors import GrammarLimitError
-from ..ebnf import make_choice, make_seq
-from ..ir import Bytes, CharClass, Expr, Repeat
-from ..number_range import (
+from ..code_point_dfa import (
+    MAX_DFA_STATES,
+    UNICODE_SCALARS,
     Dfa,
     dfa_complement,
-    dfa_from_expr,
     dfa_literals,
     dfa_minimize,
     dfa_product,
-    dfa_to_expr,
     dfa_with_length,
     dfa_word_complement,
+    merge_edges,
+    split_points,
 )
+from ..dfa_expr import dfa_from_expr, dfa_to_expr
+from ..ebnf import make_choice, make_seq
+from ..ir import Bytes, CharClass, Expr, Repeat
 from ..string_format import ESCAPABLE, JSON_CHAR_PERMISSIVE, encode_ranges_canonical
 from ..text_exclusion import automaton_rules, exclude_words
 from .atoms import AtomTable
@@ -254,7 +257,7 @@ class Keys:
         n = d.n_states
         univ = -1
         for q in range(n):
-            if d.accept[q] and _covers(d.edges[q], _SCALARS, q):
+            if d.accept[q] and _covers(d.edges[q], UNICODE_SCALARS, q):
                 univ = q
                 break
         acc2 = []
@@ -309,7 +312,6 @@ _LIT = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))  # printable ASCII other than 
 _LITERAL_KEY = re.compile(r'[ !#-\[\]-~]*')
 #: any string of ``_LIT`` characters (emitted from its one-state DFA: no rules)
 _ANY_LIT_EXPR = dfa_to_expr(Dfa([tuple((lo, hi, 0) for lo, hi in _LIT)], [True]), None)
-_SCALARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 
 
 def _targets_over(edges, ranges) -> set:
@@ -340,13 +342,11 @@ def _covers(edges, ranges, target: int) -> bool:
 def _classify_product(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
     """Product of ``dfas`` over all code points; each state is labelled with the set of
     component automata accepting there (the returned DFA's own accept flags are unused)."""
-    from ..number_range import MAX_DFA_STATES, _merge_edges, _split_points
-
-    cuts: List[List[Tuple[int, int]]] = [[(0, 0xD7FF), (0xE000, 0x10FFFF)]]
+    cuts: List[List[Tuple[int, int]]] = [list(UNICODE_SCALARS)]
     for d in dfas:
         for es in d.edges:
             cuts.append([(lo, hi) for lo, hi, _ in es])
-    alphabet = [iv for iv in _split_points(cuts) if not 0xD800 <= iv[0] <= 0xDFFF]
+    alphabet = [iv for iv in split_points(cuts) if not 0xD800 <= iv[0] <= 0xDFFF]
     start = tuple(0 for _ in dfas)
     ids = {start: 0}
     keys = [start]
@@ -364,7 +364,7 @@ def _classify_product(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
                 t = ids[nxt] = len(keys)
                 keys.append(nxt)
             out.append((lo, hi, t))
-        edges.append(_merge_edges(out))
+        edges.append(merge_edges(out))
         i += 1
     labels = [frozenset(j for j, q in enumerate(k) if q >= 0 and dfas[j].accept[q]) for k in keys]
     return Dfa(edges, [True] * len(keys)), labels

@@ -14,8 +14,9 @@ from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 from ...errors import GrammarLimitError, UnsupportedSchemaError
 from ...limits import DEFAULT_LIMITS, CompileLimits
+from ..code_point_dfa import Dfa, dfa_literals, dfa_product, dfa_with_length
 from ..ir import Expr
-from ..number_range import Dfa, RuleSink, dfa_literals, dfa_product, dfa_with_length
+from ..rule_sink import RuleSink
 from .converter import Converter
 from .document import load_schema
 from .layout import Layout

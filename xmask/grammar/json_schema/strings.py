@@ -22,17 +22,10 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from ...errors import GrammarError, GrammarLimitError, RegexSyntaxError, UnsupportedSchemaError
+from ..code_point_dfa import Dfa, dfa_complement, dfa_literals, dfa_product, dfa_with_length
+from ..dfa_expr import dfa_from_expr, dfa_to_expr
 from ..ebnf import make_seq
 from ..ir import Bytes, CharClass, Expr, Repeat
-from ..number_range import (
-    Dfa,
-    dfa_complement,
-    dfa_from_expr,
-    dfa_literals,
-    dfa_product,
-    dfa_to_expr,
-    dfa_with_length,
-)
 from ..string_format import (
     JSON_CHAR,
     JSON_CHAR_PERMISSIVE,

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, FrozenSet
 
-from ..string_format import EXACT_FORMATS, format_expr
 from ..number_range import to_fraction
+from ..string_format import EXACT_FORMATS, format_expr
 from .atoms import AtomTable
 from .context import Context
 from .document import escape_pointer
