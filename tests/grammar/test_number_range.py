@@ -1,4 +1,4 @@
-"""Numeric range grammars (xmask.grammar.number_range): exhaustive value checks against the
+"""Numeric range grammars (xmask.grammar.json_schema.numbers): exhaustive value checks against the
 compiled engine."""
 
 import itertools
@@ -10,7 +10,7 @@ import pytest
 
 import xmask
 from xmask.errors import GrammarLimitError
-from xmask.grammar.number_range import (
+from xmask.grammar.json_schema.numbers import (
     integer_grammar,
     number_expr,
     number_grammar,

@@ -22,8 +22,8 @@ import pytest
 from conftest import require_data
 
 from xmask.errors import GrammarError, GrammarLimitError
-from xmask.grammar import code_point_dfa, dfa_expr, ir, json_schema, number_range, rule_sink, string_format
-from xmask.grammar.json_schema import converter, keys, merge, strings
+from xmask.grammar import code_point_dfa, dfa_expr, ir, json_schema, rule_sink, string_format
+from xmask.grammar.json_schema import converter, keys, merge, numbers, strings
 from xmask.grammar.json_schema.layout import Layout
 from xmask.grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq
 from xmask.grammar.code_point_dfa import (
@@ -145,7 +145,7 @@ def general_paths(monkeypatch):
     monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
     monkeypatch.setattr(dfa_expr, "_acyclic_order", lambda n, grouped: None)
     monkeypatch.setattr(strings, "_shared", lambda memo, key, build: build())
-    monkeypatch.setattr(number_range, "_magnitude_plain_dfa", number_range._magnitude_plain_dfa_uncached)
+    monkeypatch.setattr(numbers, "_magnitude_plain_dfa", numbers._magnitude_plain_dfa_uncached)
     monkeypatch.setattr(keys, "encode_ranges_canonical", lambda ranges, escape_all=None:
                         string_format._encode_ranges_canonical(ir.merge_ranges(ranges), escape_all))
     # every module of the converter that calls them
@@ -234,7 +234,7 @@ def test_warm_memos_same_grammar_as_cold():
     warm2 = {name: outcome(s, strict_mode=False) for name, s in schemas}
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS,
                  string_format._CANONICAL_MEMO, rule_sink._CLEAN_NAMES,
-                 number_range._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
         memo.clear()
     cold = {name: outcome(s, strict_mode=False) for name, s in schemas}
     assert warm == warm2 == cold
@@ -248,7 +248,7 @@ def test_threads_sharing_the_memos_get_the_same_grammars():
     schemas = maskbench_sample(40)
     alone = _fast_outcomes(schemas, OPTIONS[0])
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
-                 number_range._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
         memo.clear()
     with ThreadPoolExecutor(4) as pool:
         # (not lenient: nothing warns, so no warnings filter is touched from the threads)

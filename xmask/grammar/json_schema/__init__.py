@@ -77,7 +77,7 @@ Restrictions (valid texts rejected):
   an ``if`` without ``then``/``else`` whose condition cannot be negated: the ``if`` counts
   for nothing.
 * ``type: integer`` accepts integer syntax only (``1.0`` is rejected); bounded non-integer
-  numbers accept plain and normalized scientific spellings (see :mod:`.number_range`);
+  numbers accept plain and normalized scientific spellings (see :mod:`.numbers`);
   with ``multipleOf`` (or non-integer-only numbers) only plain spellings.
 * strings with a length, pattern or format reject lone surrogate escapes.
 * string formats are the sound grammars of :mod:`.string_format`.

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from ...errors import GrammarLimitError, UnsupportedSchemaError
-from ..number_range import to_fraction
+from .numbers import to_fraction
 from .atoms import AtomTable
 from .context import Context
 from .document import escape_pointer

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import FrozenSet, List, Optional
 
 from ...errors import UnsupportedSchemaError
-from ..number_range import to_fraction
+from .numbers import to_fraction
 from ..string_format import format_expr, format_superset_expr
 from .atoms import AtomTable
 from .context import Context

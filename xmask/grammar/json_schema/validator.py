@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, FrozenSet
 
-from ..number_range import to_fraction
+from .numbers import to_fraction
 from ..string_format import EXACT_FORMATS, format_expr
 from .atoms import AtomTable
 from .context import Context

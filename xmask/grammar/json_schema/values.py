@@ -14,7 +14,7 @@ import json
 import math
 from fractions import Fraction
 
-from ..number_range import to_fraction
+from .numbers import to_fraction
 from .vocabulary import ARR, BOOL, FRAC, INT, NULL, OBJ, STR
 
 __all__ = ["is_num", "kind_of", "json_eq", "canon", "dedupe", "frac_lcm", "code_points", "frac_json"]
