@@ -8,8 +8,7 @@ Example::
 
     >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> conv = Converter({"type": "array", "items": {"type": "null"}, "maxItems": 2},
-    ...                  Layout(False, None, None, None), strict_mode=True, lenient=False, any_order=False)
+    >>> conv = Converter({"type": "array", "items": {"type": "null"}, "maxItems": 2}, Layout(False))
     >>> print(conv.run())
     root ::= "[" (root_item (", " root_item)? | "") "]"
     root_item ::= "null"

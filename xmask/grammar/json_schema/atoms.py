@@ -9,11 +9,10 @@ for an unsatisfiable location.
 
 Example::
 
-    >>> from .context import Context
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> ctx = Context({"allOf": [{"type": "string"}], "not": {"const": ""}}, Layout(True, None, None, None))
-    >>> atoms = AtomTable(ctx)
-    >>> sorted(a[0] for a in atoms.flatten(ctx.doc.nid(ctx.doc.root)))
+    >>> conv = Converter({"allOf": [{"type": "string"}], "not": {"const": ""}}, Layout())
+    >>> sorted(a[0] for a in conv.atoms.flatten(conv.doc.nid(conv.doc.root)))
     ['not', 'own']
 """
 

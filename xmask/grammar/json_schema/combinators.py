@@ -8,22 +8,11 @@ With ``unevaluated*`` at the location each alternative records the branch it too
 
 Example::
 
-    >>> from .atoms import AtomTable
-    >>> from .context import Context
-    >>> from .disjointness import Disjointness
-    >>> from .keys import Keys
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> from .merge import Merger
-    >>> from .negation import Negation
-    >>> from .strings import Strings
-    >>> from .validator import Validator
-    >>> ctx = Context({"anyOf": [{"type": "string"}, {"type": "null"}]}, Layout(True, None, None, None))
-    >>> atoms, strings = AtomTable(ctx), Strings(ctx)
-    >>> merger, validator = Merger(ctx, atoms), Validator(ctx, atoms, strings)
-    >>> proofs = Disjointness(merger, validator, strings, Keys(ctx, atoms, merger, strings, validator))
-    >>> comb = Combinators(ctx, atoms, Negation(ctx, atoms), proofs)
-    >>> root = atoms.flatten(ctx.doc.nid(ctx.doc.root))
-    >>> [sorted(ctx.ptr(a[1]) for a in alt) for alt in comb.alternatives(min(root), frozenset())]
+    >>> conv = Converter({"anyOf": [{"type": "string"}, {"type": "null"}]}, Layout())
+    >>> (anyof,) = conv.atoms.flatten(conv.doc.nid(conv.doc.root))
+    >>> [[conv.ctx.ptr(a[1]) for a in alt] for alt in conv.combinators.alternatives(anyof, frozenset())]
     [['#/anyOf/0'], ['#/anyOf/1']]
 """
 

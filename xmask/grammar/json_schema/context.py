@@ -3,7 +3,7 @@ table (with the queue of value rules still to generate) and the lenient report.
 
 Example::
 
-    >>> ctx = Context({"type": "integer"}, Layout(True, None, None, None))
+    >>> ctx = Context({"type": "integer"}, Layout())
     >>> ctx.value_ref(frozenset(), 0, "value")
     RuleRef(name='value')
     >>> ctx.queue[0][0]

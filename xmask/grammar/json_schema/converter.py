@@ -7,8 +7,7 @@ rules.
 
 Example::
 
-    >>> conv = Converter({"enum": ["a", None]}, Layout(True, None, None, None),
-    ...                  strict_mode=True, lenient=False, any_order=False)
+    >>> conv = Converter({"enum": ["a", None]}, Layout())
     >>> print(conv.run())
     root ::= "\\"a\\"" | "null"
 """
@@ -46,7 +45,8 @@ class Converter:
     """One conversion: the shared :class:`.context.Context` and one object per concern, each
     given the others it uses (no concern reaches another through this object)."""
 
-    def __init__(self, schema, layout: Layout, *, strict_mode: bool, lenient: bool, any_order: bool,
+    def __init__(self, schema, layout: Layout, *, strict_mode: bool = True, lenient: bool = False,
+                 any_order: bool = False,
                  limits: CompileLimits = DEFAULT_LIMITS, excludes: Sequence[str] = ()):
         self.ctx = ctx = Context(schema, layout, strict_mode=strict_mode, lenient=lenient, any_order=any_order,
                                  limits=limits, excludes=excludes)

@@ -8,8 +8,7 @@ Example::
 
     >>> from .context import Context
     >>> from .layout import Layout
-    >>> ctx = Context(True, Layout(True, None, None, None))
-    >>> counted(ctx, Bytes(b"a"), 2, 3, "a")
+    >>> counted(Context(True, Layout()), Bytes(b"a"), 2, 3, "a")
     Repeat(item=Bytes(data=b'a'), min=2, max=3)
 """
 

@@ -7,20 +7,11 @@ property with disjoint values or forbidden by the other side.  Proofs merge with
 
 Example::
 
-    >>> from .atoms import AtomTable
-    >>> from .context import Context
-    >>> from .keys import Keys
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> from .merge import Merger
-    >>> from .strings import Strings
-    >>> from .validator import Validator
-    >>> ctx = Context({"oneOf": [{"type": "string"}, {"minimum": 1, "type": "integer"}]},
-    ...               Layout(True, None, None, None))
-    >>> atoms, strings = AtomTable(ctx), Strings(ctx)
-    >>> merger, validator = Merger(ctx, atoms), Validator(ctx, atoms, strings)
-    >>> proofs = Disjointness(merger, validator, strings, Keys(ctx, atoms, merger, strings, validator))
-    >>> a, b = (atoms.flatten(ctx.doc.nid(s)) for s in ctx.doc.root["oneOf"])
-    >>> proofs.disjoint(a, b, 3)
+    >>> conv = Converter({"oneOf": [{"type": "string"}, {"minimum": 1, "type": "integer"}]}, Layout())
+    >>> a, b = (conv.atoms.flatten(conv.doc.nid(s)) for s in conv.doc.root["oneOf"])
+    >>> conv.disjointness.disjoint(a, b, 3)
     True
 """
 

@@ -7,18 +7,11 @@ characters are covered once by a shared rule (see :meth:`Keys.emit_key_dfa`).
 
 Example::
 
-    >>> from .atoms import AtomTable
-    >>> from .context import Context
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> from .merge import Merger
-    >>> from .strings import Strings
-    >>> from .validator import Validator
-    >>> ctx = Context({"properties": {"a": {"type": "string"}}}, Layout(True, None, None, None))
-    >>> atoms, strings = AtomTable(ctx), Strings(ctx)
-    >>> merger = Merger(ctx, atoms)
-    >>> keys = Keys(ctx, atoms, merger, strings, Validator(ctx, atoms, strings))
-    >>> m = merger.merge(atoms.flatten(ctx.doc.nid(ctx.doc.root)))
-    >>> [ctx.ptr(a[1]) for a in keys.prop_atoms(m, "a")]
+    >>> conv = Converter({"properties": {"a": {"type": "string"}}}, Layout())
+    >>> m = conv.merger.merge(conv.atoms.flatten(conv.doc.nid(conv.doc.root)))
+    >>> [conv.ctx.ptr(a[1]) for a in conv.keys.prop_atoms(m, "a")]
     ['#/properties/a']
 """
 
@@ -33,12 +26,12 @@ from ..code_point_dfa import (
     UNICODE_SCALARS,
     Dfa,
     dfa_complement,
+    dfa_from_step,
     dfa_literals,
     dfa_minimize,
     dfa_product,
     dfa_with_length,
     dfa_word_complement,
-    merge_edges,
     split_points,
 )
 from ..dfa_expr import dfa_from_expr, dfa_to_expr
@@ -348,23 +341,20 @@ def _classify_product(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
             cuts.append([(lo, hi) for lo, hi, _ in es])
     alphabet = [iv for iv in split_points(cuts) if not 0xD800 <= iv[0] <= 0xDFFF]
     start = tuple(0 for _ in dfas)
-    ids = {start: 0}
-    keys = [start]
-    edges = []
-    i = 0
-    while i < len(keys):
-        cur = keys[i]
-        out = []
-        for lo, hi in alphabet:
-            nxt = tuple(d.step(q, lo) if q >= 0 else -1 for d, q in zip(dfas, cur))
-            t = ids.get(nxt)
-            if t is None:
-                if len(keys) >= MAX_DFA_STATES:
-                    raise GrammarLimitError(f"pattern product exceeds {MAX_DFA_STATES} states")
-                t = ids[nxt] = len(keys)
-                keys.append(nxt)
-            out.append((lo, hi, t))
-        edges.append(merge_edges(out))
-        i += 1
+
+    def step(key, cp):
+        return tuple(d.step(q, cp) if q >= 0 else -1 for d, q in zip(dfas, key))
+
+    try:
+        prod = dfa_from_step(start, step, lambda key: True, alphabet)
+    except GrammarLimitError:
+        raise GrammarLimitError(f"pattern product exceeds {MAX_DFA_STATES} states") from None
+    # the component states of each product state (states are numbered as discovered, so a
+    # state's key is known before its own edges are read)
+    keys = [start] + [None] * (prod.n_states - 1)
+    for q in range(prod.n_states):
+        for lo, _, t in prod.edges[q]:
+            if keys[t] is None:
+                keys[t] = step(keys[q], lo)
     labels = [frozenset(j for j, q in enumerate(k) if q >= 0 and dfas[j].accept[q]) for k in keys]
-    return Dfa(edges, [True] * len(keys)), labels
+    return prod, labels

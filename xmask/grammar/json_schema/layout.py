@@ -25,7 +25,7 @@ _WS_CLASS = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 class Layout:
     """Where whitespace goes (see the module docstring)."""
 
-    def __init__(self, any_ws: bool, indent, separators, max_ws: Optional[int]):
+    def __init__(self, any_ws: bool = True, indent=None, separators=None, max_ws: Optional[int] = None):
         self.any_ws = bool(any_ws)
         if isinstance(indent, bool):
             raise TypeError("indent must be an int or None")

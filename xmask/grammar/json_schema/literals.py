@@ -4,15 +4,9 @@ literals in the layout (numbers in their ``json.dumps`` spellings, see
 
 Example::
 
-    >>> from .atoms import AtomTable
-    >>> from .context import Context
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> from .strings import Strings
-    >>> from .validator import Validator
-    >>> ctx = Context(True, Layout(False, None, None, None))
-    >>> atoms = AtomTable(ctx)
-    >>> lit = Literals(ctx, Validator(ctx, atoms, Strings(ctx)))
-    >>> lit.number_spellings(2)
+    >>> Converter(True, Layout()).literals.number_spellings(2)
     ['2', '2.0']
 """
 

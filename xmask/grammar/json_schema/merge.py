@@ -7,12 +7,10 @@ Atoms merge in document order (``AtomTable.order``), which fixes the order of ob
 
 Example::
 
-    >>> from .atoms import AtomTable
-    >>> from .context import Context
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> ctx = Context({"allOf": [{"maximum": 5}, {"maximum": 3, "minimum": 1}]}, Layout(True, None, None, None))
-    >>> atoms = AtomTable(ctx)
-    >>> m = Merger(ctx, atoms).merge(atoms.flatten(0 if False else ctx.doc.nid(ctx.doc.root)))
+    >>> conv = Converter({"allOf": [{"maximum": 5}, {"maximum": 3, "minimum": 1}]}, Layout())
+    >>> m = conv.merger.merge(conv.atoms.flatten(conv.doc.nid(conv.doc.root)))
     >>> (m.lo, m.hi)
     (Fraction(1, 1), Fraction(3, 1))
 """
@@ -32,6 +30,13 @@ from .values import canon, frac_lcm, is_num
 from .vocabulary import ALL_KINDS, ARR, IGNORED, OBJ, STRUCTURAL, TYPE_KINDS
 
 __all__ = ["Merger"]
+
+#: count keywords: (the ``Merged`` attribute, the ``Merged.big`` entry, a lower bound)
+_COUNT_KEYWORDS = {
+    "minLength": ("min_len", "len", True), "maxLength": ("max_len", "len", False),
+    "minItems": ("min_items", "items", True), "maxItems": ("max_items", "items", False),
+    "minProperties": ("min_props", "props", True), "maxProperties": ("max_props", "props", False),
+}
 
 
 class Merger:
@@ -110,6 +115,10 @@ class Merger:
                     m.tighten_lo(f, True)
                 else:
                     m.tighten_hi(f, True)
+            elif k in _COUNT_KEYWORDS:
+                attr, what, lower = _COUNT_KEYWORDS[k]
+                c, cur = as_count(v, kp, m, what), getattr(m, attr)
+                setattr(m, attr, max(cur, c) if lower else c if cur is None else min(cur, c))
             elif k == "multipleOf":
                 if not is_num(v) or v <= 0:
                     raise UnsupportedSchemaError("multipleOf must be a positive number", kp)
@@ -117,11 +126,6 @@ class Merger:
                 m.mult = f if m.mult is None else frac_lcm(m.mult, f)
             elif k == "\x00not_multiple":
                 m.not_mult.append(to_fraction(v))
-            elif k == "minLength":
-                m.min_len = max(m.min_len, as_count(v, kp, m, "len"))
-            elif k == "maxLength":
-                c = as_count(v, kp, m, "len")
-                m.max_len = c if m.max_len is None else min(m.max_len, c)
             elif k == "pattern":
                 if not isinstance(v, str):
                     raise UnsupportedSchemaError("pattern must be a string", kp)
@@ -144,11 +148,6 @@ class Merger:
                 if k == "items" and "prefixItems" in obj:
                     continue  # read with prefixItems
                 self._merge_items(m, obj, n, p)
-            elif k == "minItems":
-                m.min_items = max(m.min_items, as_count(v, kp, m, "items"))
-            elif k == "maxItems":
-                c = as_count(v, kp, m, "items")
-                m.max_items = c if m.max_items is None else min(m.max_items, c)
             elif k == "contains":
                 lo = obj.get("minContains", 1)
                 hi = obj.get("maxContains")
@@ -176,11 +175,6 @@ class Merger:
                     continue
                 for x in v:
                     m.required[x] = None
-            elif k == "minProperties":
-                m.min_props = max(m.min_props, as_count(v, kp, m, "props"))
-            elif k == "maxProperties":
-                c = as_count(v, kp, m, "props")
-                m.max_props = c if m.max_props is None else min(m.max_props, c)
             elif k == "propertyNames":
                 m.prop_names.append(doc.nid(v, base, kp))
             elif k in ("extends", "disallow", "divisibleBy"):

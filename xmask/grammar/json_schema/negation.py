@@ -8,12 +8,10 @@ Negated keywords become synthetic schemas with private keywords (``\\x00kinds``,
 
 Example::
 
-    >>> from .atoms import AtomTable
-    >>> from .context import Context
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> ctx = Context({"type": "string"}, Layout(True, None, None, None))
-    >>> atoms = AtomTable(ctx)
-    >>> [sorted(ctx.node(a[1])["\\x00kinds"]) for alt in Negation(ctx, atoms).negate(2) for a in alt]
+    >>> conv = Converter({"type": "string"}, Layout())
+    >>> [sorted(conv.ctx.node(a[1])["\\x00kinds"]) for alt in conv.negation.negate(2) for a in alt]
     [['array', 'boolean', 'fraction', 'integer', 'null', 'object']]
 """
 

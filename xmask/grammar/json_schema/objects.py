@@ -10,7 +10,7 @@ Example::
     >>> from .converter import Converter
     >>> from .layout import Layout
     >>> conv = Converter({"type": "object", "properties": {"a": {"type": "null"}}, "required": ["a"]},
-    ...                  Layout(False, None, None, None), strict_mode=True, lenient=False, any_order=False)
+    ...                  Layout(False))
     >>> print(conv.run())
     root ::= "{\\"a\\": " root_a "}"
     root_a ::= "null"

@@ -8,10 +8,10 @@ encoded directly, anything else is intersected as automata over decoded code poi
 
 Example::
 
-    >>> from .context import Context
+    >>> from .converter import Converter
     >>> from .layout import Layout
     >>> from .merged import Merged
-    >>> strings = Strings(Context(True, Layout(True, None, None, None)))
+    >>> strings = Converter(True, Layout()).strings
     >>> m = Merged(); m.patterns.append(("^a+$", "#/pattern"))
     >>> strings.string_dfa(strings.string_key(m)).matches("aaa")
     True

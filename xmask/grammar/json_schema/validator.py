@@ -8,14 +8,11 @@ grammar rejects but that may still be of the format.
 
 Example::
 
-    >>> from .atoms import AtomTable
-    >>> from .context import Context
+    >>> from .converter import Converter
     >>> from .layout import Layout
-    >>> from .strings import Strings
-    >>> ctx = Context({"type": "integer", "minimum": 3}, Layout(True, None, None, None))
-    >>> v = Validator(ctx, AtomTable(ctx), Strings(ctx))
-    >>> v.validate(4, 2), v.validate(2, 2), v.validate(3.5, 2)
-    (True, False, False)
+    >>> conv = Converter({"type": "integer", "minimum": 3}, Layout())
+    >>> [conv.validator.validate(v, 2) for v in (4, 2, 3.5)]
+    [True, False, False]
 """
 
 from __future__ import annotations
