@@ -23,7 +23,8 @@ from conftest import require_data
 
 from xmask.errors import GrammarError, GrammarLimitError
 from xmask.grammar import code_point_dfa, dfa_expr, ir, json_schema, number_range, rule_sink, string_format
-from xmask.grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq
+from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from xmask import Grammar
 from xmask.grammar.code_point_dfa import (
     Dfa,
     dfa_complement,
