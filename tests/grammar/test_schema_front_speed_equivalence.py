@@ -22,10 +22,11 @@ import pytest
 from conftest import require_data
 
 from xmask.errors import GrammarError, GrammarLimitError
+from xmask import Grammar
 from xmask.grammar import code_point_dfa, dfa_expr, ir, json_schema, rule_sink, string_format
+from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
 from xmask.grammar.json_schema import converter, keys, merge, numbers, strings
 from xmask.grammar.json_schema.layout import Layout
-from xmask.grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq
 from xmask.grammar.code_point_dfa import (
     Dfa,
     dfa_complement,

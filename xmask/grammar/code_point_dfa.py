@@ -33,7 +33,7 @@ from .. import _deadline as deadline
 from .._graph import order_if_acyclic
 from ..compiler._partition import refine_round
 from ..errors import GrammarLimitError
-from .ir import MAX_CODE_POINT, merge_ranges
+from .ir import MAX_CODE_POINT, complement_ranges, merge_ranges
 
 __all__ = [
     "Dfa",
@@ -325,27 +325,11 @@ def dfa_complement(a: Dfa, universe=UNICODE_SCALARS) -> Dfa:
         own = a.edges[q] if q < n else ()
         out = list(own)
         covered = [(lo, hi) for lo, hi, _ in own]
-        for lo, hi in _subtract(universe, covered):
+        for lo, hi in complement_ranges(merge_ranges(covered), universe):
             out.append((lo, hi, sink))
         edges.append(merge_edges(out))
     accept = [not x for x in a.accept] + [True]
     return dfa_minimize(Dfa(edges, accept))
-
-
-def _subtract(universe, ranges) -> List[Tuple[int, int]]:
-    out = []
-    rs = merge_ranges(ranges)
-    for ulo, uhi in universe:
-        cur = ulo
-        for lo, hi in rs:
-            if hi < cur or lo > uhi:
-                continue
-            if lo > cur:
-                out.append((cur, lo - 1))
-            cur = max(cur, hi + 1)
-        if cur <= uhi:
-            out.append((cur, uhi))
-    return out
 
 
 def dfa_minimize(a: Dfa) -> Dfa:

@@ -23,8 +23,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from .._graph import order_if_acyclic, strongly_connected_components
 from ..errors import GrammarLimitError
 from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_minimize, merge_edges, split_points
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq
+from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
 from .rule_sink import RuleSink
 
 __all__ = ["MAX_NFA_STATES", "dfa_from_expr", "dfa_to_expr"]

@@ -61,8 +61,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, merge_ranges
+from .ir import (EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, make_choice,
+                 make_seq, merge_ranges)
 
 __all__ = [
     "JSON_CHAR",

@@ -19,8 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from ...errors import GrammarLimitError
-from ..ebnf import make_choice, make_seq
-from ..ir import EPSILON, Bytes, Expr, RuleRef
+from ..ir import EPSILON, Bytes, Expr, RuleRef, make_choice, make_seq
 from .atoms import AtomTable
 from .context import Context
 from .counting import counted

@@ -19,8 +19,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence
 from ... import _deadline as deadline
 from ...errors import GrammarLimitError, UnsupportedSchemaError
 from ...limits import DEFAULT_LIMITS, CompileLimits
-from ..ebnf import make_choice
-from ..ir import Bytes, Expr, Grammar
+from ..ir import Bytes, Expr, Grammar, make_choice
 from .arrays import Arrays
 from .atoms import AtomTable
 from .combinators import Combinators

@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..ebnf import make_choice, make_seq
-from ..ir import EPSILON, Bytes, Expr, Repeat, RuleRef
+from ..ir import EPSILON, Bytes, Expr, Repeat, RuleRef, make_choice, make_seq
 from .context import Context
 from .vocabulary import DIRECT_REPEAT
 

@@ -35,8 +35,7 @@ from ..code_point_dfa import (
     split_points,
 )
 from ..dfa_expr import dfa_from_expr, dfa_to_expr
-from ..ebnf import make_choice, make_seq
-from ..ir import Bytes, CharClass, Expr, Repeat
+from ..ir import Bytes, CharClass, Expr, Repeat, make_choice, make_seq
 from ..string_format import ESCAPABLE, JSON_CHAR_PERMISSIVE, encode_ranges_canonical
 from ..text_exclusion import automaton_rules, exclude_words
 from .atoms import AtomTable

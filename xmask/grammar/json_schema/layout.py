@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..ebnf import make_seq
-from ..ir import EPSILON, Bytes, CharClass, Expr, Repeat
+from ..ir import EPSILON, Bytes, CharClass, Expr, Repeat, make_seq
 
 __all__ = ["Layout"]
 

@@ -17,8 +17,7 @@ import math
 from typing import FrozenSet, List, Optional
 
 from ...errors import UnsupportedSchemaError
-from ..ebnf import make_choice, make_seq
-from ..ir import Bytes, Expr
+from ..ir import Bytes, Expr, make_choice, make_seq
 from ..string_format import json_string_literal
 from ..text_exclusion import expr_avoiding
 from .context import Context

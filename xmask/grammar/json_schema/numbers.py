@@ -45,8 +45,7 @@ from typing import Dict, Optional, Sequence, Tuple, Union
 from ...errors import GrammarLimitError
 from ..code_point_dfa import Dfa, dfa_from_step, dfa_minimize
 from ..dfa_expr import dfa_to_expr
-from ..ebnf import make_choice, make_seq
-from ..ir import Bytes, CharClass, Expr, Grammar, Repeat
+from ..ir import Bytes, CharClass, Expr, Grammar, Repeat, make_choice, make_seq
 from ..rule_sink import RuleSink
 from .context import Context
 from .merged import Merged

@@ -21,8 +21,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ...errors import GrammarLimitError
-from ..ebnf import make_choice, make_seq
-from ..ir import EPSILON, Bytes, Expr, Repeat, RuleRef
+from ..ir import EPSILON, Bytes, Expr, Repeat, RuleRef, make_choice, make_seq
 from .context import Context
 from .counting import counted, is_small
 from .keys import Keys

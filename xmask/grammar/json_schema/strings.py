@@ -24,8 +24,7 @@ from typing import Any, Dict, Optional
 from ...errors import GrammarError, GrammarLimitError, RegexSyntaxError, UnsupportedSchemaError
 from ..code_point_dfa import Dfa, dfa_complement, dfa_literals, dfa_product, dfa_with_length
 from ..dfa_expr import dfa_from_expr, dfa_to_expr
-from ..ebnf import make_seq
-from ..ir import Bytes, CharClass, Expr, Repeat
+from ..ir import Bytes, CharClass, Expr, Repeat, make_seq
 from ..string_format import (
     JSON_CHAR,
     JSON_CHAR_PERMISSIVE,
