@@ -11,6 +11,7 @@ from xmask.grammar.code_point_dfa import (
     UNICODE_SCALARS,
     Dfa,
     dfa_complement,
+    dfa_explore,
     dfa_from_step,
     dfa_literals,
     dfa_minimize,
@@ -128,3 +129,21 @@ def test_length_bounds():
 
 def test_unicode_scalars_leave_out_the_surrogates():
     assert UNICODE_SCALARS == ((0, 0xD7FF), (0xE000, 0x10FFFF))
+
+
+def test_explore_numbers_states_in_discovery_order_and_caps_them():
+    d = dfa_explore("s", lambda k: [(97, 98, k + "x")] if len(k) < 3 else [], lambda k: len(k) == 3)
+    assert d.n_states == 3 and d.edges[0] == ((97, 98, 1),) and d.matches("ab")
+    with pytest.raises(GrammarLimitError, match="counter exceeds 2 states"):
+        dfa_explore(0, lambda n: [(97, 97, n + 1)], lambda n: True, max_states=2, what="counter")
+
+
+@pytest.mark.parametrize("name", ["xmask.grammar.code_point_dfa", "xmask.grammar.dfa_expr",
+                                  "xmask.grammar.rule_sink", "xmask.grammar.ir_expr",
+                                  "xmask.grammar.ir", "xmask.grammar_api", "xmask._graph"])
+def test_module_doctests(name):
+    import doctest
+    import importlib
+
+    failures, _ = doctest.testmod(importlib.import_module(name))
+    assert failures == 0

@@ -5,11 +5,13 @@ limits and number texts are all languages of characters, not bytes; the compiler
 emitted IR to bytes later).  Its edges are sorted, disjoint code point intervals, so an
 automaton over all of Unicode stays small.
 
-* build: :func:`dfa_from_step` (explore a step function), :func:`dfa_literals` (a word
-  list), :func:`dfa_word_complement` (everything but a word list);
+* build: :func:`dfa_explore` (from a successor function), :func:`dfa_from_step` (from a
+  step function), :func:`dfa_literals` (a word list), :func:`dfa_word_complement`
+  (everything but a word list);
 * combine: :func:`dfa_product` (and / or / difference), :func:`dfa_complement`,
   :func:`dfa_with_length` (restrict the length);
-* :func:`dfa_minimize`: the canonical minimal automaton (every operation above returns one);
+* :func:`dfa_minimize`: the canonical minimal automaton (what every operation returns, but
+  the two explorations);
 * helpers for code building its own automata: :func:`merge_edges`, :func:`split_points`.
 
 Conversions from and to IR expressions are in :mod:`.dfa_expr`.
@@ -40,6 +42,7 @@ __all__ = [
     "MAX_DFA_STATES",
     "UNICODE_SCALARS",
     "dfa_complement",
+    "dfa_explore",
     "dfa_from_step",
     "dfa_literals",
     "dfa_minimize",
@@ -199,6 +202,12 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
 
     ``step`` must be constant over each ``alphabet`` interval (it is called with the
     interval's low end).  ``None`` is the dead state.
+
+    Example::
+
+        >>> even_as = dfa_from_step(0, lambda n, cp: 1 - n, lambda n: n == 0, [(97, 97)])
+        >>> [even_as.matches("a" * k) for k in range(4)]
+        [True, False, True, False]
     """
     def moves(key):
         for lo, hi in alphabet:
@@ -206,14 +215,23 @@ def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
             if nxt is not None:
                 yield lo, hi, nxt
 
-    return _explore(start, moves, accepting, max_states)
+    return dfa_explore(start, moves, accepting, max_states)
 
 
-def _explore(start: Hashable, moves: Callable, accepting: Callable, max_states: int,
-             what: str = "automaton", fuse: bool = True) -> Dfa:
-    """The ``what`` of the states reachable from ``start``, where ``moves(state)`` yields its
-    edges ``(lo, hi, next state)`` in code point order; GrammarLimitError beyond
-    ``max_states`` states.  ``fuse``: merge adjacent edges (not needed before minimizing)."""
+def dfa_explore(start: Hashable, moves: Callable, accepting: Callable,
+                max_states: int = MAX_DFA_STATES, what: str = "automaton", fuse: bool = True) -> Dfa:
+    """The DFA of the states reachable from ``start`` (hashable keys, numbered in discovery
+    order), where ``moves(state)`` yields its edges ``(lo, hi, next state)`` in code point
+    order and ``accepting(state)`` says whether it accepts; ``GrammarLimitError`` ("``what``
+    exceeds ...") beyond ``max_states`` states.  ``fuse``: merge adjacent edges (not needed
+    before minimizing).  Not minimized.
+
+    Example::
+
+        >>> d = dfa_explore(0, lambda n: [(97, 97, n + 1)] if n < 2 else [], lambda n: n == 2)
+        >>> d.n_states, d.matches("aa"), d.matches("a")
+        (3, True, False)
+    """
     ids: Dict[Hashable, int] = {start: 0}
     keys = [start]
     edges: List[Tuple[Tuple[int, int, int], ...]] = []
@@ -258,7 +276,14 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
 
     The edges of a pair of states come from one merge walk over both sorted edge lists; the
     minimized result does not depend on how the pairs are explored, only which are reachable
-    (their number is what ``max_states`` caps)."""
+    (their number is what ``max_states`` caps).
+
+    Example::
+
+        >>> d = dfa_product(dfa_literals(["a", "b"]), dfa_literals(["b", "c"]), "diff")
+        >>> [d.matches(w) for w in "abc"]
+        [True, False, False]
+    """
     need_a = mode != "or"  # intervals a does not cover lead nowhere ("and", "diff")
     need_b = mode == "and"
 
@@ -312,12 +337,19 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
             return fa or fb
         return fa and not fb
 
-    return dfa_minimize(_explore((0, 0), moves, lambda k: acc(*k), max_states, "automaton product",
+    return dfa_minimize(dfa_explore((0, 0), moves, lambda k: acc(*k), max_states, "automaton product",
                                  fuse=False))
 
 
 def dfa_complement(a: Dfa, universe=UNICODE_SCALARS) -> Dfa:
-    """Strings over ``universe`` (default: all Unicode scalar values) not accepted by ``a``."""
+    """Strings over ``universe`` (default: all Unicode scalar values) not accepted by ``a``.
+
+    Example::
+
+        >>> d = dfa_complement(dfa_literals(["a"]), universe=[(97, 98)])
+        >>> [d.matches(w) for w in ("", "a", "b", "aa")]
+        [True, False, True, True]
+    """
     n = a.n_states
     sink = n
     edges = []
@@ -337,6 +369,13 @@ def dfa_minimize(a: Dfa) -> Dfa:
 
     The result is canonical (states numbered in BFS order from the start, edges fused), so
     minimizing it again returns it unchanged: it is flagged ``minimal`` and returned as is.
+
+    Example::
+
+        >>> d = Dfa([((97, 97, 1), (98, 98, 2)), (), ()], [False, True, True])
+        >>> m = dfa_minimize(d)
+        >>> m.n_states, m.edges[0], dfa_minimize(m) is m
+        (2, ((97, 98, 1),), True)
     """
     if a.minimal:
         return a
@@ -487,14 +526,21 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
 
     The product of ``a`` with a length counter (saturating at ``max_len``, or at ``min_len``
     when unbounded), explored along ``a``'s own edges; ``max_states`` caps its reachable
-    states."""
+    states.
+
+    Example::
+
+        >>> d = dfa_with_length(dfa_complement(dfa_literals([]), [(97, 97)]), 1, 2)
+        >>> [d.matches("a" * k) for k in range(4)]
+        [False, True, True, False]
+    """
     cap = max_len if max_len is not None else min_len
     a_edges = a.edges
     ids = {(0, 0): 0}
     keys = [(0, 0)]
     edges = []
     i = 0
-    while i < len(keys):  # (_explore's loop, inlined: this one runs up to max_states times)
+    while i < len(keys):  # (dfa_explore's loop, inlined: this one runs up to max_states times)
         if not i & 255:
             deadline.check()
         q, n = keys[i]
@@ -516,7 +562,14 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
 
 
 def dfa_literals(words: Sequence[str]) -> Dfa:
-    """The DFA (a trie) accepting exactly ``words``."""
+    """The DFA (a minimized trie) accepting exactly ``words``.
+
+    Example::
+
+        >>> d = dfa_literals(["ab", "b"])
+        >>> [d.matches(w) for w in ("ab", "b", "a")], d.n_states
+        ([True, True, False], 3)
+    """
     trie, accept = _trie(words)
     edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
     return dfa_minimize(Dfa(edges, accept))

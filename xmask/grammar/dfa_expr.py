@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from .._graph import order_if_acyclic, strongly_connected_components
 from ..errors import GrammarLimitError
-from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_minimize, merge_edges, split_points
+from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_explore, dfa_minimize, split_points
 from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
 from .rule_sink import RuleSink
 
@@ -91,7 +91,15 @@ class _Nfa:
 
 
 def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
-    """Subset construction over code points for an expression without rule references."""
+    """The minimal DFA of ``expr``, an expression without rule references (``ValueError`` for
+    one, and for byte-level classes), by subset construction over code point intervals.
+
+    Example::
+
+        >>> d = dfa_from_expr(Repeat(Bytes(b"ab"), 1, None))
+        >>> [d.matches(w) for w in ("ab", "abab", "aba", "")]
+        [True, True, False, False]
+    """
     nfa = _Nfa()
     start = nfa.new()
     end = nfa.build(expr, start)
@@ -107,31 +115,16 @@ def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
                     stack.append(t)
         return frozenset(seen)
 
-    s0 = closure([start])
-    ids = {s0: 0}
-    keys = [s0]
-    edges = []
-    i = 0
-    while i < len(keys):
-        cur = keys[i]
-        moves = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
-        out = []
-        if moves:
-            for lo, hi in split_points([rs for rs, _ in moves]):
-                targets = [t for rs, t in moves if _in_ranges(lo, rs)]
-                if not targets:
-                    continue
-                nxt = closure(targets)
-                t = ids.get(nxt)
-                if t is None:
-                    if len(keys) >= max_states:
-                        raise GrammarLimitError(f"regular expression DFA exceeds {max_states} states")
-                    t = ids[nxt] = len(keys)
-                    keys.append(nxt)
-                out.append((lo, hi, t))
-        edges.append(merge_edges(out))
-        i += 1
-    return dfa_minimize(Dfa(edges, [end in k for k in keys]))
+    def moves(cur):
+        sym = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
+        if sym:
+            for lo, hi in split_points([rs for rs, _ in sym]):
+                targets = [t for rs, t in sym if _in_ranges(lo, rs)]
+                if targets:
+                    yield lo, hi, closure(targets)
+
+    return dfa_minimize(dfa_explore(closure([start]), moves, lambda k: end in k, max_states,
+                                    "regular expression DFA"))
 
 
 
@@ -152,6 +145,12 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
     :class:`CharClass`).  States on cycles other than self-loops, and states with several
     predecessors whose expansion is large, become rules in ``sink`` (a ``ValueError`` if
     ``sink`` is None and a rule is needed).
+
+    Example::
+
+        >>> from xmask.grammar.code_point_dfa import dfa_literals
+        >>> dfa_to_expr(dfa_literals(["ab", "ac"]), None)
+        Seq(items=(Bytes(data=b'a'), CharClass(ranges=((98, 99),), negated=False, byte_level=False)))
     """
     a = dfa_minimize(a)
     if not a.accept[0] and not a.edges[0]:
