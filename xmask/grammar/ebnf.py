@@ -4,7 +4,7 @@ Syntax accepted::
 
     # comment to end of line
     name ::= expr                 names: [a-zA-Z_][a-zA-Z0-9_-]* (and a.b when defined)
-    name[max_chars=5] ::= expr    rule attributes (max_chars, max_tokens, temperature)
+    name[max_chars=5] ::= expr    rule attributes (max_chars, max_tokens, temperature, capture)
     name ::= expr (= expr)        a lookahead assertion ends a rule body
     expr  := alt ("|" alt)*       empty alternatives allowed ("ws ::= | \" \"")
     alt   := postfixed*
@@ -127,6 +127,7 @@ class _Parser:
         self.dispatches: Dict[str, object] = {}  # generated rule -> TagDispatch spec
         self.lookaheads: Dict[str, Tuple[Expr, int]] = {}
         self.attributes: Dict[str, Dict[str, Tuple[object, int]]] = {}
+        self.captures: Dict[str, str] = {}  # rule -> capture name
 
     # ------------------------------------------------------------------ positions / errors
     def line_col(self, pos: int) -> Tuple[int, int]:
@@ -182,7 +183,8 @@ class _Parser:
             return q
         close = self.text.find("]", q)
         nl = self.text.find("\n", q)
-        if close < 0 or (0 <= nl < close) or "=" not in self.text[q:close]:
+        if close < 0 or (0 <= nl < close) or (
+                "=" not in self.text[q:close] and "capture" not in self.text[q:close]):
             return q
         return close + 1
 
@@ -282,7 +284,7 @@ class _Parser:
             apply_rule_attributes(rules, self.attributes, self.fresh_rule, self.line_col)
         if self.dispatches or self.attributes:
             _drop_unreachable_generated(rules, root, self.defined)
-        return Grammar(rules, root=root)
+        return Grammar(rules, root=root, captures=self.captures)
 
     def bound_free_text(self, rules: Dict[str, Expr]) -> None:
         """``name[max_chars=n] ::= TagDispatch(excludes=...)`` with no trigger (XGrammar's
@@ -332,6 +334,12 @@ class _Parser:
             start = self.pos
             end = self.name_end(start)
             key = self.text[start:end]
+            if key == "capture":  # ``[capture]`` / ``[capture="name"]``: see Grammar.captures
+                self.pos = end
+                self.parse_capture(name, start)
+                if self.comma_or_close("]", "in rule attributes"):
+                    return attrs
+                continue
             if key not in _RULE_ATTRIBUTES:
                 shown = repr(key) if key else repr(self.peek())
                 raise self.error(
@@ -359,6 +367,21 @@ class _Parser:
             self.skip_inline_ws()
             if self.comma_or_close("]", "in rule attributes"):
                 return attrs
+
+    def parse_capture(self, rule: str, start: int) -> None:
+        if rule in self.captures:
+            raise self.error(f"rule attribute 'capture' is given twice on rule '{rule}'", start)
+        self.skip_inline_ws()
+        name = rule
+        if self.peek() == "=":
+            self.pos += 1
+            self.skip_inline_ws()
+            if self.peek() != '"':
+                raise self.error("rule attribute 'capture' needs a quoted name, as "
+                                 'capture="name"')
+            name = self.parse_string_text()
+        self.captures[rule] = name
+        self.skip_inline_ws()
 
     def parse_lookahead(self) -> Expr:
         """``(= expr)`` after a rule body: what must follow the rule (checked, then dropped)."""

@@ -183,15 +183,18 @@ class Grammar:
         root ::= "yes" | "no"
     """
 
-    __slots__ = ("_rules", "_root")
+    __slots__ = ("_rules", "_root", "_captures")
 
-    def __init__(self, rules: Dict[str, Expr], root: str = "root"):
+    def __init__(self, rules: Dict[str, Expr], root: str = "root",
+                 captures: Optional[Dict[str, str]] = None):
         from ..errors import GrammarError
 
         if root not in rules:
             raise GrammarError(f"root rule '{root}' is not defined", rule=root)
         self._rules = dict(rules)
         self._root = root
+        # rule -> capture name (XGrammar's ``rule[capture="name"]``), in rule order
+        self._captures = {r: captures[r] for r in self._rules if r in captures} if captures else {}
         missing = _first_undefined_ref(self._rules)
         if missing is not None:
             raise GrammarError(f"rule '{missing[1]}' is referenced but not defined", rule=missing[0])
@@ -205,6 +208,12 @@ class Grammar:
         return self._root
 
     @property
+    def captures(self) -> Dict[str, str]:
+        """Rule name -> capture name for the rules with a ``capture`` attribute (their
+        completions are what ``GrammarMatcher.get_captures`` reports)."""
+        return dict(self._captures)
+
+    @property
     def root_rule_name(self) -> str:
         return self._root
 
@@ -215,10 +224,11 @@ class Grammar:
         return len(self._rules)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Grammar) and self._root == other._root and self._rules == other._rules
+        return (isinstance(other, Grammar) and self._root == other._root
+                and self._rules == other._rules and self._captures == other._captures)
 
     def __hash__(self) -> int:
-        return hash((self._root, tuple(self._rules.items())))
+        return hash((self._root, tuple(self._rules.items()), tuple(self._captures.items())))
 
     def __str__(self) -> str:
         from .printer import grammar_to_ebnf

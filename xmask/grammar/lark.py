@@ -27,8 +27,9 @@ What is read (XGrammar 0.2.8's Lark support; differences are listed below):
   here; **priorities** ``rule.2`` / ``TERM.2`` are accepted and ignored with a
   ``UserWarning`` (XGrammar rejects them): they choose between parse trees, and a mask only
   depends on the language;
-* rule attributes ``name[capture]`` / ``name[capture="x"]`` (ignored: xmask records no
-  captures) and ``temperature=...`` (ignored with a warning: xmask does not sample);
+* rule attributes ``name[capture]`` / ``name[capture="x"]`` (``Grammar.captures``; the
+  matcher reports their matches: ``GrammarMatcher.get_captures``) and ``temperature=...``
+  (ignored with a warning: xmask does not sample);
   ``[lazy]``, ``[stop=X]`` and ``[suffix=X]`` (``X`` a string, regex or terminal name) make
   the rule match the *shortest* match of its terminal-level body (then ``X``), as XGrammar
   and llguidance do (:mod:`xmask.grammar.shortest_match`; for the masks ``stop`` and
@@ -126,7 +127,9 @@ class _Lowering:
         for name, d in sorted(p.defs.items(), key=lambda item: not item[1].terminal):
             ir_name = self.namer_names[name]
             self.rules[ir_name] = self.lazy(d) if d.lazy else self.lower(d.body, d.terminal)
-        return eliminate_left_recursion(Grammar(self.rules, root="root"))
+        captures = {self.namer_names[name]: d.capture for name, d in p.defs.items()
+                    if d.capture is not None}
+        return eliminate_left_recursion(Grammar(self.rules, root="root", captures=captures))
 
     def lazy(self, d) -> Expr:
         """A ``[lazy]`` / ``[stop=X]`` / ``[suffix=X]`` rule: the shortest match of its body

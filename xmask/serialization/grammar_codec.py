@@ -89,7 +89,10 @@ def grammar_to_body(grammar: Grammar) -> Dict[str, Any]:
         return index_of[id(root)]
 
     rules = [[name, add(expr)] for name, expr in grammar]
-    return {"root": grammar.root, "rules": rules, "nodes": nodes}
+    body = {"root": grammar.root, "rules": rules, "nodes": nodes}
+    if grammar.captures:  # optional: absent in grammars without capture attributes
+        body["captures"] = [[r, name] for r, name in grammar.captures.items()]
+    return body
 
 
 def _int(v, where: str) -> int:
@@ -153,7 +156,16 @@ def grammar_from_body(body: Any, where: str) -> Grammar:
         if entry[0] in rules:
             raise format_error(at, f"rule {entry[0]!r} is defined twice")
         rules[entry[0]] = built[_ref(entry[1], len(built), at)]
+    captures = {}
+    raw = body.get("captures", []) if isinstance(body, dict) else []
+    if not isinstance(raw, list):
+        raise format_error(f"{where}.captures", "expected a list of [rule, capture name]")
+    for i, entry in enumerate(raw):
+        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+                and entry[0] in rules):
+            raise format_error(f"{where}.captures[{i}]", "expected [defined rule, capture name]")
+        captures[entry[0]] = entry[1]
     try:
-        return Grammar(rules, root=root)
+        return Grammar(rules, root=root, captures=captures)
     except GrammarError as exc:
         raise format_error(where, str(exc)) from None
