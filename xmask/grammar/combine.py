@@ -61,7 +61,7 @@ def map_leaves(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
             out = Choice(tuple(walk(x) for x in e.items))
         elif t is Repeat:
             out = Repeat(walk(e.item), e.min, e.max)
-        elif t is RuleRef or t is Bytes or t is CharClass or t is TokenSet:
+        elif t is RuleRef or t is Bytes or t is CharClass or isinstance(e, TokenSet):
             out = fn(e)
         else:
             raise TypeError(f"not a grammar expression: {e!r}")

@@ -532,7 +532,9 @@ cdef class GrammarMatcher:
     def accept_token(self, token_id, *, debug_print=False):
         """Advance by one token.  Returns False (state unchanged) if the grammar rejects it.
 
-        Stop tokens are accepted only where the grammar can end; they terminate the matcher.
+        Stop tokens are accepted where the grammar can end; they terminate the matcher.  Where
+        it cannot end, a special stop token may still be the literal that spells its text
+        (gpt-oss ``<|call|>`` closing a Harmony call); it does not terminate then.
         A token is accepted by its bytes, or whole where the grammar names it (``Token(...)`` /
         ``ExcludeToken(...)``; special tokens only that way), and the two are united when both
         apply.
@@ -562,13 +564,15 @@ cdef class GrammarMatcher:
         if self.terminated:
             return 0
         if self.is_stop[tid]:
-            if self.terminate_without_stop_token or not self._can_end():
+            if not self.terminate_without_stop_token and self._can_end():
+                self._push_token()
+                self.terminated = True
+                if self._cap_units is not None:
+                    self._cap_units.append(None)
+                return 1
+            # elsewhere only whole, where a literal spells its text (a special token: no bytes)
+            if self._can_end() or self.vt.c.id_pos[tid] >= 0:
                 return 0
-            self._push_token()
-            self.terminated = True
-            if self._cap_units is not None:
-                self._cap_units.append(None)
-            return 1
         # its bytes (special / padding tokens have none) and the token edges that name it
         self.st.max_depth = current_max_depth()
         if not accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
@@ -778,7 +782,9 @@ cdef class GrammarMatcher:
                 if self.is_stop[tid]:
                     if can_end:
                         bitset_set(row, tid)
-                    continue
+                        continue
+                    if self.vt.c.id_pos[tid] >= 0:
+                        continue  # a text stop token: never by its bytes
                 if accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
                     bitset_set(row, tid)
                     stack_truncate(&self.st, base)
