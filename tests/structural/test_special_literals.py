@@ -289,3 +289,25 @@ def test_harmony_stop_token_is_not_free_text():
     row = _rows(m, info.vocab_size)
     assert bit(row, 200007) and bit(row, 200002) and not bit(row, 200012)
     assert not bit(row, 199999)
+
+
+def test_ebnf_tag_dispatch_trigger_fired_by_its_special_token():
+    # XGrammar matches a special token's text in TagDispatch triggers; compiled from EBNF text
+    # xmask lets the token fire the trigger after clean free text, as for structural tags
+    info, tk, _ = _tok("gpt-oss-o200k")
+    ebnf = ('root ::= TagDispatch(("<|channel|>", ch), ("<x>", ch))\n'
+            'ch ::= "commentary ok" "<|message|>"')
+    compiled = xmask.GrammarCompiler(info).compile_grammar(ebnf)
+    text = "Some text<|channel|>commentary ok<|message|>more<x>commentary ok<|message|>"
+    ids = tk.encode(text, add_special_tokens=False).ids
+    assert CHANNEL in ids and MESSAGE in ids
+    walk_equals_reference(xmask.GrammarMatcher(compiled), ids + [info.stop_token_ids[0]],
+                          info.vocab_size)
+    assert xmask.GrammarMatcher(compiled).accept_string(text)
+    pending = xmask.GrammarMatcher(compiled)
+    assert pending.accept_string("Some <")
+    assert not bit(_rows(pending, info.vocab_size), CHANNEL)
+    # the same grammar parsed without a tokenizer: characters only
+    m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_grammar(
+        xmask.Grammar.from_ebnf(ebnf)))
+    assert m.accept_string("Some text") and not bit(_rows(m, info.vocab_size), CHANNEL)

@@ -128,6 +128,7 @@ class _Parser:
         self.lookaheads: Dict[str, Tuple[Expr, int]] = {}
         self.attributes: Dict[str, Dict[str, Tuple[object, int]]] = {}
         self.captures: Dict[str, str] = {}  # rule -> capture name
+        self.special_texts: frozenset = frozenset()  # see parse_ebnf
 
     # ------------------------------------------------------------------ positions / errors
     def line_col(self, pos: int) -> Tuple[int, int]:
@@ -274,7 +275,7 @@ class _Parser:
             self.fresh_rule("rule")  # makes self.namer
             for name, spec in self.dispatches.items():
                 try:
-                    lower_dispatch(rules, name, spec, self.namer)
+                    lower_dispatch(rules, name, spec, self.namer, self.special_texts)
                 except GrammarError as e:
                     line, col = self.line_col(spec.pos)
                     raise GrammarError(f"{e.args[0]} (dispatch at line {line}, column {col})", rule=e.rule) from None
@@ -670,8 +671,12 @@ def _show_cp(cp: int) -> str:
     return f"U+{cp:04X}"
 
 
-def parse_ebnf(text: str, root_rule_name: str = "root") -> Grammar:
+def parse_ebnf(text: str, root_rule_name: str = "root", special_texts=frozenset()) -> Grammar:
     """Parse GBNF / XGrammar-dialect EBNF ``text`` into a :class:`Grammar`.
+
+    ``special_texts`` (the compiler passes its tokenizer's special-token texts): a
+    ``TagDispatch`` trigger equal to one of them may also come as one whole literal after
+    clean free text, so the compiler lets that special token fire it (same language).
 
     Raises :class:`GrammarSyntaxError` (with 1-based ``line``/``column``) on malformed text and
     :class:`GrammarError` for an undefined rule reference or a missing root rule.
@@ -685,7 +690,9 @@ def parse_ebnf(text: str, root_rule_name: str = "root") -> Grammar:
     """
     if not isinstance(text, str):
         raise TypeError(f"grammar text must be str, not {type(text).__name__}")
-    return _Parser(text).parse(root_rule_name)
+    parser = _Parser(text)
+    parser.special_texts = frozenset(special_texts)
+    return parser.parse(root_rule_name)
 
 
 def parse_ebnf_with_lookaheads(text: str, root_rule_name: str = "root") -> Tuple[Grammar, Dict[str, Expr]]:
