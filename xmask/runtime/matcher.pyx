@@ -671,8 +671,8 @@ cdef class GrammarMatcher:
         self.n_tokens -= num_tokens
         stack_truncate(&self.st, self.token_depth[self.n_tokens])
         self.terminated = False
-        if self._cap_units is not None:
-            del self._cap_units[self.n_tokens:]
+        if self._cap_units is not None:  # (not by n_tokens: the history may be trimmed)
+            del self._cap_units[len(self._cap_units) - num_tokens:]
         return 0
 
     # ---- masks -------------------------------------------------------------------------
