@@ -139,3 +139,15 @@ def test_same_as_xgrammar(lark, chunks):
         assert sorted(set(m.get_captures(deduplicate=False))) == sorted(
             set(ref.get_captures(deduplicate=False)))
     assert np.array_equal(m.get_captures(deduplicate=False), m.get_captures(deduplicate=False))
+
+
+def test_union_and_concat_keep_captures():
+    a = xmask.Grammar.from_lark('start: n\nn[capture="num"]: /[0-9]+/')
+    b = xmask.Grammar.from_ebnf('root ::= w\nw[capture="word"] ::= [a-z]+')
+    both = xmask.Grammar.concat(a, b)
+    assert sorted(both.captures.values()) == ["num", "word"]
+    m = xmask.GrammarMatcher(xmask.GrammarCompiler(xmask.TokenizerInfo([])).compile_grammar(both),
+                             terminate_without_stop_token=True)
+    assert m.accept_string("12ab")
+    assert m.get_captures() == [("num", b"12"), ("word", b"ab")]
+    assert set(xmask.Grammar.union(a, b).captures.values()) == {"num", "word"}

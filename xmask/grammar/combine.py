@@ -17,7 +17,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
 
@@ -77,10 +77,10 @@ def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
 
 
 def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
-                  hint: str) -> RuleRef:
+                  hint: str, captures: Optional[Dict[str, str]] = None) -> RuleRef:
     """Copy every rule of ``grammar`` into ``rules`` under fresh names (its root becomes
     ``hint`` or ``hint_N``, another rule ``r`` becomes ``<root name>_r``) and return a
-    reference to the copied root."""
+    reference to the copied root.  ``captures``: receives the copied rules' capture names."""
     names: Dict[str, str] = {}
     root = grammar.root
     names[root] = namer.fresh(hint)
@@ -89,4 +89,7 @@ def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
             names[name] = namer.fresh(f"{names[root]}_{name}")
     for name, expr in grammar:
         rules[names[name]] = rename_refs(expr, names)
+    if captures is not None:
+        for name, capture in grammar.captures.items():
+            captures[names[name]] = capture
     return RuleRef(names[root])

@@ -430,12 +430,13 @@ def _combine(kind: str, grammars) -> "Grammar":
         raise GrammarError("Grammar.union() needs at least one grammar (the union of none matches nothing)")
     rules: Dict[str, Expr] = {"root": EPSILON}
     namer = RuleNamer(rules)
-    refs = tuple(embed_grammar(rules, g, namer, "root") for g in grammars)
+    captures: Dict[str, str] = {}
+    refs = tuple(embed_grammar(rules, g, namer, "root", captures) for g in grammars)
     if len(refs) == 1:
         rules["root"] = refs[0]
     elif refs:
         rules["root"] = Choice(refs) if kind == "union" else Seq(refs)
-    return Grammar(rules, root="root")
+    return Grammar(rules, root="root", captures=captures)
 
 
 def iter_nodes(expr: Expr) -> Iterator[Expr]:

@@ -112,6 +112,7 @@ class _Lowering:
             self.namer_names["root"] = self.namer.fresh("root")
             self.rules[self.namer_names["root"]] = EPSILON
         self.ignore: Optional[Expr] = None
+        self.embedded_captures: Dict[str, str] = {}  # of @name grammars, under their new names
         self.ignore_name = self.namer.fresh("lark_ignore") if parser.ignores else None
         if self.ignore_name is not None:
             self.rules[self.ignore_name] = EPSILON
@@ -129,6 +130,7 @@ class _Lowering:
             self.rules[ir_name] = self.lazy(d) if d.lazy else self.lower(d.body, d.terminal)
         captures = {self.namer_names[name]: d.capture for name, d in p.defs.items()
                     if d.capture is not None}
+        captures.update(self.embedded_captures)
         return eliminate_left_recursion(Grammar(self.rules, root="root", captures=captures))
 
     def lazy(self, d) -> Expr:
@@ -176,7 +178,8 @@ class _Lowering:
         if kind == "token":
             return self.with_ignore(node[1])
         if kind == "embed":
-            return self.with_ignore(embed_grammar(self.rules, node[1], self.namer, node[2]))
+            return self.with_ignore(embed_grammar(self.rules, node[1], self.namer, node[2],
+                                                  self.embedded_captures))
         raise AssertionError(kind)
 
     def check_terminal_cycles(self) -> None:
