@@ -151,3 +151,12 @@ def test_union_and_concat_keep_captures():
     assert m.accept_string("12ab")
     assert m.get_captures() == [("num", b"12"), ("word", b"ab")]
     assert set(xmask.Grammar.union(a, b).captures.values()) == {"num", "word"}
+
+
+def test_structural_tag_grammar_content_keeps_captures():
+    stag = {"type": "structural_tag", "format": {
+        "type": "tag", "begin": "<a>", "end": "</a>",
+        "content": {"type": "grammar", "grammar": 'root ::= w\nw[capture="word"] ::= [a-z]+'}}}
+    compiled = xmask.GrammarCompiler(llama()[0]).compile_structural_tag(stag)
+    m = feed(xmask.GrammarMatcher(compiled), "<a>xyz</a>")
+    assert m.get_captures() == [("word", b"xyz")]
