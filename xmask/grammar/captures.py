@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 from typing import List, Optional, Sequence, Tuple, Union
 
+from .._gc_pause import gc_paused
 from .ir import Grammar
 from .recognizer import Recognizer
 
@@ -130,9 +131,12 @@ class CaptureLog:
             n += 1
         if n < len(self.units):
             self._truncate(n)
-        for unit in units[n:]:
-            if not self._step_unit(unit):
-                break
+        # The replay keeps one Earley set per byte alive: with the cyclic collector running, its
+        # full collections re-scan them all, again and again (superlinear); pause it.
+        with gc_paused():
+            for unit in units[n:]:
+                if not self._step_unit(unit):
+                    break
 
     # -------------------------------------------------------------- answers
     def captures(self, units: Sequence[Unit], deduplicate: bool = True) -> List[Tuple[str, bytes]]:
