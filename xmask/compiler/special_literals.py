@@ -31,7 +31,9 @@ Example::
     >>> from xmask.grammar.ir import Grammar
     >>> info = TokenizerInfo(["a", "<x>", "</s>"], stop_token_ids=[2], special_token_ids=[1])
     >>> print(allow_special_literals(Grammar.from_ebnf('root ::= "a<x></s>"'), info))
-    root ::= "a" ("<x>" | Token(1)) "</s>"
+    root ::= "a" ("<x>" | Token(1)) ("</s>" | Token(2))
+
+(``Token(2)`` here is the stop token's :class:`StopLiteralToken`, printed as a token.)
 """
 
 from __future__ import annotations
