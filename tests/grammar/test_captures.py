@@ -160,3 +160,11 @@ def test_structural_tag_grammar_content_keeps_captures():
     compiled = xmask.GrammarCompiler(llama()[0]).compile_structural_tag(stag)
     m = feed(xmask.GrammarMatcher(compiled), "<a>xyz</a>")
     assert m.get_captures() == [("word", b"xyz")]
+
+
+def test_module_doctest():
+    import doctest
+
+    import xmask.grammar.captures
+
+    assert doctest.testmod(xmask.grammar.captures).failed == 0
