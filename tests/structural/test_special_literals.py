@@ -260,8 +260,9 @@ def test_harmony_real_output_with_default_stop_tokens():
     m = xmask.GrammarMatcher(harmony())
     assert all(m.accept_token(t) for t in ids)
     assert m.is_completed() and not m.is_terminated()  # <|call|> was the tag's end literal
-    # masks = reference at every step; a second <|call|> would now end the output (a stop)
-    walk_equals_reference(xmask.GrammarMatcher(harmony()), ids + [200012], info.vocab_size)
+    # masks = reference at every step (one call); a second <|call|> now ends the output
+    one = real_gpt_oss(message("harmony", "enabled", GOOD_CALLS[:1]))
+    walk_equals_reference(xmask.GrammarMatcher(harmony()), one + [200012], info.vocab_size)
 
 
 def test_harmony_final_message_ends_with_return_token():
