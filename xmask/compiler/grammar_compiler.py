@@ -178,10 +178,24 @@ class GrammarCompiler:
         if isinstance(grammar, str):
             text = grammar
             return self._compile(("ebnf", text, root_rule_name),
-                                 lambda: Grammar.from_ebnf(text, root_rule_name=root_rule_name))
+                                 lambda: self._parse_ebnf(text, root_rule_name))
         if isinstance(grammar, ir.Grammar):
             return self._compile(("grammar", grammar), lambda: grammar)
         raise TypeError(f"compile_grammar needs a Grammar or EBNF str, got {type(grammar).__name__}")
+
+    def _parse_ebnf(self, text: str, root_rule_name: str) -> Grammar:
+        # TagDispatch triggers that are special tokens' texts may be fired by those tokens
+        from ..grammar.ebnf import parse_ebnf
+        from .special_literals import special_texts
+
+        texts = set()
+        for t in special_texts(self._info).by_text:
+            try:
+                texts.add(t.decode("utf-8"))
+            except UnicodeDecodeError:
+                pass  # not a text a trigger can spell
+        return Grammar.of(parse_ebnf(text, root_rule_name=root_rule_name,
+                                     special_texts=frozenset(texts)))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Compile a regex (full-match semantics; see ``Grammar.from_regex``)."""

@@ -17,7 +17,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 from ..errors import GrammarError
 from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
@@ -62,7 +62,7 @@ def map_leaves(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
             out = Choice(tuple(walk(x) for x in e.items))
         elif t is Repeat:
             out = Repeat(walk(e.item), e.min, e.max)
-        elif t is RuleRef or t is Bytes or t is CharClass or t is TokenSet:
+        elif t is RuleRef or t is Bytes or t is CharClass or isinstance(e, TokenSet):
             out = fn(e)
         else:
             raise TypeError(f"not a grammar expression: {e!r}")
@@ -78,10 +78,10 @@ def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
 
 
 def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
-                  hint: str) -> RuleRef:
+                  hint: str, captures: Optional[Dict[str, str]] = None) -> RuleRef:
     """Copy every rule of ``grammar`` into ``rules`` under fresh names (its root becomes
     ``hint`` or ``hint_N``, another rule ``r`` becomes ``<root name>_r``) and return a
-    reference to the copied root."""
+    reference to the copied root.  ``captures``: receives the copied rules' capture names."""
     names: Dict[str, str] = {}
     root = grammar.root
     names[root] = namer.fresh(hint)
@@ -90,6 +90,9 @@ def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
             names[name] = namer.fresh(f"{names[root]}_{name}")
     for name, expr in grammar:
         rules[names[name]] = rename_refs(expr, names)
+    if captures is not None:
+        for name, capture in grammar.captures.items():
+            captures[names[name]] = capture
     return RuleRef(names[root])
 
 
@@ -114,9 +117,10 @@ def combine_grammars(kind: str, grammars: Sequence[Grammar]) -> Grammar:
         raise GrammarError("Grammar.union() needs at least one grammar (the union of none matches nothing)")
     rules: Dict[str, Expr] = {"root": EPSILON}
     namer = RuleNamer(rules)
-    refs = tuple(embed_grammar(rules, g, namer, "root") for g in grammars)
+    captures: Dict[str, str] = {}
+    refs = tuple(embed_grammar(rules, g, namer, "root", captures) for g in grammars)
     if len(refs) == 1:
         rules["root"] = refs[0]
     elif refs:
         rules["root"] = Choice(refs) if kind == "union" else Seq(refs)
-    return Grammar(rules, root="root")
+    return Grammar(rules, root="root", captures=captures)

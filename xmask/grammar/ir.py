@@ -85,13 +85,16 @@ class Grammar:
         root ::= "yes" | "no"
     """
 
-    __slots__ = ("_rules", "_root")
+    __slots__ = ("_rules", "_root", "_captures")
 
-    def __init__(self, rules: Dict[str, Expr], root: str = "root"):
+    def __init__(self, rules: Dict[str, Expr], root: str = "root",
+                 captures: Optional[Dict[str, str]] = None):
         if root not in rules:
             raise GrammarError(f"root rule '{root}' is not defined", rule=root)
         self._rules = dict(rules)
         self._root = root
+        # rule -> capture name (XGrammar's ``rule[capture="name"]``), in rule order
+        self._captures = {r: captures[r] for r in self._rules if r in captures} if captures else {}
         missing = _first_undefined_ref(self._rules)
         if missing is not None:
             raise GrammarError(f"rule '{missing[1]}' is referenced but not defined", rule=missing[0])
@@ -105,6 +108,12 @@ class Grammar:
         return self._root
 
     @property
+    def captures(self) -> Dict[str, str]:
+        """Rule name -> capture name for the rules with a ``capture`` attribute (their
+        completions are what ``GrammarMatcher.get_captures`` reports)."""
+        return dict(self._captures)
+
+    @property
     def root_rule_name(self) -> str:
         return self._root
 
@@ -115,10 +124,11 @@ class Grammar:
         return len(self._rules)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Grammar) and self._root == other._root and self._rules == other._rules
+        return (isinstance(other, Grammar) and self._root == other._root
+                and self._rules == other._rules and self._captures == other._captures)
 
     def __hash__(self) -> int:
-        return hash((self._root, tuple(self._rules.items())))
+        return hash((self._root, tuple(self._rules.items()), tuple(self._captures.items())))
 
     def __str__(self) -> str:
         return grammar_to_ebnf(self)
@@ -179,6 +189,7 @@ class Grammar:
         out = object.__new__(cls)
         out._rules = grammar._rules
         out._root = grammar._root
+        out._captures = grammar._captures
         return out
 
 
@@ -226,8 +237,8 @@ def grammar_from_body(body, where: str, cls: type = Grammar) -> Grammar:
         >>> grammar_from_body(grammar_to_body(g), "Grammar") == g
         True
     """
-    rules, root = rules_from_body(body, where)
+    rules, root, captures = rules_from_body(body, where)
     try:
-        return cls(rules, root=root)
+        return cls(rules, root=root, captures=captures)
     except GrammarError as exc:
         raise format_error(where, str(exc)) from None

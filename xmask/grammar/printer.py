@@ -228,4 +228,11 @@ def grammar_to_ebnf(grammar) -> str:
     rules = grammar.rules
     root = grammar.root
     order: List[str] = [root] + [name for name in rules if name != root]
-    return "\n".join(f"{name} ::= {expr_to_ebnf(rules[name])}" for name in order)
+    captures = grammar.captures
+    return "\n".join(f"{name}{_capture_attr(captures.get(name))} ::= {expr_to_ebnf(rules[name])}"
+                     for name in order)
+
+
+def _capture_attr(name) -> str:
+    # XGrammar prints every captured rule as ``rule[capture="name"]``
+    return "" if name is None else f"[capture={_string_literal(name.encode('utf-8'))}]"

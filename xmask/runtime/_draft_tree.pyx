@@ -89,7 +89,7 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
             if not bitset_test(parent_row, t):
                 continue
             stack_truncate(job.st, after[par])
-            if is_stop[t]:
+            if is_stop[t] and stack_has_bottom(job.st, job.st.depth - 1):
                 continue  # accepted: the sequence ends here, nothing to fill
             if not accept_token_id(job.st, job.a, job.v, t):
                 continue

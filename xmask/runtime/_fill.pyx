@@ -231,15 +231,17 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             _check_uncertain(st, j.a, v, row, NULL, 0, j.pos_bits, (v.n_sorted + 31) >> 5)
     stack_truncate(st, base)
 
-    # 3. whole tokens named by the grammar (token edges; they never hold stop tokens)
-    or_token_sets(st, j.a, row, n_words)
-
-    # 4. stop tokens only when the grammar can end here (even if one is also a normal token)
+    # 3. stop tokens: never by their bytes (even if one is also a normal token); where the
+    # grammar can end, always (they end the output); elsewhere only as a token edge: a
+    # literal spelling a special stop token's text (special_literals.StopLiteralToken)
     for k in range(j.n_stop):
-        if can_end:
+        bitset_clear(row, j.stop_ids[k])
+
+    # 4. whole tokens named by the grammar (token edges)
+    or_token_sets(st, j.a, row, n_words)
+    if can_end:
+        for k in range(j.n_stop):
             bitset_set(row, j.stop_ids[k])
-        else:
-            bitset_clear(row, j.stop_ids[k])
     return 0
 
 

@@ -30,6 +30,11 @@ cdef class GrammarMatcher:
     cdef word_t* pos_bits          # [ceil(n_sorted / 32)], kept all-zero between calls
     cdef object _stop_list
     cdef object _default_temperature
+    # Grammars with capture attributes only (else None): what was accepted, one entry per
+    # token (id, accept_string bytes, None for a stop token), and its lazy replay
+    # (xmask.grammar.captures) for get_captures.
+    cdef list _cap_units
+    cdef object _cap_log
 
     cdef int _enter(self) except -1
     cdef void _leave(self) noexcept

@@ -34,6 +34,7 @@ from xmask.runtime._bitmask_view cimport RowsC, rows_fast, row_index_fast
 
 from xmask.errors import InvalidTokenError, BitmaskError, XmaskError
 from xmask.runtime.bitmask_rows import bitmask_rows, row_address
+from xmask.grammar.captures import capture_log_for
 
 cdef intp_t _MAX_JUMP_FORWARD_BYTES = 4096
 cdef word_t _EMPTY_ROW[1]  # the row of a vocabulary of 0 tokens (0 words are written)
@@ -321,6 +322,8 @@ cdef class GrammarMatcher:
         self._stop_list, other._stop_list = other._stop_list, self._stop_list
         self._default_temperature, other._default_temperature = (
             other._default_temperature, self._default_temperature)
+        self._cap_units, other._cap_units = other._cap_units, self._cap_units
+        self._cap_log, other._cap_log = other._cap_log, self._cap_log
         return 0
 
     cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1:
@@ -334,6 +337,8 @@ cdef class GrammarMatcher:
         self.ct = compiled_grammar._mask_cache
         self._stop_list = stops
         self.terminate_without_stop_token = twst
+        self._cap_log = capture_log_for(compiled_grammar)
+        self._cap_units = None if self._cap_log is None else []
         vocab_size = self.vt.c.vocab_size
         n_words = self.vt.c.n_words
         pos_words = (self.vt.c.n_sorted + 31) >> 5
@@ -381,6 +386,8 @@ cdef class GrammarMatcher:
         self.n_tokens = 0
         self.token_depth[0] = self.st.depth
         self.terminated = False
+        if self._cap_units is not None:
+            del self._cap_units[:]
         return 0
 
     def fork(self):
@@ -420,6 +427,8 @@ cdef class GrammarMatcher:
             memcpy(child.token_depth, self.token_depth, (self.n_tokens + 1) * sizeof(intp_t))
             child.n_tokens = self.n_tokens
             child.terminated = self.terminated
+            if self._cap_units is not None:
+                child._cap_units = list(self._cap_units)
             child.ready = True
         finally:
             self._leave()
@@ -523,7 +532,9 @@ cdef class GrammarMatcher:
     def accept_token(self, token_id, *, debug_print=False):
         """Advance by one token.  Returns False (state unchanged) if the grammar rejects it.
 
-        Stop tokens are accepted only where the grammar can end; they terminate the matcher.
+        Stop tokens are accepted where the grammar can end; they terminate the matcher.  Where
+        it cannot end, a special stop token may still be the literal that spells its text
+        (gpt-oss ``<|call|>`` closing a Harmony call); it does not terminate then.
         A token is accepted by its bytes, or whole where the grammar names it (``Token(...)`` /
         ``ExcludeToken(...)``; special tokens only that way), and the two are united when both
         apply.
@@ -553,16 +564,22 @@ cdef class GrammarMatcher:
         if self.terminated:
             return 0
         if self.is_stop[tid]:
-            if self.terminate_without_stop_token or not self._can_end():
+            if not self.terminate_without_stop_token and self._can_end():
+                self._push_token()
+                self.terminated = True
+                if self._cap_units is not None:
+                    self._cap_units.append(None)
+                return 1
+            # elsewhere only whole, where a literal spells its text (a special token: no bytes)
+            if self._can_end() or self.vt.c.id_pos[tid] >= 0:
                 return 0
-            self._push_token()
-            self.terminated = True
-            return 1
         # its bytes (special / padding tokens have none) and the token edges that name it
         self.st.max_depth = current_max_depth()
         if not accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
             return 0
         self._push_token()
+        if self._cap_units is not None:
+            self._cap_units.append(tid)
         return 1
 
     def accept_string(self, input_str, *, debug_print=False):
@@ -588,6 +605,8 @@ cdef class GrammarMatcher:
             return 0
         if len(data) == 0:
             self._push_token()
+            if self._cap_units is not None:
+                self._cap_units.append(b"")
             return 1
         view = data
         self.st.max_depth = current_max_depth()
@@ -598,7 +617,35 @@ cdef class GrammarMatcher:
                 ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
         if ok:
             self._push_token()
+            if self._cap_units is not None:
+                self._cap_units.append(bytes(data))
         return ok
+
+    def get_captures(self, *, deduplicate=True):
+        """The matches of the grammar's captured rules (Lark ``rule[capture]`` /
+        ``rule[capture="name"]``, EBNF ``rule[capture="name"] ::= ...``) so far, as
+        ``(capture name, matched bytes)`` pairs ordered by where they completed, as XGrammar:
+        every parse hypothesis records its completions; ``deduplicate`` keeps only the last
+        (longest) completion of each occurrence (a rule starting at one position).  Rollback
+        and reset undo them; filling masks records nothing.  Empty for a grammar without
+        captures.  See ``xmask.grammar.captures`` for the exact rules.
+
+        Example::
+
+            >>> import xmask
+            >>> info = xmask.TokenizerInfo([])
+            >>> g = xmask.Grammar.from_lark('start: "a" num "b"\nnum[capture]: /[0-9]+/')
+            >>> m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_grammar(g))
+            >>> m.accept_string("a123b"), m.get_captures()
+            (True, [('num', b'123')])
+        """
+        self._enter()
+        try:
+            if self._cap_log is None:
+                return []
+            return self._cap_log.captures(self._cap_units, bool(deduplicate))
+        finally:
+            self._leave()
 
     def rollback(self, num_tokens=1):
         """Undo the last ``num_tokens`` accepted tokens (a stop token counts as one).  O(1).
@@ -624,6 +671,8 @@ cdef class GrammarMatcher:
         self.n_tokens -= num_tokens
         stack_truncate(&self.st, self.token_depth[self.n_tokens])
         self.terminated = False
+        if self._cap_units is not None:  # (not by n_tokens: the history may be trimmed)
+            del self._cap_units[len(self._cap_units) - num_tokens:]
         return 0
 
     # ---- masks -------------------------------------------------------------------------
@@ -733,7 +782,9 @@ cdef class GrammarMatcher:
                 if self.is_stop[tid]:
                     if can_end:
                         bitset_set(row, tid)
-                    continue
+                        continue
+                    if self.vt.c.id_pos[tid] >= 0:
+                        continue  # a text stop token: never by its bytes
                 if accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
                     bitset_set(row, tid)
                     stack_truncate(&self.st, base)

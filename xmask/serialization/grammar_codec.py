@@ -18,7 +18,7 @@ Example::
 
     >>> from xmask.grammar.ebnf import parse_ebnf
     >>> g = parse_ebnf('root ::= "a" [0-9]* | item\\nitem ::= "b"')
-    >>> rules_from_body(grammar_to_body(g), "Grammar") == (g.rules, g.root)
+    >>> rules_from_body(grammar_to_body(g), "Grammar") == (g.rules, g.root, {})
     True
 
 Grammars are rebuilt from the rule table by :func:`xmask.grammar.ir.grammar_from_body` (this
@@ -93,7 +93,10 @@ def grammar_to_body(grammar) -> Dict[str, Any]:
         return index_of[id(root)]
 
     rules = [[name, add(expr)] for name, expr in grammar]
-    return {"root": grammar.root, "rules": rules, "nodes": nodes}
+    body = {"root": grammar.root, "rules": rules, "nodes": nodes}
+    if grammar.captures:  # optional: absent in grammars without capture attributes
+        body["captures"] = [[r, name] for r, name in grammar.captures.items()]
+    return body
 
 
 def _int(v, where: str) -> int:
@@ -141,8 +144,8 @@ def _decode_node(node, built: list, where: str):
     raise format_error(where, f"malformed node {str(node)[:80]}")
 
 
-def rules_from_body(body: Any, where: str) -> Tuple[Dict[str, Expr], str]:
-    """The rules and root name of :func:`grammar_to_body` output; every malformed piece raises
+def rules_from_body(body: Any, where: str) -> Tuple[Dict[str, Expr], str, Dict[str, str]]:
+    """The rules, root name and captures (rule -> capture name) of :func:`grammar_to_body` output; every malformed piece raises
     ``DeserializeFormatError`` naming its place (``where`` is the body's own path).  Whether
     every referenced rule exists is the ``Grammar`` constructor's check."""
     root = get_str(body, "root", where)
@@ -158,4 +161,13 @@ def rules_from_body(body: Any, where: str) -> Tuple[Dict[str, Expr], str]:
         if entry[0] in rules:
             raise format_error(at, f"rule {entry[0]!r} is defined twice")
         rules[entry[0]] = built[_ref(entry[1], len(built), at)]
-    return rules, root
+    captures = {}
+    raw = body.get("captures", []) if isinstance(body, dict) else []
+    if not isinstance(raw, list):
+        raise format_error(f"{where}.captures", "expected a list of [rule, capture name]")
+    for i, entry in enumerate(raw):
+        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+                and entry[0] in rules):
+            raise format_error(f"{where}.captures[{i}]", "expected [defined rule, capture name]")
+        captures[entry[0]] = entry[1]
+    return rules, root, captures

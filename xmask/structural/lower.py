@@ -97,6 +97,7 @@ class _Lowerer:
         self.rules: Dict[str, Expr] = {"root": EPSILON}
         self.names = RuleNamer(self.rules)
         self.info = tokenizer_info
+        self.captures: Dict[str, str] = {}  # of embedded EBNF grammars (capture attributes)
 
     # ---------------------------------------------------------------- helpers
 
@@ -110,7 +111,7 @@ class _Lowerer:
             g = make()
         except XmaskError as e:
             raise _wrap(e, path) from e
-        return embed_grammar(self.rules, g, self.names, hint)
+        return embed_grammar(self.rules, g, self.names, hint, self.captures)
 
     def token_id(self, tok, path: str) -> int:
         if self.info is None:
@@ -309,4 +310,4 @@ def structural_tag_to_grammar(structural_tag, tokenizer_info=None) -> Grammar:
         S.parse_structural_tag(structural_tag)
     low = _Lowerer(tokenizer_info)
     low.rules["root"] = low.lower(st.format, ())
-    return Grammar(low.rules, "root")
+    return Grammar(low.rules, "root", captures=low.captures)
