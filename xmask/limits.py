@@ -86,9 +86,9 @@ class RuntimeLimits:
     * ``max_stack_tops``: parse-stack tops in the parser state after one byte (the state is a
       set of stack tops; ambiguous grammars grow it, up to 2^n after n bytes without the
       graph-structured stack);
-    * ``max_work_per_call``: work units of one call, a unit being one stack top read or
-      written or one stack node created by a byte step (a JSON fill on Llama-3 takes tens to
-      a few thousand units, an exact fill near the recursion bound ~1M);
+    * ``max_work_per_call``: work units of one call: each byte step costs 1 plus the stack
+      tops it writes plus the stack nodes it creates (a JSON fill on Llama-3 takes tens to a
+      few thousand units, an exact fill near the recursion bound ~1M);
     * ``max_stack_depth``: frames of any stack top (None: no cap here; the process-wide
       ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead).
 

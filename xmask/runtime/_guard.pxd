@@ -23,12 +23,15 @@ ctypedef struct GuardC:
 
 cdef inline bint _guard_check(GuardC* g, const StackC* st, intp_t added) noexcept nogil:
     # After a step that appended a set of `added` tops: record a crossed cap (True if any).
+    # The common case (no cap near, no depth cap) is one branch.
     cdef intp_t i
+    if added <= g.max_tops and g.work <= g.max_work and g.max_depth == 0:
+        return False
     if added > g.max_tops:
         g.crossed = XM_LIMIT_TOPS
     elif g.work > g.max_work:
         g.crossed = XM_LIMIT_WORK
-    elif g.max_depth > 0:
+    else:
         for i in range(st.n_tops - added, st.n_tops):
             if st.node_depth[st.tops[i]] > g.max_depth:
                 g.crossed = XM_LIMIT_DEPTH
@@ -40,15 +43,14 @@ cdef inline intp_t guarded_step(StackC* st, const AutomatonC* a, uint8_t byte,
                                 GuardC* g) except -1 nogil:
     # stack_step under the guard g (NULL: unguarded).  0 if the byte is rejected or a cap is
     # crossed (then nothing is appended and g.crossed says which cap).
-    cdef intp_t nodes, read, r
+    cdef intp_t nodes, r
     if g == NULL:
         return stack_step(st, a, byte)
-    if g.crossed or st.depth == 0:
+    if g.crossed:
         return 0
     nodes = st.n_nodes
-    read = st.set_start[st.depth] - st.set_start[st.depth - 1]
     r = stack_step(st, a, byte)
-    g.work += read + r + (st.n_nodes - nodes)
+    g.work += 1 + r + (st.n_nodes - nodes)
     if r > 0 and _guard_check(g, st, r):
         stack_truncate(st, st.depth - 1)
         return 0
