@@ -113,7 +113,7 @@ class RuntimeLimits:
         >>> import xmask
         >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
         >>> cg = xmask.GrammarCompiler(info).compile_grammar(
-        ...     'root ::= y "b" | z "c" | "d"\ny ::= "a" root\nz ::= "a" root')
+        ...     'root ::= y "b" | z "c" | "d"\\ny ::= "a" root\\nz ::= "a" root')
         >>> m = xmask.GrammarMatcher(cg, limits=xmask.RuntimeLimits(max_stack_tops=16))
         >>> m.accept_string("aaaaaaaaaa")
         False
