@@ -715,7 +715,7 @@ def format_expr(name: str) -> Optional[Expr]:
 
     Example::
 
-        >>> from xmask.grammar.number_range import dfa_from_expr
+        >>> from xmask.grammar.dfa_expr import dfa_from_expr
         >>> d = dfa_from_expr(format_expr("date"))
         >>> d.matches("2024-02-29"), d.matches("2023-02-29"), d.matches("2023-04-31")
         (True, False, False)
