@@ -85,10 +85,14 @@ class RuntimeLimits:
 
     * ``max_stack_tops``: parse-stack tops in the parser state after one byte (the state is a
       set of stack tops; ambiguous grammars grow it, up to 2^n after n bytes without the
-      graph-structured stack);
-    * ``max_work_per_call``: work units of one call: each byte step costs 1 plus the stack
-      tops it writes plus the stack nodes it creates (a JSON fill on Llama-3 takes tens to a
-      few thousand units, an exact fill near the recursion bound ~1M);
+      graph-structured stack; JSON and MaskBench schemas need a few to a few hundred);
+    * ``max_work_per_call``: work units of one call (``accept_string``: of each 4 KiB of its
+      input): each byte step costs 1 plus the stack tops it writes plus the stack nodes it
+      creates, each token a fill checks costs 1.  A JSON fill on Llama-3 takes 30 to a few
+      thousand units, an exact fill near the recursion bound (every token checked) ~140,000,
+      a 4 KiB JSON string ~16,000.  A unit takes ~10-100 ns, up to ~1 us once a matcher's
+      stack arena holds millions of nodes (cache misses), so the default bounds a call to
+      well under a second;
     * ``max_stack_depth``: frames of any stack top (None: no cap here; the process-wide
       ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead).
 
@@ -123,8 +127,8 @@ class RuntimeLimits:
         True
     """
 
-    max_stack_tops: int = 100_000
-    max_work_per_call: int = 50_000_000
+    max_stack_tops: int = 10_000
+    max_work_per_call: int = 1_000_000
     max_stack_depth: Optional[int] = None
 
     def __post_init__(self):

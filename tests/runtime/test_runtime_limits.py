@@ -80,6 +80,10 @@ def test_work_cap_on_accept(tok):
     assert m.num_accepted_tokens == 1
     m.rollback(1)
     assert m.limit_error is None and m.accept_string('"ok"') and m.is_completed()
+    # accept_string's budget is per 4 KiB of input: a long string passes a cap that one
+    # call over all of it would cross
+    m = xmask.GrammarMatcher(tok.json, limits=xmask.RuntimeLimits(max_work_per_call=20_000))
+    assert m.accept_string('"' + "x" * 100_000 + '"') and m.limit_error is None
 
 
 def test_work_cap_on_fill_near_the_recursion_bound(tok):

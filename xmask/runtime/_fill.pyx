@@ -160,6 +160,8 @@ cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
     cdef intp_t base = st.depth
     cdef intp_t i
     for i in range(n):
+        if g != NULL and (i & 4095) == 4095:
+            g.work = 0  # long input: the work limit applies per 4 KiB (see RuntimeLimits)
         if guarded_step(st, a, data[i], g) == 0:
             stack_truncate(st, base)
             return 0
@@ -362,6 +364,8 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
             pos = ((w - 1) << 5) + __builtin_ctz(bits)
             bits &= bits - 1
         tid = v.sorted_ids[pos]
+        if g != NULL:
+            g.work += 1  # one token checked (an exact fill visits the whole vocabulary)
         if bitset_test(row, tid):
             continue
         off = v.tok_offsets[pos]
