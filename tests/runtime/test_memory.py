@@ -149,3 +149,39 @@ def test_per_thread_fill_buffers_across_vocabularies(llama3, gpt2, threads):
     for w in workers:
         w.join()
     assert not errors, errors[0]
+
+
+def test_compile_cache_counts_held_memory_and_its_growth(llama3):
+    from xmask.compiler.held_bytes import held_bytes, static_bytes
+
+    compiler = xmask.GrammarCompiler(llama3.info)
+    assert compiler.cache_limit_bytes == 1 << 30  # bounded by default (XGrammar: -1)
+    cg = compiler.compile_builtin_json_grammar()
+    before = compiler.get_cache_size_bytes()
+    # more than the runtime tables: the grammar and the automaton's Python data too
+    assert before == held_bytes(cg) > cg.memory_size_bytes
+    assert static_bytes(cg) == static_bytes(cg)  # deterministic
+    m = xmask.GrammarMatcher(cg)
+    for t in llama3.encode(DOCS[0]):
+        fast_row(m, llama3.n_words)  # fills classify states: the mask cache grows
+        assert m.accept_token(t)
+    grown = compiler.get_cache_size_bytes()
+    assert grown > before and grown - before == held_bytes(cg) - before
+    assert compiler.cache_info()["memory_bytes"] == grown
+    # the limit sees the grown size: a + b fit before a's fills, not after; a (least recently
+    # used) is evicted when b is compiled
+    b_size = held_bytes(xmask.GrammarCompiler(llama3.info).compile_regex("[a-z]+"))
+    assert before + b_size < grown + b_size - 1
+    small = xmask.GrammarCompiler(llama3.info, cache_limit_bytes=grown + b_size - 1)
+    a = small.compile_builtin_json_grammar()
+    m = xmask.GrammarMatcher(a)
+    for t in llama3.encode(DOCS[0]):
+        fast_row(m, llama3.n_words)
+        assert m.accept_token(t)
+    assert small.get_cache_size_bytes() == grown
+    b = small.compile_regex("[a-z]+")
+    assert small.get_cache_size_bytes() == b_size
+    assert small.compile_regex("[a-z]+") is b
+    assert small.compile_builtin_json_grammar() is not a
+    with pytest.raises(ValueError, match="cache_limit_bytes"):
+        xmask.GrammarCompiler(llama3.info, cache_limit_bytes=-5)
