@@ -34,6 +34,7 @@ from .errors import (
     InvalidStructuralTagError,
     InvalidTokenError,
     RegexSyntaxError,
+    RuntimeLimitError,
     SchemaKeywordWarning,
     TokenizerError,
     UnsupportedSchemaError,
@@ -41,7 +42,7 @@ from .errors import (
 )
 from . import testing
 from .grammar_api import Grammar
-from .limits import CompileLimits
+from .limits import CompileLimits, RuntimeLimits
 from .runtime.batch import BatchGrammarMatcher
 from .runtime.matcher import (
     GrammarMatcher,
@@ -71,6 +72,8 @@ __all__ = [
     "InvalidStructuralTagError",
     "InvalidTokenError",
     "RegexSyntaxError",
+    "RuntimeLimitError",
+    "RuntimeLimits",
     "SchemaKeywordWarning",
     "StructuralTag",
     "StructuralTagItem",
