@@ -47,6 +47,7 @@ class Arrays:
         self.literals = literals
 
     def gen_array(self, m: Merged, depth: int, hint: str) -> Optional[Expr]:
+        """The arrays of ``m`` (items per position, counts, ``contains``, ``uniqueItems``); None: none."""
         L = self.ctx.layout
         plen = max((len(u[0]) for u in m.arr_units if u[0] is not None), default=0)
         has_prefix = any(u[0] is not None for u in m.arr_units)
@@ -199,6 +200,7 @@ class Arrays:
         return make_seq([Bytes(b"["), make_choice(alts), Bytes(b"]")]) if alts else None
 
     def gen_array_contains(self, m, contains, plen, rest_atoms, lo, hi, depth, hint) -> Optional[Expr]:
+        """Arrays with ``contains`` counts: one rule per (items written, matches) state."""
         L = self.ctx.layout
         if len(contains) > 1 or plen > 0:
             self.ctx.unsupported("contains with prefixItems or several contains is not supported", contains[0][3])

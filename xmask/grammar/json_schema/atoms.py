@@ -111,19 +111,23 @@ class AtomTable:
         return out
 
     def synth(self, key, obj) -> int:
+        """The node of the synthetic schema ``obj`` (one per ``key``), reported at :attr:`origin`."""
         n = self.synth_memo.get(key)
         if n is None:
             n = self.synth_memo[key] = self.doc.synth(obj, self.origin)
         return n
 
     def synth_atoms(self, key, obj) -> FrozenSet:
+        """The atoms of the synthetic schema ``obj`` (see :meth:`synth`)."""
         return self.flatten(self.synth(key, obj))
 
     def disjunction_atom(self, alternatives: List[FrozenSet]) -> tuple:
+        """A synthetic ``("alt", i)`` atom: any one of ``alternatives`` holds."""
         self.synth_alts.append(alternatives)
         return ("alt", len(self.synth_alts) - 1)
 
     def disj_atoms(self, alternatives: Optional[List[FrozenSet]]) -> FrozenSet:
+        """Atoms for a disjunction of ``alternatives`` (None: no constraint; one: itself)."""
         if alternatives is None:
             return frozenset()
         if len(alternatives) == 1:
@@ -131,6 +135,7 @@ class AtomTable:
         return frozenset((self.disjunction_atom(alternatives),))
 
     def some_nid(self, atoms) -> int:
+        """A node of ``atoms`` to name in error messages (0, the root of ``true``, if none)."""
         for a in sorted(atoms, key=repr):
             if len(a) > 1 and isinstance(a[1], int) and a[0] != "alt":
                 return a[1]

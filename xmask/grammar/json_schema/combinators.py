@@ -43,6 +43,7 @@ class Combinators:
         self.disjointness = disjointness
 
     def alternatives(self, d: tuple, rest: FrozenSet) -> List[FrozenSet]:
+        """The atom sets, each ``rest`` plus one alternative of the disjunctive atom ``d``."""
         kind = d[0]
         if kind == "alt":
             return [rest | a for a in self.atoms.synth_alts[d[1]]]
@@ -99,6 +100,7 @@ class Combinators:
         raise AssertionError(kind)
 
     def one_of(self, n: int, rest: FrozenSet) -> List[Tuple[int, FrozenSet]]:
+        """(branch index, atoms) of the ``oneOf`` of node ``n``, each branch made exclusive."""
         obj, base, p = self.doc.nodes[n]
         subs = [self.doc.nid(s, base, f"{p}/oneOf/{i}") for i, s in enumerate(obj["oneOf"])]
         branches = [rest | self.atoms.flatten(s) for s in subs]

@@ -62,9 +62,11 @@ class Context:
             self.report.append(item)
 
     def ptr(self, nid: int) -> str:
+        """The JSON pointer of node ``nid``."""
         return self.doc.nodes[nid][2]
 
     def node(self, nid: int):
+        """The schema object (or boolean) of node ``nid``."""
         return self.doc.nodes[nid][0]
 
     def where(self, m) -> str:

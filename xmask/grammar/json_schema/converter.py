@@ -45,8 +45,7 @@ class Converter:
     given the others it uses (no concern reaches another through this object)."""
 
     def __init__(self, schema, layout: Layout, *, strict_mode: bool = True, lenient: bool = False,
-                 any_order: bool = False,
-                 limits: CompileLimits = DEFAULT_LIMITS, excludes: Sequence[str] = ()):
+                 any_order: bool = False, limits: CompileLimits = DEFAULT_LIMITS, excludes: Sequence[str] = ()):
         self.ctx = ctx = Context(schema, layout, strict_mode=strict_mode, lenient=lenient, any_order=any_order,
                                  limits=limits, excludes=excludes)
         self.doc = ctx.doc
@@ -66,6 +65,7 @@ class Converter:
         self.alt_budget = 0  # alternatives distributed so far (GrammarLimitError past the limit)
 
     def run(self) -> Grammar:
+        """The grammar of the whole schema (its root rule is ``root``)."""
         root_atoms = self.atoms.flatten(self.doc.nid(self.doc.root))
         self.ctx.memo[(root_atoms, 0)] = "root"
         self.ctx.sink.fresh("root")
@@ -84,6 +84,8 @@ class Converter:
         return {k: (v if v is not None else NEVER) for k, v in self.ctx.rules.items()}
 
     def value_expr(self, atoms: FrozenSet, depth: int, hint: str, stack: tuple) -> Optional[Expr]:
+        """The expression of the values satisfying ``atoms``, disjunctions distributed
+        (``stack``: the atom sets being expanded, to detect non-descending cycles)."""
         deadline.check()
         if FALSE in atoms:
             return None
@@ -134,6 +136,7 @@ class Converter:
         return make_choice(out) if out else None
 
     def gen(self, m: Merged, atoms: FrozenSet, depth: int, hint: str) -> Optional[Expr]:
+        """The values of a disjunction-free atom set, one alternative per kind it admits."""
         if m.enum is not None:
             return self.literals.gen_enum(m, depth, hint)
         if m.extra_keys and OBJ in m.kinds:

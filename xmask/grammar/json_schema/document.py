@@ -47,6 +47,7 @@ def load_schema(schema):
 
 
 def detect_draft(root) -> int:
+    """The draft of a root schema from ``$schema`` (4, 6, 7, 2019, 2020; default 2020)."""
     if isinstance(root, dict):
         s = root.get("$schema")
         if isinstance(s, str):
@@ -90,6 +91,7 @@ class Document:
         self.resources.setdefault("", root)
 
     def nid(self, obj, base: Optional[str] = None, ptr: str = "#") -> int:
+        """The node id of ``obj`` (indexed now if new, under ``base`` and ``ptr``)."""
         if obj is True:
             return self.TRUE_NID
         if obj is False:

@@ -60,6 +60,8 @@ class Keys:
         self.validator = validator
 
     def prop_atoms(self, m: Merged, name: str) -> FrozenSet:
+        """The value atoms of property ``name`` in ``m`` (``properties``, matching
+        ``patternProperties``, else ``additionalProperties``, per object unit)."""
         acc: set = set()
         declared_anywhere = False
         for props, pats, addl, _ in m.obj_units:
@@ -83,9 +85,11 @@ class Keys:
         return frozenset(acc)
 
     def strict_objects(self, m: Merged) -> bool:
+        """Whether some object unit of ``m`` declares properties or patterns (strict mode closes it)."""
         return any(props or pats for props, pats, _, _ in m.obj_units)
 
     def pattern_matches_any(self, unit, name: str) -> bool:
+        """Whether ``name`` matches a ``patternProperties`` pattern of ``unit``."""
         for pat, _, ppath in unit[1]:
             d = self.strings.pattern_dfa_or_none(pat, ppath)
             if d is not None and d.matches(name):
@@ -93,6 +97,7 @@ class Keys:
         return False
 
     def name_allowed(self, m: Merged, name: str) -> bool:
+        """Whether ``propertyNames`` allows ``name`` (undecidable names are reported and allowed)."""
         for pn in m.prop_names:
             try:
                 if not self.validator.validate(name, pn):

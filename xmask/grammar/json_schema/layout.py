@@ -51,6 +51,7 @@ class Layout:
         return Bytes(("\n" + self.indent_unit * depth).encode())
 
     def open(self, depth: int) -> Expr:
+        """After ``{``/``[`` of a value at ``depth``."""
         if self.any_ws:
             return self.ws
         if self.indent_unit is not None:
@@ -58,6 +59,7 @@ class Layout:
         return EPSILON
 
     def close(self, depth: int) -> Expr:
+        """Before ``}``/``]`` of a value at ``depth``."""
         if self.any_ws:
             return self.ws
         if self.indent_unit is not None:
@@ -65,6 +67,7 @@ class Layout:
         return EPSILON
 
     def sep(self, depth: int) -> Expr:
+        """Between the members or items of a value at ``depth``."""
         if self.any_ws:
             return self._any_sep
         if self.indent_unit is not None:
@@ -72,7 +75,9 @@ class Layout:
         return Bytes(self.item_sep.encode())
 
     def key_sep(self) -> Expr:
+        """Between a key and its value."""
         return self._key_sep
 
     def empty(self) -> Expr:
+        """Inside ``{}``/``[]``."""
         return self.ws if self.any_ws else EPSILON

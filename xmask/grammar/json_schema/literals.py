@@ -62,6 +62,7 @@ class Literals:
         return lambda depth: make_choice([self.literal(v, depth) for v in values]) if values else None
 
     def gen_enum(self, m: Merged, depth: int, hint: str) -> Optional[Expr]:
+        """The ``enum``/``const`` values of ``m`` that satisfy its other keywords."""
         out = []
         seen = set()
         for v in m.enum:
@@ -77,6 +78,7 @@ class Literals:
         return make_choice(out)
 
     def literal(self, v, depth: int) -> Expr:
+        """The JSON text of value ``v`` at ``depth`` (numbers in all their accepted spellings)."""
         L = self.ctx.layout
         if v is None:
             return Bytes(b"null")

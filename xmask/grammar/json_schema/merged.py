@@ -69,10 +69,12 @@ class Merged:
         self.uneval_approx = False
 
     def tighten_lo(self, v: Fraction, excl: bool) -> None:
+        """Raise the lower bound to ``v`` (exclusive when ``excl``) if that is tighter."""
         if self.lo is None or v > self.lo or (v == self.lo and excl):
             self.lo, self.lo_x = v, excl
 
     def tighten_hi(self, v: Fraction, excl: bool) -> None:
+        """Lower the upper bound to ``v`` (exclusive when ``excl``) if that is tighter."""
         if self.hi is None or v < self.hi or (v == self.hi and excl):
             self.hi, self.hi_x = v, excl
 
@@ -92,6 +94,7 @@ def as_count(v, path: str, m: Optional[Merged] = None, what: str = "") -> int:
 
 
 def without_contains(m: Merged) -> Merged:
+    """A copy of ``m`` without its ``contains`` constraints."""
     c = Merged()
     for s in Merged.__slots__:
         setattr(c, s, getattr(m, s))

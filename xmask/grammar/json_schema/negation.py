@@ -91,6 +91,7 @@ class Negation:
         return out
 
     def kinds_atoms(self, kinds) -> FrozenSet:
+        """The atoms of a synthetic schema admitting exactly the value ``kinds``."""
         ks = tuple(sorted(kinds))
         return self.atoms.synth_atoms(("kinds", ks), {"\x00kinds": list(ks)})
 

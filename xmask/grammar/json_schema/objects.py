@@ -41,6 +41,7 @@ class Objects:
         self.literals = literals
 
     def gen_object(self, m: Merged, depth: int, hint: str) -> Optional[Expr]:
+        """The objects of ``m``: declared members, then additional ones; None: none."""
         L = self.ctx.layout
         d1 = depth + 1
         # a name sits where ``properties`` first declares it, else where it is first mentioned:
@@ -206,6 +207,7 @@ class Objects:
         return f_ref
 
     def members_any_order(self, members, addl, m: Merged, depth: int, hint: str) -> Optional[Expr]:
+        """Members in any order: one rule per (members written, count) state."""
         L = self.ctx.layout
         sep = L.sep(depth)
         n = len(members)

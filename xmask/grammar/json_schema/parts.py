@@ -105,6 +105,7 @@ class SchemaParts:
         return self._c.ctx.sink.fresh(hint)
 
     def define(self, name: str, expr: Expr) -> None:
+        """Set the expression of rule ``name`` (reserved with :meth:`fresh`)."""
         self._c.ctx.rules[name] = expr
 
     def branches(self, part: FrozenSet) -> List[FrozenSet]:

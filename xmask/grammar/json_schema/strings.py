@@ -51,6 +51,7 @@ class Strings:
         self.dfa_memo: Dict[Any, Optional[Dfa]] = {}
 
     def gen_string(self, m: Merged, hint: str) -> Optional[Expr]:
+        """The strings of ``m``, one shared rule per string constraint; None: none."""
         key = self.string_key(m)
         if key is None:
             return None
@@ -110,6 +111,7 @@ class Strings:
         return e
 
     def pattern_dfa(self, pattern: str) -> Optional[Dfa]:
+        """The DFA of the unanchored ``pattern`` (which must parse), memoized."""
         key = ("re", pattern)
         if key not in self.dfa_memo:
             e = self.regex_memo.get(pattern)
@@ -119,6 +121,7 @@ class Strings:
         return self.dfa_memo[key]
 
     def pattern_dfa_or_none(self, pat: str, path: str) -> Optional[Dfa]:
+        """The DFA of ``pat``, or None (reported) when it is unsupported or too large."""
         if self.regex(pat, path) is None:
             return None
         try:
@@ -136,6 +139,7 @@ class Strings:
         return self.dfa_memo[key]
 
     def string_format_ok(self, f: str, path: str) -> bool:
+        """Whether ``f`` is a known format (an unknown one is reported)."""
         if format_expr(f) is None:
             self.ctx.unsupported(f"unknown format {f!r}", path)
             return False
@@ -179,6 +183,7 @@ class Strings:
         return d
 
     def build_string(self, key, m: Merged) -> Optional[Expr]:
+        """The grammar of the strings of ``key`` (see :meth:`string_key`)."""
         _, lo, hi, pats, fmts, not_pats, not_fmts, not_strings = key
         q = Bytes(b'"')
         if self.ctx.excludes and not (pats or fmts):
@@ -221,9 +226,11 @@ class Strings:
         return None if body is None else make_seq([q, body, q])
 
     def emit_string_dfa(self, d: Dfa, hint: str) -> Optional[Expr]:
+        """A string body over decoded code points ``d``, emitted as JSON text."""
         return dfa_to_expr(d, self.ctx.sink, hint, label=lambda rs: encode_char_class_as_json(CharClass(tuple(rs))))
 
     def proof_dfa(self, m: Merged) -> Optional[Dfa]:
+        """A superset automaton of the strings of ``m`` for disjointness proofs (None: unknown)."""
         d = None
         for p, path in m.patterns:
             if self.regex_memo.get(p, 0) is None:
@@ -279,6 +286,7 @@ _ANY_STRING: Optional[Dfa] = None
 
 
 def any_string_dfa() -> Dfa:
+    """The automaton of every string (built once)."""
     global _ANY_STRING
     if _ANY_STRING is None:
         _ANY_STRING = dfa_from_expr(Repeat(CharClass((), negated=True), 0, None))

@@ -21,11 +21,13 @@ __all__ = ["is_num", "kind_of", "json_eq", "canon", "dedupe", "frac_lcm", "code_
 
 
 def is_num(v) -> bool:
+    """Whether ``v`` is a JSON number (booleans are not)."""
     return isinstance(v, (int, float, Fraction)) and not isinstance(v, bool)
 
 
 
 def kind_of(v) -> str:
+    """The kind of JSON value ``v`` (an integral float is an integer)."""
     if v is None:
         return NULL
     if isinstance(v, bool):
@@ -76,6 +78,7 @@ def canon(v):
 
 
 def dedupe(values) -> list:
+    """``values`` without repeats (same ``json.dumps`` text), in order."""
     out, seen = [], set()
     for v in values:
         sig = json.dumps(v, sort_keys=True)
@@ -86,12 +89,14 @@ def dedupe(values) -> list:
 
 
 def frac_lcm(a: Fraction, b: Fraction) -> Fraction:
+    """The least common multiple of two positive fractions."""
     num = a.numerator * b.numerator // math.gcd(a.numerator, b.numerator)
     den = math.gcd(a.denominator, b.denominator)
     return Fraction(num, den)
 
 
 def code_points(s: str) -> int:
+    """The length of ``s`` in code points (what ``minLength``/``maxLength`` count)."""
     return len(s)
 
 
