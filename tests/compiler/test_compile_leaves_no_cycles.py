@@ -60,3 +60,28 @@ def test_compile_leaves_no_cyclic_garbage(compiler, kind):
         gc.set_debug(0)
         gc.garbage.clear()
     assert garbage == []
+
+
+def test_objects_a_compile_keeps_skip_the_young_collections(compiler):
+    """When the compile's GC pause ends, what it keeps (the compiled grammar's IR tree) is in
+    the oldest generation: no young collection has to scan it (xmask/_gc_pause.py)."""
+    _compile_and_fill(compiler, "json_schema")
+    gc.collect()
+    compiled = JOBS["json_schema"](compiler)
+    young = {id(o) for o in gc.get_objects(0)} | {id(o) for o in gc.get_objects(1)}
+    kept = [e for _, e in compiled.grammar]
+    assert kept and not any(id(e) in young for e in kept)
+    assert gc.isenabled()
+
+
+def test_an_application_freeze_is_left_alone(compiler, monkeypatch):
+    from xmask import _gc_pause
+
+    monkeypatch.setattr(_gc_pause, "_app_froze", False)  # (restored after: later tests promote)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        JOBS["regex"](compiler)
+        assert gc.get_freeze_count() > frozen - 100  # still frozen (a few were freed meanwhile)
+    finally:
+        gc.unfreeze()
