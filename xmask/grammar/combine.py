@@ -69,7 +69,9 @@ def map_leaves(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
         memo[id(e)] = out
         return out
 
-    return walk(expr)
+    out = walk(expr)
+    walk = None  # noqa: F841  (a recursive closure: drop the cycle now, not in a GC pass)
+    return out
 
 
 def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:

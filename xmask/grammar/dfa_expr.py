@@ -254,8 +254,13 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
         if name0 is None:
             raise ValueError("this automaton needs rules; pass a RuleSink")
         sink.define(name0, body(0))
-        return RuleRef(name0)
-    return body(0)
+        out: Expr = RuleRef(name0)
+    else:
+        out = body(0)
+    # body and ref call each other: a reference cycle that would keep this call's tables alive
+    # until the cyclic GC runs (and make that collection, which stalls every thread, longer)
+    body = ref = None  # noqa: F841
+    return out
 
 
 def _expr_size(e: Expr, cap: int = 10_000) -> int:

@@ -211,6 +211,7 @@ class _Lowering:
         for name, d in defs.items():
             if d.terminal and name not in state:
                 visit(name)
+        refs = visit = None  # (recursive closures: drop the cycles now, not in a GC pass)
 
 
 def parse_lark(text: str, *, tokenizer_info=None, named_grammars=None,
@@ -267,4 +268,7 @@ def parse_lark(text: str, *, tokenizer_info=None, named_grammars=None,
     parser = LarkParser(text, resolve, check, named)
     with deep_recursion("Lark grammar"):  # (the parser and the lowering recurse on nesting)
         parser.parse()
-        return _Lowering(parser).run()
+        out = _Lowering(parser).run()
+    # the parser holds the callbacks, which hold the parser: drop the cycle now, not in a GC pass
+    parser = None  # noqa: F841
+    return out
