@@ -80,7 +80,9 @@ try:
     g.precompute()
     out["precompute_s"] = time.monotonic() - t2
     out["memory_size_bytes"] = g.memory_size_bytes
-    out["peak_classify_work"], out["peak_classify_stack_bytes"] = g._mask_cache.peaks()
+    peaks = getattr(g._mask_cache, "peaks", None)  # (largest top set, stack bytes) of a walk
+    if peaks is not None:
+        out["peak_classify_tops"], out["peak_classify_stack_bytes"] = peaks()
     out["result"] = "ok"
 except xmask.XmaskError as e:
     out["result"] = type(e).__name__

@@ -132,11 +132,26 @@ cdef void _share(MaskCacheC* c, int32_t state, CacheEntryC* e) noexcept nogil:
     _unlock(c)
 
 
+cdef int _check_cache_memory(MaskCacheC* c) except -1 nogil:
+    # The stored entries may not pass max_bytes: checked before each classification, so the
+    # cache passes its cap by at most one entry (a bitset plus uncertain ids: < 4 bytes x the
+    # vocabulary).
+    cdef int64_t stored = c.entry_bytes + c.n_owned * <int64_t>sizeof(CacheEntryC)
+    if c.max_bytes > 0 and stored > c.max_bytes:
+        with gil:
+            from xmask.errors import GrammarLimitError
+            raise GrammarLimitError(
+                f"the token-mask cache holds more than {c.max_bytes / 1048576:.3g} MB "
+                f"(CompileLimits.max_compile_memory_bytes)")
+    return 0
+
+
 cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const AutomatonC* a,
                                  const VocabC* v, int32_t state, double deadline) except NULL nogil:
     # deadline: a monotonic time (0: the cache's own, max_seconds from now)
     cdef int32_t r = c.state_rule[state]
     cdef CacheEntryC* e
+    _check_cache_memory(c)
     s.max_tops = c.max_tops
     s.max_bytes = c.max_bytes
     s.deadline = deadline
