@@ -48,10 +48,22 @@ class CompileLimits:
       with the default tokenizer) and is refused at once; ``{0,3000}`` (1.8e7) compiles in
       ~1.5 s.  The largest MaskBench schema needs 4.6e5;
     * ``max_compile_seconds``: wall-clock time of one compile (default 60 s; None:
-      unbounded).  Checked between units of work, so the error comes shortly after the
-      deadline, not exactly at it.  The default is a backstop for what the size limits do not
-      foresee (e.g. a recursive rule called from inside a 10,000-count repeat); every MaskBench
-      schema that compiles needs far less.
+      unbounded).  Checked inside the native loops too (determinization every 256 DFA states,
+      the token-mask classifier every 256 byte steps, or every step when steps are slow), so
+      the error comes shortly after the deadline, not exactly at it.  The default is a
+      backstop for what the size limits do not foresee (e.g. a recursive rule called from
+      inside a 10,000-count repeat); every MaskBench schema that compiles needs far less.
+      ``CompiledGrammar.precompute()`` runs under the same deadline, and a fill that
+      classifies a state of the lazy token-mask cache gives that state the same time;
+    * ``max_compile_memory_bytes``: the largest tables of a compile, each checked as it grows,
+      before the memory is taken: the NFA's edge arrays, the determinizer's transitions and
+      subsets, and the parse stack of one token-mask classification (also when a fill
+      classifies a state lazily).  Default 1 GiB; MaskBench schemas need at most a few tens
+      of MB in each;
+    * ``max_classify_tops``: stack tops after one byte while classifying the vocabulary for
+      one state of the token-mask cache (lazily at a fill, or in ``precompute()``).  An
+      ambiguous grammar such as ``r0 ::= (("  " | . r0 [\\u00e0-\\u00ff] r0)?){1,3}`` doubles
+      them with every two spaces of a token; the largest MaskBench schema needs ~400.
     """
 
     max_automaton_states: int = 200_000
@@ -62,6 +74,8 @@ class CompileLimits:
     max_alternatives: int = 2048
     max_compile_seconds: Optional[float] = 60.0
     max_context_work: int = 20_000_000
+    max_classify_tops: int = 100_000
+    max_compile_memory_bytes: int = 1 << 30
 
     def __post_init__(self):
         t = self.max_compile_seconds

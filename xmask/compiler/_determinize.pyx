@@ -10,7 +10,9 @@ start state of each rule is its first state.
 
 Limits are reported, not raised (no GIL here): ``status`` 1 = more DFA states than
 ``max_states`` (``total_so_far`` + this rule's), 2 = the subsets hold more than ``held_cap`` NFA
-states, 3 = the deadline passed, 4 = out of memory; ``bad_rule`` names the rule.
+states, 3 = the deadline passed, 4 = out of memory, 5 = the kernel's tables would pass
+``mem_cap`` bytes (checked before each new DFA state and subset is stored, so the cap holds by
+construction); ``bad_rule`` names the rule.
 """
 
 import numpy as np
@@ -50,6 +52,7 @@ cdef enum:
     ST_HELD = 2
     ST_DEADLINE = 3
     ST_NOMEM = 4
+    ST_MEMORY = 5
 
 
 # ------------------------------------------------------- map: int32 sequence -> int32 value
@@ -154,6 +157,8 @@ cdef struct Ctx:
     int64_t total_so_far
     int64_t budget
     double deadline       # xm_now() value, or < 0 for none
+    int64_t mem_cap       # bytes the tables below may hold (<= 0: none)
+    int64_t mem_base      # bytes of the rules emitted so far (global tables)
     # closure scratch
     int32_t* mark
     int32_t stamp
@@ -208,6 +213,14 @@ cdef int closure(Ctx* c, const int32_t* raw, isz nraw) noexcept nogil:
     return 0
 
 
+cdef inline int64_t held_bytes(const Ctx* c) noexcept nogil:
+    # What this rule's construction holds (transitions, both subset maps with their offsets,
+    # hashes and values) plus the rules emitted before it; the closure scratch is bounded by
+    # the NFA size.
+    return (c.mem_base + 4 * (c.trans.n + c.index.pool.n + c.memo.pool.n)
+            + 20 * (c.index.val.n + c.memo.val.n) + 4 * (c.index.cap + c.memo.cap))
+
+
 cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* status) noexcept nogil:
     """The DFA state reached on the raw NFA target set ``raw`` (created if new), or -1."""
     cdef uint64_t h = seq_hash(raw, n), h2
@@ -215,6 +228,9 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
     cdef isz i, nd
     if v >= 0:
         return v
+    if c.mem_cap > 0 and held_bytes(c) + 4 * (n + c.nc) > c.mem_cap:
+        status[0] = ST_MEMORY
+        return -1
     if closure(c, raw, n):
         status[0] = ST_NOMEM
         return -1
@@ -400,7 +416,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                     const int32_t[::1] b_dst, const int32_t[::1] c_off, const int32_t[::1] c_rule,
                     const int32_t[::1] c_dst, const int32_t[::1] r_start, const int32_t[::1] r_end,
                     int n_classes, int64_t max_states, int64_t held_cap, int64_t total_so_far,
-                    int64_t budget, double seconds_left):
+                    int64_t budget, double seconds_left, int64_t mem_cap=0):
     """Determinize and minimize every rule (NFA in CSR form, byte edges as class ranges).
 
     Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst)``:
@@ -438,6 +454,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     c.held_cap = held_cap
     c.total_so_far = total_so_far
     c.budget = budget
+    c.mem_cap = mem_cap
     c.mark = <int32_t*>malloc(n_nfa * sizeof(int32_t))
     try:
         with nogil:
@@ -469,6 +486,10 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                         status = ST_NOMEM
                 if status == ST_OK:
                     c.total_so_far += m
+                    # emitted rules: global trans/finals/calls, copied out once at the end
+                    c.mem_base = 2 * 4 * (g_trans.n + g_final.n + g_csrc.n + g_crule.n + g_cdst.n)
+                    if mem_cap > 0 and c.mem_base > mem_cap:
+                        status = ST_MEMORY
                     if iv_push(&rule_base, rule_base.d[rule_base.n - 1] + <int32_t>m):
                         status = ST_NOMEM
                 if status != ST_OK:

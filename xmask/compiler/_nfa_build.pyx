@@ -87,12 +87,14 @@ cdef class NFA:
     cdef dict bodies
     cdef dict sizes
     cdef isz ticks
+    cdef long long max_bytes
 
     def __init__(self, limits, dfa_of, templates=None, inline=({}, {})):
         self.n = 0
         self.base = 0
         self.limits = limits
         self.max_nfa = limits.max_nfa_states
+        self.max_bytes = getattr(limits, "max_memory_bytes", 0)
         self.rule = ""
         self.dfa_of = dfa_of
         # repeat item -> its minimal DFA as edge arrays, shared by all rules of one grammar
@@ -117,10 +119,22 @@ cdef class NFA:
         cdef isz n = self.n, k = n - self.base
         if not k & 4095:
             deadline.check()
+            self._check_memory()
         if k >= self.max_nfa:
             self._too_many()
         self.n = n + 1
         return n
+
+    cdef int _check_memory(self) except -1:
+        # the edge arrays of every rule so far (all of the NFA's memory but small per-state
+        # Python memos), checked every 4096 states: a state adds a few edges, so the arrays
+        # pass the cap by well under 1 MB before this raises
+        cdef long long nbytes = 4 * (self.eps.cap + self.byte.cap + self.calls.cap)
+        if self.max_bytes > 0 and nbytes > self.max_bytes:
+            raise GrammarLimitError(
+                f"grammar's NFA needs more than {self.max_bytes / 1048576:.3g} MB "
+                "(CompileLimits.max_compile_memory_bytes)", rule=self.rule)
+        return 0
 
     cdef int _too_many(self) except -1:
         raise GrammarLimitError(
@@ -137,6 +151,7 @@ cdef class NFA:
             self._too_many()
         if (k + count - 1) >> 12 != k >> 12 or not k & 4095:
             deadline.check()
+            self._check_memory()
         self.n = n + count
         return n
 

@@ -61,12 +61,14 @@ class AutomatonLimits:
     max_repeat: int = 10_000
     inline_size: int = 400  # non-recursive rules up to this expanded size are inlined
     max_context_work: int = 20_000_000
+    max_memory_bytes: int = 1 << 30  # the NFA's and the determinizer's tables, each
 
     @classmethod
     def from_compile_limits(cls, limits) -> "AutomatonLimits":
         """The automaton caps of a public :class:`xmask.CompileLimits`."""
         return cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
-                   max_repeat=limits.max_repeat, max_context_work=limits.max_context_work)
+                   max_repeat=limits.max_repeat, max_context_work=limits.max_context_work,
+                   max_memory_bytes=limits.max_compile_memory_bytes)
 
 
 class Automaton:

@@ -61,7 +61,7 @@ class CompiledGrammar:
             token_rules=[name for name, _ in token_rules])
         automaton.token_bits = token_set_bits(token_rules, tokenizer_info.vocab_size)
         at = AutomatonTables(automaton)
-        cache = new_mask_cache(automaton)
+        cache = new_mask_cache(automaton, limits)
         if precompute:
             precompute_mask_cache(cache, automaton, at, vocab_tables, max_threads=max_threads)
         return cls._assemble(grammar, tokenizer_info, automaton, at, vocab_tables, cache,

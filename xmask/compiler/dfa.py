@@ -31,7 +31,7 @@ from ._determinize import build_rule_dfas
 from .dfa_reference import MINIMIZE_BUDGET, rule_dfas_reference, states_limit, subset_limit
 from .nfa import NfaArrays, byte_classes
 
-_ST_STATES, _ST_HELD, _ST_DEADLINE = 1, 2, 3
+_ST_STATES, _ST_HELD, _ST_DEADLINE, _ST_MEMORY = 1, 2, 3, 5
 
 
 def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limits,
@@ -56,11 +56,16 @@ def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limit
         np.ascontiguousarray(byte_class[arr.b_hi], dtype=i32), arr.b_dst,
         arr.c_off, arr.c_rule, arr.c_dst,
         np.asarray(starts, dtype=i32), np.asarray(ends, dtype=i32), n_classes,
-        limits.max_states, limits.max_nfa_states, total_so_far, MINIMIZE_BUDGET, left)
+        limits.max_states, limits.max_nfa_states, total_so_far, MINIMIZE_BUDGET, left,
+        getattr(limits, "max_memory_bytes", 0))
     if status == _ST_STATES:
         states_limit(limits.max_states, names[bad])
     if status == _ST_HELD:
         subset_limit(limits.max_nfa_states, names[bad])
+    if status == _ST_MEMORY:
+        raise GrammarLimitError(
+            f"determinizing the grammar needs more than {limits.max_memory_bytes / 1048576:.3g} MB "
+            "(CompileLimits.max_compile_memory_bytes)", rule=names[bad])
     if status == _ST_DEADLINE:
         deadline.check(d)
         raise GrammarLimitError(

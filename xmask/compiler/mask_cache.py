@@ -20,6 +20,7 @@ from typing import List
 import numpy as np
 
 from .. import _deadline as deadline
+from ..limits import DEFAULT_LIMITS
 from ..runtime._mask_cache import MaskCache
 from .automaton import FLAG_HAS_BYTES, refine_partition
 from .state_positions import state_positions
@@ -120,6 +121,7 @@ def token_equivalent_states(automaton, horizon: int) -> np.ndarray:
     trans = automaton.trans.reshape(n, nc)
     n_blocks = len(keys)
     for _ in range(horizon):
+        deadline.check()  # a round is one pass over the transition table
         new_block = refine_partition(block, trans)
         if new_block.max() + 1 == n_blocks:
             break
@@ -136,9 +138,10 @@ def top_states(automaton) -> np.ndarray:
     return np.nonzero(automaton.flags & FLAG_HAS_BYTES)[0].astype(np.int32)
 
 
-def new_mask_cache(automaton) -> MaskCache:
-    """An empty (lazy) token-mask cache for ``automaton``: fills classify states on demand."""
-    return MaskCache(automaton)
+def new_mask_cache(automaton, limits=None) -> MaskCache:
+    """An empty (lazy) token-mask cache for ``automaton``: fills classify states on demand,
+    each within the bounds of ``limits`` (a ``CompileLimits``; default: the default limits)."""
+    return MaskCache(automaton, DEFAULT_LIMITS if limits is None else limits)
 
 
 def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_tables,

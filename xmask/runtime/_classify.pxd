@@ -36,6 +36,17 @@ ctypedef struct ClassifyScratch:
     intp_t walk_pos_cap      # prefixes with the previous one (see _walk_avoiding)
     int32_t* walk_lcp
     intp_t walk_lcp_cap
+    # bounds on one classify_entry call, set by the caller (0 = none); past one the call
+    # raises GrammarLimitError naming the CompileLimits field (see _classify.pyx)
+    double deadline          # time.monotonic() value (CompileLimits.max_compile_seconds)
+    int64_t max_tops         # stack tops one byte step may hold (max_classify_tops)
+    int64_t max_bytes        # parse-stack memory of the walk (max_compile_memory_bytes)
+    int64_t peak_tops        # largest top set of this call
+    int64_t peak_bytes       # largest parse-stack memory seen (kept across calls)
+    intp_t until_check       # byte steps until the next clock / memory check
+    intp_t check_every       # steps between checks (fewer when steps are slow)
+    double last_check        # monotonic time of the last check
+    int32_t state            # the state being classified (for the error message)
 
 
 cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil

@@ -28,13 +28,23 @@ from xmask.runtime._tables cimport (
 )
 from xmask.runtime._bitset cimport bitset_set
 from xmask.runtime._intseq cimport cmp_i32
+from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
     StackC, grow_array, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
     stack_truncate, stack_set_contains,
 )
 
+from xmask.errors import GrammarLimitError
+
 cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
+
+# Byte steps between two clock / memory checks of a walk: a step usually costs >= ~20 ns and a
+# clock read ~25 ns, so checking every 256 steps costs < 1%.  Steps of an ambiguous grammar
+# can each take milliseconds (a closure through thousands of nullable frames), so when 256 steps
+# took over a millisecond the walk checks after every step until they are fast again: the
+# deadline is overrun by at most one step.
+cdef intp_t _CHECK_EVERY = 256
 
 
 # The string-body shortcut of classify_entry (off only to test it against the full walk), and
@@ -150,6 +160,7 @@ cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp
     cdef int64_t off = v.tok_offsets[pos]
     cdef intp_t length = v.tok_offsets[pos + 1] - off, d = k
     cdef uint8_t b
+    cdef intp_t n
     stack_truncate(st, k + 1)
     while d < length:
         b = v.tok_bytes[off + d]
@@ -158,10 +169,60 @@ cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp
         s.unc_prefix[d + 1] = s.unc_prefix[d] | (
             follow[b] != 0 and (stack_set_contains(st, d, 1)
                                 or (ctx_has_ctx and stack_set_contains(st, d, 0))))
-        if stack_step(st, a, b) == 0:
+        n = stack_step(st, a, b)
+        if n > s.peak_tops:
+            s.peak_tops = n
+            if s.max_tops > 0 and n > s.max_tops:
+                _check_bounds(s)
+        s.until_check -= 1
+        if s.until_check <= 0:
+            _check_bounds(s)
+        if n == 0:
             return d
         d += 1
     return -1
+
+
+cdef int64_t stack_bytes(const StackC* st) noexcept nogil:
+    """Bytes held by a stack's arrays (arena, hash table, history, work list)."""
+    return (st.cap_nodes * (3 * sizeof(int32_t) + sizeof(uint32_t))
+            + st.table_cap * sizeof(int32_t) + st.cap_tops * sizeof(int32_t)
+            + st.cap_depth * sizeof(intp_t) + st.cap_work * sizeof(int32_t))
+
+
+cdef int _check_bounds(ClassifyScratch* s) except -1 nogil:
+    # The walk's bounds (see ClassifyScratch); raises GrammarLimitError past one.  The top-set
+    # bound is exact (checked on every new peak), memory and the clock every _CHECK_EVERY
+    # steps; one step holds at most max_classify_tops new tops, so memory passes its bound by
+    # at most one step's growth.
+    cdef int64_t nbytes = stack_bytes(&s.st)
+    cdef double now = monotonic_seconds()
+    if now - s.last_check > 1e-3:
+        s.check_every = 1
+    elif s.check_every < _CHECK_EVERY:
+        s.check_every *= 2
+    s.until_check = s.check_every
+    s.last_check = now
+    if nbytes > s.peak_bytes:
+        s.peak_bytes = nbytes
+    if s.max_tops > 0 and s.peak_tops > s.max_tops:
+        with gil:
+            raise GrammarLimitError(
+                f"classifying automaton state {s.state} for the token-mask cache meets more "
+                f"than {s.max_tops} parse-stack tops after one byte "
+                f"(CompileLimits.max_classify_tops): a highly ambiguous grammar")
+    if s.max_bytes > 0 and nbytes > s.max_bytes:
+        with gil:
+            raise GrammarLimitError(
+                f"classifying automaton state {s.state} for the token-mask cache needs more "
+                f"than {s.max_bytes / 1048576:.3g} MB of parse stack "
+                f"(CompileLimits.max_compile_memory_bytes)")
+    if s.deadline > 0 and now > s.deadline:
+        with gil:
+            raise GrammarLimitError(
+                f"classifying automaton state {s.state} for the token-mask cache ran past the "
+                f"deadline (CompileLimits.max_compile_seconds)")
+    return 0
 
 
 cdef inline int _push(int32_t** buf, intp_t* cap, intp_t* n, intp_t pos) except -1 nogil:
@@ -487,6 +548,10 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     # text that refuses a few ASCII bytes (the first byte of a trigger) takes the plain tokens
     # without those bytes
     cdef uint64_t avoid = 0
+    s.state = state
+    s.peak_tops = 0
+    s.check_every = s.until_check = _CHECK_EVERY
+    s.last_check = monotonic_seconds()
     cdef bint plain = _plain_fast_path and _reads_plain_strings(s, a, state, &avoid)
     cdef bint whole = plain and avoid == 0, unsorted_unc = False
     n_acc = n_unc = 0

@@ -24,6 +24,12 @@ ctypedef struct MaskCacheC:
     intp_t owned_cap
     intp_t n_classified          # states with a published entry
     int64_t entry_bytes          # payload bytes of the distinct entries
+    # bounds on one state's classification (CompileLimits; 0 = none) and the largest seen
+    int64_t max_tops             # max_classify_tops
+    int64_t max_bytes            # max_compile_memory_bytes (the walk's parse stack)
+    double max_seconds           # max_compile_seconds (per state when a fill classifies it)
+    int64_t peak_tops            # largest top set one classification met
+    int64_t peak_bytes           # most parse-stack bytes one classification held
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,

@@ -20,6 +20,7 @@ Example::
 """
 
 from cython.parallel cimport prange
+from cpython.ref cimport PyObject
 
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy
@@ -131,11 +132,40 @@ cdef void _share(MaskCacheC* c, int32_t state, CacheEntryC* e) noexcept nogil:
     _unlock(c)
 
 
+cdef int _check_cache_memory(MaskCacheC* c) except -1 nogil:
+    # The stored entries may not pass max_bytes: checked before each classification, so the
+    # cache passes its cap by at most one entry (a bitset plus uncertain ids: < 4 bytes x the
+    # vocabulary).
+    cdef int64_t stored = c.entry_bytes + c.n_owned * <int64_t>sizeof(CacheEntryC)
+    if c.max_bytes > 0 and stored > c.max_bytes:
+        with gil:
+            from xmask.errors import GrammarLimitError
+            raise GrammarLimitError(
+                f"the token-mask cache holds more than {c.max_bytes / 1048576:.3g} MB "
+                f"(CompileLimits.max_compile_memory_bytes)")
+    return 0
+
+
 cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const AutomatonC* a,
-                                 const VocabC* v, int32_t state) except NULL nogil:
+                                 const VocabC* v, int32_t state, double deadline) except NULL nogil:
+    # deadline: a monotonic time (0: the cache's own, max_seconds from now)
     cdef int32_t r = c.state_rule[state]
-    return classify_entry(s, a, v, state, c.ctx_states + c.ctx_off[r],
-                          c.ctx_off[r + 1] - c.ctx_off[r], c.follow + 256 * <intp_t>r)
+    cdef CacheEntryC* e
+    _check_cache_memory(c)
+    s.max_tops = c.max_tops
+    s.max_bytes = c.max_bytes
+    s.deadline = deadline
+    if deadline <= 0 and c.max_seconds > 0:
+        s.deadline = monotonic_seconds() + c.max_seconds
+    e = classify_entry(s, a, v, state, c.ctx_states + c.ctx_off[r],
+                       c.ctx_off[r + 1] - c.ctx_off[r], c.follow + 256 * <intp_t>r)
+    _lock(c)
+    if s.peak_tops > c.peak_tops:
+        c.peak_tops = s.peak_tops
+    if s.peak_bytes > c.peak_bytes:
+        c.peak_bytes = s.peak_bytes
+    _unlock(c)
+    return e
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
@@ -144,7 +174,7 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
     cdef CacheEntryC* e
     scratch_init(&s, v)
     try:
-        e = _classify_with(&s, c, a, v, state)
+        e = _classify_with(&s, c, a, v, state, 0.0)
     finally:
         scratch_free(&s)
     return _publish(c, state, e)
@@ -165,7 +195,7 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                 status[0] = 1
                 break
             if cache_peek(c, states[i]) == NULL:
-                _publish(c, states[i], _classify_with(&s, c, a, v, states[i]))
+                _publish(c, states[i], _classify_with(&s, c, a, v, states[i], deadline))
     finally:
         scratch_free(&s)
     return 0
@@ -173,12 +203,16 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
 
 cdef void _precompute_noexcept(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                                const int32_t* states, intp_t n, double deadline,
-                               char* status, char* failed) noexcept nogil:
-    # For the parallel loop (its body must not raise, see batch.pyx): the only error,
-    # MemoryError, is printed as unraisable and leaves failed[0] set for the caller.
-    failed[0] = 1
-    _precompute_chunk(c, a, v, states, n, deadline, status)
-    failed[0] = 0
+                               char* status, PyObject* errors) noexcept with gil:
+    # For the parallel loop (its body must not raise): an error (a GrammarLimitError from a
+    # walk's bounds, MemoryError) goes to the list `errors` for the caller to raise, and stops
+    # the other chunks.  The GIL is held only around the chunk, not while classifying.
+    try:
+        with nogil:
+            _precompute_chunk(c, a, v, states, n, deadline, status)
+    except BaseException as e:
+        status[0] = 2
+        (<list>errors).append(e)
 
 
 cdef class MaskCache:
@@ -192,7 +226,7 @@ cdef class MaskCache:
     def __cinit__(self):
         memset(&self.c, 0, sizeof(MaskCacheC))
 
-    def __init__(self, automaton):
+    def __init__(self, automaton, limits=None):
         cdef intp_t n = automaton.n_states
         cdef intp_t n_rules = len(automaton.rule_names)
         ctx_off = np.ascontiguousarray(automaton.rule_ctx_offsets, dtype=np.int64)
@@ -220,6 +254,10 @@ cdef class MaskCache:
         cdef const uint8_t[::1] fo = self.arrays["follow"]
         cdef const int32_t[::1] sr = self.arrays["state_rule"]
         self.c.n_states = n
+        if limits is not None:  # a CompileLimits: bounds on each state's classification
+            self.c.max_tops = limits.max_classify_tops
+            self.c.max_bytes = limits.max_compile_memory_bytes
+            self.c.max_seconds = limits.max_compile_seconds or 0.0
         self.c.ctx_off = &co[0]
         self.c.ctx_states = &cs[0]
         self.c.follow = &fo[0]
@@ -247,7 +285,7 @@ cdef class MaskCache:
         cdef const int32_t[::1] st = np.ascontiguousarray(states, dtype=np.int32)
         cdef intp_t n = st.shape[0], n_chunks, k, i, per
         cdef char status = 0
-        cdef char* failed
+        cdef list errors = []
         self._check_states(st)
         if n == 0:
             return True
@@ -261,18 +299,11 @@ cdef class MaskCache:
         # small chunks so threads balance (states differ 1000x in cost); one scratch per chunk
         per = max(1, min(16, n // (4 * max_threads)))
         n_chunks = (n + per - 1) // per
-        failed = <char*>calloc(<size_t>n_chunks, 1)
-        if failed == NULL:
-            raise MemoryError()
-        try:
-            for k in prange(n_chunks, nogil=True, num_threads=max_threads, schedule="dynamic"):
-                _precompute_noexcept(&self.c, &automaton.c, &vocab.c, &st[0] + k * per,
-                                     min(per, n - k * per), deadline, &status, &failed[k])
-            for k in range(n_chunks):
-                if failed[k]:
-                    raise MemoryError("classifying token-mask cache states ran out of memory")
-        finally:
-            free(failed)
+        for k in prange(n_chunks, nogil=True, num_threads=max_threads, schedule="dynamic"):
+            _precompute_noexcept(&self.c, &automaton.c, &vocab.c, &st[0] + k * per,
+                                 min(per, n - k * per), deadline, &status, <PyObject*>errors)
+        if errors:
+            raise errors[0]
         return status == 0
 
     def share(self, members, reps):
@@ -298,6 +329,12 @@ cdef class MaskCache:
             if not 0 <= st[i] < self.c.n_states:
                 raise ValueError(f"state {st[i]} out of range")
         return 0
+
+    def peaks(self):
+        """``(tops, bytes)``: the largest stack top set (after one byte) and parse-stack memory
+        one state's classification has needed so far (what ``CompileLimits.max_classify_tops``
+        and ``max_compile_memory_bytes`` bound)."""
+        return int(self.c.peak_tops), int(self.c.peak_bytes)
 
     def summary(self):
         """``(classified states, distinct entries, entry bytes)``."""

@@ -1,0 +1,168 @@
+"""Compile memory and time bounded by construction (issue 15, compile-side bounds).
+
+Every repro of the issue (each once took gigabytes or ran far past ``max_compile_seconds``)
+runs on the Llama-3 tokenizer through compile, the first fill (which classifies the lazy
+token-mask cache's start states) and ``precompute()``, in one child process with an
+address-space cap and a wall timeout; each must end in a result or a ``GrammarLimitError``
+naming the limit.  The limits are set low where the default would only make the test slow
+(the deadline: 60 s by default); the bench ``bench/bench_compile_bounds.py`` measures the
+same repros under the default limits.  No timed assertions: the child's wall timeout is the
+bound, far above what the limits allow.
+"""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import tokenizer_json
+
+CHILD_AS_BYTES = 3 << 30  # address space of the child (RLIMIT_AS)
+CHILD_TIMEOUT = 150  # seconds for all repros together; bounded ones take a few seconds each
+
+_NESTED_ITEMS = '{"type": "integer"}'
+for _ in range(10_000):
+    _NESTED_ITEMS = '{"type": "array", "items": ' + _NESTED_ITEMS + "}"
+R0 = 'root ::= r0\nr0 ::= (("  " | . r0 [\\u00e0-\\u00ff] r0)?){1,3}'
+
+# name -> (kind, text, CompileLimits overrides, precompute threads or 0)
+REPROS = {
+    # was 8.7 GB (every state's dense verdict row kept until the whole cache was built)
+    "pattern_nested_100x100": (
+        "schema", json.dumps({"type": "string", "pattern": "^([a-z]{0,100}-){0,100}$"}),
+        {"max_compile_seconds": 2}, 1),
+    # was 4.1 GB for a 0.8 MB result
+    "regex_32k_states": ("regex", "[a-z]*a[a-z]{14}", {"max_compile_seconds": 2}, 1),
+    # was 5.2 GB
+    "items_10000_deep": ("schema", _NESTED_ITEMS, {"max_compile_seconds": 2}, 1),
+    # an ambiguous grammar: its compile passed 10 GB; now the first fill's classification
+    # ends at the deadline (memory and top-set caps lifted so only the deadline can stop it)
+    "ambiguous_r0_deadline": ("ebnf", R0, {"max_compile_seconds": 2,
+                                           "max_compile_memory_bytes": 1 << 40,
+                                           "max_classify_tops": 1 << 40}, 0),
+    "ambiguous_r0_memory": ("ebnf", R0, {"max_compile_memory_bytes": 8 << 20,
+                                         "max_compile_seconds": 30}, 0),
+    # precompute on C threads: a walk past a limit raises the limit error (not MemoryError)
+    "ambiguous_r0_threads": ("ebnf", 'root ::= "x" | r0\n' + R0.split("\n")[1],
+                             {"max_compile_seconds": 2, "max_classify_tops": 1 << 40}, 2),
+    # ran 49 s with max_compile_seconds=5: one long native classification
+    "recursive_in_repeat_deadline": ("ebnf", 'root ::= ("[" root "]"){0,10000} | "x"',
+                                     {"max_compile_seconds": 2, "max_context_work": 10**12}, 1),
+    # the determinizer's and the NFA's tables are checked before they grow past the cap
+    "determinize_memory": ("regex", "[a-z]*a[a-z]{14}", {"max_compile_memory_bytes": 1 << 20}, 0),
+    "nfa_memory": ("regex", "(abcdefgh){9000}", {"max_compile_memory_bytes": 1 << 18}, 0),
+}
+
+_CHILD = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+    import xmask
+    repros, tok = json.load(sys.stdin)
+    info = xmask.TokenizerInfo.from_huggingface(tok)
+    bm = xmask.allocate_token_bitmask(1, info.vocab_size)
+    # the tokenizer's shared vocabulary tables are built once, before the repros
+    warm = xmask.GrammarCompiler(info, cache_enabled=False).compile_grammar('root ::= "a"')
+    xmask.GrammarMatcher(warm).fill_next_token_bitmask(bm)
+    for name, (kind, text, limits, threads) in repros.items():
+        t = time.monotonic()
+        out = {{"phase": "compile"}}
+        try:
+            c = xmask.GrammarCompiler(info, cache_enabled=False,
+                                      limits=xmask.CompileLimits(**limits))
+            g = {{"ebnf": c.compile_grammar, "regex": c.compile_regex,
+                 "schema": c.compile_json_schema}}[kind](text)
+            out["phase"] = "fill"
+            xmask.GrammarMatcher(g).fill_next_token_bitmask(bm)
+            if threads:
+                out["phase"] = "precompute"
+                g.precompute(max_threads=threads)
+            out["result"] = "ok"
+        except xmask.GrammarLimitError as e:
+            out.update(result="GrammarLimitError", message=str(e))
+        except BaseException as e:  # reported; the test fails on it
+            out.update(result=type(e).__name__, message=str(e)[:500])
+        out["seconds"] = time.monotonic() - t
+        print(json.dumps([name, out]), flush=True)
+    print(json.dumps(["peak_rss_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+    """
+).format(cap=CHILD_AS_BYTES)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    tok = str(tokenizer_json("llama3").parent)
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps([REPROS, tok]),
+                              capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the repros ran past {CHILD_TIMEOUT} s; finished: {e.stdout!r}")
+    got = dict(json.loads(line) for line in proc.stdout.splitlines() if line.startswith("["))
+    assert proc.returncode == 0, (
+        f"child exited {proc.returncode} (memory cap?) after {list(got)}: {proc.stderr[-2000:]}")
+    return got
+
+
+def _limit(report, field):
+    assert report["result"] == "GrammarLimitError", report
+    assert f"CompileLimits.{field}" in report["message"], report
+
+
+@pytest.mark.parametrize("name", ["pattern_nested_100x100", "regex_32k_states",
+                                  "items_10000_deep"])
+def test_former_gigabyte_compiles_end_bounded(reports, name):
+    r = reports[name]
+    # compile and first fill succeed; precompute finishes or stops at its deadline
+    assert r["result"] == "ok" or (r["phase"] == "precompute" and "max_compile_seconds"
+                                   in r.get("message", "")), r
+
+
+def test_ambiguous_grammar_fill_stops_at_the_deadline(reports):
+    r = reports["ambiguous_r0_deadline"]
+    _limit(r, "max_compile_seconds")
+    assert r["phase"] == "fill", r
+    assert "classifying automaton state" in r["message"], r
+
+
+def test_ambiguous_grammar_fill_stops_at_the_memory_cap(reports):
+    r = reports["ambiguous_r0_memory"]
+    assert r["phase"] == "fill", r
+    assert r["result"] == "GrammarLimitError", r
+    # the parse stack passes the cap, or the top set the tops cap, whichever comes first
+    assert ("CompileLimits.max_compile_memory_bytes" in r["message"]
+            or "CompileLimits.max_classify_tops" in r["message"]), r
+
+
+def test_threaded_precompute_raises_the_limit_error(reports):
+    r = reports["ambiguous_r0_threads"]
+    _limit(r, "max_compile_seconds")
+
+
+def test_recursion_in_big_repeat_honours_a_short_deadline(reports):
+    _limit(reports["recursive_in_repeat_deadline"], "max_compile_seconds")
+
+
+def test_determinizer_checks_memory_before_growing(reports):
+    _limit(reports["determinize_memory"], "max_compile_memory_bytes")
+
+
+def test_nfa_checks_memory_before_growing(reports):
+    _limit(reports["nfa_memory"], "max_compile_memory_bytes")
+
+
+def test_whole_run_stays_under_the_cap(reports):
+    # every repro above in one process: the peak stays far below the 3 GB address-space cap
+    # (real memory, not a timing); was > 4 GB for each of the first three alone
+    assert reports["peak_rss_kb"] < 2 << 20, reports["peak_rss_kb"]
+
+
+def test_default_limits_have_a_memory_cap_and_top_cap():
+    import xmask
+
+    lim = xmask.CompileLimits()
+    assert lim.max_compile_memory_bytes == 1 << 30
+    assert lim.max_classify_tops == 100_000
+    with pytest.raises(ValueError, match="max_classify_tops"):
+        xmask.CompileLimits(max_classify_tops=0)
