@@ -21,6 +21,7 @@ ctypedef struct FillJob:
     bint exact               # near the recursion bound: check every token on the real stack
 
 
+cdef bint fill_classifies(FillJob* j) noexcept nogil
 cdef int fill_job(FillJob* j) except -1 nogil
 cdef intp_t fill_cost(FillJob* j) noexcept nogil
 cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,

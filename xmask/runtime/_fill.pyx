@@ -238,6 +238,19 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     return cost
 
 
+cdef bint fill_classifies(FillJob* j) noexcept nogil:
+    # Whether fill_job will classify a state first (a top whose state has no cache entry yet):
+    # only such a fill can end in a compile-limit error (GrammarLimitError) besides MemoryError.
+    cdef const StackC* st = j.st
+    cdef intp_t i
+    cdef int32_t node
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        node = st.tops[i]
+        if node != 0 and _bytes_top(j.a, st, node) and cache_peek(j.c, st.node_state[node]) == NULL:
+            return True
+    return False
+
+
 cdef int fill_job(FillJob* j) except -1 nogil:
     # The mask for the newest top set, written to j.row[0:n_words].  Leaves the history unchanged.
     cdef StackC* st = j.st

@@ -17,9 +17,10 @@ import os
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, calloc, free
 from libc.stdint cimport uintptr_t
+from cpython.ref cimport PyObject
 
 from xmask.runtime._types cimport word_t, intp_t
-from xmask.runtime._fill cimport FillJob, fill_job, fill_cost, nogil_min_cost
+from xmask.runtime._fill cimport FillJob, fill_job, fill_cost, fill_classifies, nogil_min_cost
 from xmask.runtime.matcher cimport GrammarMatcher
 
 from xmask.errors import BitmaskError, InvalidTokenError, XmaskError
@@ -34,6 +35,19 @@ cdef void _fill_noexcept(FillJob* job, char* failed) noexcept nogil:
     failed[0] = 1
     fill_job(job)
     failed[0] = 0
+
+
+cdef void _fill_collecting(FillJob* job, char* failed, PyObject* errors) noexcept with gil:
+    # fill_job for a worker thread whose fill classifies a state first (milliseconds of work, so
+    # the GIL hand-off around it is cheap): its error (a GrammarLimitError from the compile
+    # limits, MemoryError) goes to the list `errors`, raised by the caller after the loop.
+    failed[0] = 1
+    try:
+        with nogil:
+            fill_job(job)
+        failed[0] = 0
+    except BaseException as e:
+        (<list>errors).append(e)
 
 
 def _auto_threads():
@@ -153,6 +167,7 @@ cdef class BatchGrammarMatcher:
         cdef intp_t n = len(ms), i, nt, total = 0
         cdef FillJob* jobs
         cdef char* failed
+        cdef char* classifies
         cdef GrammarMatcher m
         n_words = (<GrammarMatcher>ms[0]).vt.c.n_words
         for i in range(n):
@@ -180,11 +195,13 @@ cdef class BatchGrammarMatcher:
                     "follow; roll it back or reset it, or leave it out of the batch"
                 )
         jobs = <FillJob*>malloc(n * sizeof(FillJob))
-        failed = <char*>calloc(n, 1)
+        failed = <char*>calloc(2 * n, 1)
         if jobs == NULL or failed == NULL:
             free(jobs)
             free(failed)
             raise MemoryError()
+        classifies = failed + n
+        errors = []
         try:
             for i in range(n):
                 m = ms[i]
@@ -202,8 +219,15 @@ cdef class BatchGrammarMatcher:
                 # The loop body must not be able to raise: otherwise Cython makes every OpenMP
                 # thread take the GIL on entry and exit, which is the very hand-off (up to a
                 # switch interval per thread) this call exists to avoid.
+                for i in range(n):
+                    classifies[i] = fill_classifies(&jobs[i])
                 for i in prange(n, nogil=True, num_threads=nt, schedule="dynamic"):
-                    _fill_noexcept(&jobs[i], &failed[i])
+                    if classifies[i]:
+                        _fill_collecting(&jobs[i], &failed[i], <PyObject*>errors)
+                    else:
+                        _fill_noexcept(&jobs[i], &failed[i])
+                if errors:
+                    raise errors[0]
                 for i in range(n):
                     if failed[i]:
                         raise MemoryError(f"filling the mask of matchers[{i}] ran out of memory")
