@@ -6,7 +6,8 @@ The child caps its address space (RLIMIT_AS, AS_CAP bytes; 0: no cap, e.g. under
 blow-up ends in MemoryError instead of taking the machine, and arms a watchdog around each
 example (faulthandler: after 4 x DEADLINE + 20 s it prints every thread's stack and exits),
 so a hang past the compile deadline is a failure with a stack.  Before each example its repr
-goes to OUTDIR/current.txt: after a crash that file names the input.  At the end
+goes to OUTDIR/current.txt: after a crash that file names the input.  Every 500 examples
+OUTDIR/progress.json has the counts so far.  At the end
 OUTDIR/summary.json holds the counts per outcome, the slowest example and the peak RSS.
 Exit status 0: every example ended in success or an xmask error.
 """
@@ -67,6 +68,9 @@ def main(argv):
         counts[result] += 1
         if took > slowest[0]:
             slowest[:] = [took, shown[:300]]
+        if sum(counts.values()) % 500 == 0:  # long runs: counts so far
+            with open(os.path.join(outdir, "progress.json"), "w") as f:
+                json.dump(dict(counts), f)
 
     if seed != "-":
         prop = hypothesis_seed(int(seed))(prop)

@@ -104,6 +104,7 @@ def ops_strategy(vocab):
         st.tuples(st.just("accept_allowed"), pick, st.integers(0, 10 ** 6), kind),
         st.tuples(st.just("accept_allowed"), pick, st.integers(0, 10 ** 6), kind),
         st.tuples(st.just("accept"), pick, token),
+        st.tuples(st.just("accept"), pick, st.tuples(st.just(vocab - 1), kind)),  # the stop token
         st.tuples(st.just("accept_string"), pick, text),
         st.tuples(st.just("rollback"), pick, count),
         st.tuples(st.just("fill"), pick, bitmask, index),
@@ -245,7 +246,7 @@ def run_matcher(ctx, example):
             bitmask, good = _bitmask(ctx, op[2])
             index, good_index, wrong = _value(op[3])
             rows = bitmask.shape[0] if good and bitmask.ndim == 2 else 1
-            if good and good_index and int(index) < rows:
+            if good and good_index and int(index) < rows and not live.m.is_terminated():
                 assert live.m.fill_next_token_bitmask(bitmask, index) in (True, False)
                 row = bitmask[int(index)] if bitmask.ndim == 2 else bitmask
                 assert np.array_equal(row, _row(ctx, live.m, reference=True)), "fill != reference"

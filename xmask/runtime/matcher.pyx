@@ -143,9 +143,13 @@ def as_token_id(value, what="token id"):
 
 def as_input_bytes(value, what):
     """The bytes to accept: a str UTF-8 encoded, bytes-like as bytes; TypeError naming
-    ``what`` otherwise."""
+    ``what`` otherwise, XmaskError for a str with a lone surrogate (no UTF-8 spells it)."""
     if isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise XmaskError(f"{what} is not valid text: lone surrogate "
+                             f"U+{ord(value[e.start]):04X} at index {e.start}") from None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     raise TypeError(f"{what} must be str or bytes, got {type(value).__name__}")
