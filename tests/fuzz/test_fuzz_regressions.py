@@ -123,3 +123,38 @@ def test_public_objects_copy_and_pickle(small):
     assert not m.is_completed() and m.accept_string(": [")
     with pytest.raises(TypeError, match="pickle its CompiledGrammar"):
         pickle.dumps(m)
+
+
+# ----------------------------------------------------- found by the long run (seed 20261124)
+
+@pytest.mark.parametrize("fmt,where", [
+    ({"type": "const_string", "value": "\ud800"}, "format.value"),
+    ({"type": "tag", "begin": "a\udfff", "content": {"type": "const_string", "value": "x"},
+      "end": "e"}, "format.begin"),
+    ({"type": "tag", "begin": "b", "content": {"type": "const_string", "value": "x"},
+      "end": ["e", "\udc00"]}, "format.end[1]"),
+    ({"type": "triggered_tags", "triggers": ["<\ud800"], "tags": [
+        {"type": "tag", "begin": "<\ud800a", "content": {"type": "const_string", "value": "x"},
+         "end": "e"}]}, "format.triggers[0]"),
+    ({"type": "dispatch", "rules": [["\ud800", {"type": "const_string", "value": "x"}]]},
+     "format.rules[0][0]"),
+])
+def test_structural_tag_text_with_a_lone_surrogate_is_refused(small, fmt, where):
+    # was UnicodeEncodeError from the lowering
+    _, compiler, _ = small
+    with pytest.raises(xmask.InvalidStructuralTagError, match="lone surrogate") as e:
+        compiler.compile_structural_tag({"type": "structural_tag", "format": fmt})
+    assert e.value.path == where
+
+
+def test_deeply_nested_const_compiles_under_the_default_limits(small):
+    # A const nested 6,000 levels deep was rebuilt level by level (quadratic: 110 s, then a
+    # limit error under the default 60 s deadline); now it is one flat sequence.
+    _, compiler, _ = small
+    value = "\x00"
+    for _ in range(3000):
+        value = {"allOf": [value]}
+    compiled = compiler.compile_json_schema({"const": value}, any_whitespace=False)
+    m = xmask.GrammarMatcher(compiled)
+    text = '{"allOf": [' * 3000 + '"\\u0000"' + "]}" * 3000
+    assert m.accept_string(text) and m.is_completed()
