@@ -4,8 +4,8 @@ Each target is a hypothesis strategy of inputs (real seeds, mutated) and a ``run
 compiles one input and, when it compiles, walks a few tokens through a matcher, checking the
 first mask against the slow reference.  ``run`` returns the outcome's name (``"ok"`` or the
 xmask error class); any other exception is a finding.  The child runner (fuzz_child.py)
-executes the examples under an address-space cap and a watchdog, so a crash, hang or blow-up
-is a finding too.
+executes the examples under an address-space cap, in a forked worker with a timer, so a
+crash, hang or blow-up is a finding too.
 """
 
 import copy
@@ -306,6 +306,7 @@ class Context:
         self.compiler = xmask.GrammarCompiler(
             self.info, cache_enabled=False,
             limits=xmask.CompileLimits(max_compile_seconds=deadline))
+        self.phase = lambda name: None  # the forked worker reports phases to its parent
 
 
 def outcome(fn):
@@ -322,7 +323,8 @@ def outcome(fn):
 # input (issue 15, "Graph-structured stack": e.g. 150,000 tops after 5 tokens of
 # ``r2 ::= r1 (r2){2,}``), and then one fill takes minutes.  Until the runtime bounds that,
 # a walk stops when the next fill's estimated work passes this cap and the example is counted
-# as "stack-top blow-up (known)"; the long run reports how often.
+# as "runtime blow-up (known)", as one whose walk outlives fuzz_child.WALK_SECONDS; the long
+# run reports how often.
 FILL_COST_CAP = 500_000
 
 
@@ -337,7 +339,7 @@ def walk(ctx, compiled, seed, steps=6):
         if m.is_terminated():
             return None
         if m._debug_fill_cost() > FILL_COST_CAP:
-            return "stack-top blow-up (known)"
+            return "runtime blow-up (known)"
         m.fill_next_token_bitmask(fast)
         if step in (0, steps - 1):
             m._reference_fill_next_token_bitmask(ref)
@@ -362,6 +364,7 @@ def _compile_and_walk(ctx, compile_fn, seed):
     again = str(back)
     assert str(xmask.Grammar.from_ebnf(again, root_rule_name=grammar.root)) == again, \
         "printed grammar does not read back to itself"
+    ctx.phase("walk")  # compiled in time: from here a hang is the runtime's (see fuzz_child)
     return walk(ctx, compiled, seed)
 
 

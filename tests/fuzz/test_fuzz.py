@@ -4,15 +4,17 @@ Every example must end in success or an xmask error (never another exception, a 
 past the compile deadline, or memory past the cap); compiled ones must give masks equal to the
 slow reference.  See fuzz_frontends.py and fuzz_matcher.py for the inputs and the oracles.
 
-Each target runs in a child process (fuzz_child.py) with a 3 GB address-space cap and a
-per-example watchdog, so a segfault, hang or blow-up fails the test and names the input.
+Each target runs in a child process (fuzz_child.py) with a 3 GB address-space cap; front-end
+examples run in a forked worker under a timer, matcher examples under a watchdog, so a
+segfault, hang or blow-up fails the test and names the (shrunk) input.  Known runtime
+blow-ups of ambiguous grammars (issue 15's graph-structured stack) are counted, not failed.
 
 Profiles (environment):
 
 * default: a few hundred examples per target, derandomized (the same examples every run);
 * ``XMASK_FUZZ_LONG=1``: 10,000 examples per target (``XMASK_FUZZ_EXAMPLES=N`` sets N), with a
   random seed unless ``XMASK_FUZZ_SEED`` is set; the seed is printed so a finding can be
-  replayed.  Takes hours on 2 cores: run it by hand, e.g.
+  replayed.  Takes 20-40 min on 2 cores: run it by hand, e.g.
   ``XMASK_FUZZ_LONG=1 pytest -s tests/fuzz``.
 """
 
@@ -30,8 +32,8 @@ LONG = os.environ.get("XMASK_FUZZ_LONG") == "1"
 DEADLINE = 5.0  # max_compile_seconds for each compile in the fuzz children
 AS_CAP = 3 << 30
 
-# Default examples per target: together about 40-50 s on 2 cores.
-DEFAULT_EXAMPLES = {"ebnf": 400, "regex": 400, "schema": 300, "lark": 300,
+# Default examples per target: together about 40-60 s on 2 busy cores.
+DEFAULT_EXAMPLES = {"ebnf": 300, "regex": 400, "schema": 250, "lark": 300,
                     "structural_tag": 300, "matcher": 400}
 NEEDS = {"ebnf": ("gbnf",), "regex": ("maskbench",), "schema": ("maskbench",)}
 
