@@ -8,7 +8,7 @@
 #
 # Without pytest args it runs the parts that drive the C core with hostile input:
 #   tests/runtime tests/fuzz tests/compiler tests/serialization
-# (about 3 min to build and 10-15 min to test per build on 2 cores; ASan runs ~2-3x slower).
+# (a few minutes to build and 10-20 min to test per build on 2 cores; ASan runs ~2-3x slower).
 # The working tree is copied as it is (tracked and untracked files, not build products), so
 # uncommitted changes are checked too; the checkout itself is never rebuilt.  Data comes from
 # $XMASK_DATA or ../shared/data beside the checkout, as for the normal tests.
@@ -33,8 +33,9 @@ if [ "$#" -eq 0 ]; then
     set -- -q -x tests/runtime tests/fuzz tests/compiler tests/serialization
 fi
 
-run_one() {  # $1 = asan | debug
+run_one() {  # $1 = asan | debug, then the pytest args
     local kind="$1" work
+    shift
     work="$(mktemp -d "${TMPDIR:-/tmp}/xmask-$kind.XXXXXX")"
     trap 'rm -rf "$work"' RETURN
     # tracked + untracked (not ignored) files: the tree as it is now, without build products

@@ -37,7 +37,9 @@ import sys
 import time
 import traceback
 
-WALK_SECONDS = 10.0
+# Timers (not the compile deadline) stretch by XMASK_FUZZ_SLOWDOWN under AddressSanitizer.
+SLOWDOWN = float(os.environ.get("XMASK_FUZZ_SLOWDOWN", "1"))
+WALK_SECONDS = 10.0 * SLOWDOWN
 
 
 class Worker:
@@ -157,7 +159,7 @@ def main(argv):
         strategy = fuzz_matcher.ops_strategy(ctx.vocab)
 
         def run(example):
-            faulthandler.dump_traceback_later(4 * deadline + 20, exit=True)
+            faulthandler.dump_traceback_later((4 * deadline + 20) * SLOWDOWN, exit=True)
             try:
                 return fuzz_matcher.run_matcher(ctx, example)
             finally:
@@ -172,7 +174,7 @@ def main(argv):
         worker = Worker(target_run, ctx)
 
         def run(example):
-            return worker(example, 2 * deadline + 10)
+            return worker(example, (2 * deadline + 10) * SLOWDOWN)
 
     counts = collections.Counter()
     slowest = [0.0, ""]
