@@ -158,3 +158,16 @@ def test_deeply_nested_const_compiles_under_the_default_limits(small):
     m = xmask.GrammarMatcher(compiled)
     text = '{"allOf": [' * 3000 + '"\\u0000"' + "]}" * 3000
     assert m.accept_string(text) and m.is_completed()
+
+
+@pytest.mark.parametrize("count", [2 ** 62, 2 ** 63, 2 ** 64, np.uint64(2 ** 64 - 1)])
+def test_rollback_of_a_huge_count_raises_invalid_token_error(small, count):
+    # was OverflowError from the C conversion (found by the matcher fuzz after the limits merge)
+    _, _, json_grammar = small
+    m = xmask.GrammarMatcher(json_grammar)
+    assert m.accept_string("[")
+    with pytest.raises(xmask.InvalidTokenError):
+        m.rollback(count)
+    with pytest.raises(xmask.InvalidTokenError):
+        xmask.BatchGrammarMatcher.batch_rollback([m], count)
+    assert m.num_accepted_tokens == 1

@@ -10,7 +10,7 @@
 # whose states have byte or token edges, plus 0
 # when the bottom is reachable); the history keeps every top set since the start, so rolling
 # back is truncation.  Nodes are never freed while a history may refer to them.
-from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
 
 
@@ -51,6 +51,8 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
 cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept nogil
 cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
                              int32_t parent) except -1 nogil
+cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil
+cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil
 
 
 cdef inline bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:
