@@ -47,7 +47,8 @@ MODULES = [
     "xmask.compiler._nfa_build",
 ]
 
-compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]
+# AddressSanitizer builds use -O1 (its usual level: faster to build, exact stack traces)
+compile_args = ["-O0", "-g"] if DEBUG else ["-O1", "-g"] if SANITIZE else ["-O3"]
 link_args = []
 # Python's own CFLAGS usually carry -g: debug info quadruples the modules (wheel 4 MB instead of
 # ~1 MB) and users never read it.  XMASK_DEBUG / XMASK_SANITIZE builds keep it.

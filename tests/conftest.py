@@ -51,6 +51,19 @@ def require_module(name: str):
         pytest.skip(msg)
 
 
+#: True when the test run has AddressSanitizer preloaded (scripts/sanitize.sh asan).
+UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
+
+
+def child_address_cap(nbytes: int) -> int:
+    """An RLIMIT_AS value for a child process that must not eat the machine: ``nbytes``, or no
+    cap under AddressSanitizer (its shadow memory reserves terabytes of address space, so any
+    cap stops the child before it starts)."""
+    import resource
+
+    return resource.RLIM_INFINITY if UNDER_ASAN else nbytes
+
+
 # ----------------------------------------------------------------------------------------------
 # Wall time per test area, printed after the run: CI has 90 minutes on 2 cores and the suite
 # must stay well under half of that, so every run shows where the time goes.

@@ -20,6 +20,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import child_address_cap
 
 import xmask
 from lazy_walks import (JSON_DOCS, case_docs, compile_case, record_key, reference_step,
@@ -299,7 +300,7 @@ def test_compile_limits_hold_in_every_mode(field, limits, kind, what):
 # (tens of seconds).  With the context-work cap lifted, only the deadline can stop classifying.
 DEADLINE_GRAMMAR = 'root ::= ("[" root "]"){0,10000} | "x"'
 DEADLINE_LIMITS = {"max_compile_seconds": 2, "max_context_work": 10 ** 12}
-CHILD_AS_BYTES = 3 << 30
+CHILD_AS_BYTES = child_address_cap(3 << 30)
 CHILD_TIMEOUT = 120
 
 _CHILD = textwrap.dedent(

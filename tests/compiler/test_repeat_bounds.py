@@ -17,12 +17,13 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import child_address_cap
 
 import xmask
 from xmask.compiler.automaton import _flatten_repeat
 from xmask.grammar.ir import Bytes, Repeat
 
-CHILD_AS_BYTES = 3 << 30  # 3 GB address space (RLIMIT_AS) in the child
+CHILD_AS_BYTES = child_address_cap(3 << 30)  # 3 GB address space (RLIMIT_AS) in the child
 CHILD_TIMEOUT = 120  # seconds: generous; the bounded compiles take a few seconds
 
 _CHILD = textwrap.dedent(

@@ -573,6 +573,9 @@ class _Parser:
                     raise self.error(f"surrogate code point U+{cp:04X} in a string literal", esc)
                 out.append(chr(cp))
             else:
+                if "\ud800" <= c <= "\udfff":  # as the escaped form: no UTF-8 spells it
+                    raise self.error(f"surrogate code point U+{ord(c):04X} in a string literal",
+                                     self.pos)
                 out.append(c)
                 self.pos += 1
         return "".join(out)

@@ -515,6 +515,8 @@ class LarkParser:
             if c == '"':
                 return "".join(out)
             if c != "\\":
+                if "\ud800" <= c <= "\udfff":  # as the escaped form: no UTF-8 spells it
+                    raise self.error(f"U+{ord(c):04X} is not a Unicode scalar value", self.pos - 1)
                 out.append(c)
                 continue
             esc_pos = self.pos - 1

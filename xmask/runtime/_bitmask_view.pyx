@@ -97,6 +97,8 @@ cdef int rows_fast(object bitmask, intp_t n_words, RowsC* out) except -1:
 cdef intp_t row_index_fast(object index) except -2:
     """``index`` if it is a plain non-negative int, else -1 (the caller's Python checks decide:
     NumPy integers, 0-d tensors, errors)."""
-    if type(index) is int and index >= 0:
+    # the upper bound keeps a huge int (2**63) from overflowing the C conversion: the slow
+    # path then reports it as out of range
+    if type(index) is int and 0 <= index <= 0x7FFFFFFF:
         return <intp_t>index
     return -1

@@ -148,9 +148,13 @@ def as_token_id(value, what="token id"):
 
 def as_input_bytes(value, what):
     """The bytes to accept: a str UTF-8 encoded, bytes-like as bytes; TypeError naming
-    ``what`` otherwise."""
+    ``what`` otherwise, XmaskError for a str with a lone surrogate (no UTF-8 spells it)."""
     if isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise XmaskError(f"{what} is not valid text: lone surrogate "
+                             f"U+{ord(value[e.start]):04X} at index {e.start}") from None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     raise TypeError(f"{what} must be str or bytes, got {type(value).__name__}")
@@ -162,6 +166,8 @@ def as_count(value, what="num_tokens"):
     n = as_token_id(value, what)
     if n < 0:
         raise InvalidTokenError(f"{what} must be a non-negative integer, got {n}")
+    if n >= 1 << 62:  # callers hold counts in C integers; no matcher has accepted that many
+        raise InvalidTokenError(f"{what} {n} is more tokens than any matcher has accepted")
     return n
 
 
@@ -180,21 +186,22 @@ def _unusable_error(bint ready):
 
 
 def _index_array(x, name):
-    """A 1-D int64 NumPy copy of a draft-tree tensor / array / list (small: one per node)."""
+    """A 1-D int64 NumPy copy of a draft-tree tensor / array / list (small: one per node);
+    InvalidTokenError (a ValueError) if it is not one."""
     import numpy as np
 
     if type(x).__module__.startswith("torch") and x.device.type != "cpu":
-        raise ValueError(f"{name} must be on the CPU, got {x.device}")
+        raise InvalidTokenError(f"{name} must be on the CPU, got {x.device}")
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{name} must be a 1-D integer tensor or array: {e}") from None
+        raise InvalidTokenError(f"{name} must be a 1-D integer tensor or array: {e}") from None
     if arr.dtype.kind not in "iu" and arr.size > 0:
         # Casting would silently truncate floats and turn bools into links.
-        raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
+        raise InvalidTokenError(f"{name} must hold integers, got dtype {arr.dtype}")
     arr = np.ascontiguousarray(arr, dtype=np.int64)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+        raise InvalidTokenError(f"{name} must be 1-D, got shape {arr.shape}")
     return arr
 
 
@@ -924,7 +931,7 @@ cdef class GrammarMatcher:
         cdef int done = 1
         n = nxt.shape[0]
         if sib.shape[0] != n or tok.shape[0] != n:
-            raise ValueError(
+            raise InvalidTokenError(
                 f"draft tree arrays differ in length: retrieve_next_token {n}, "
                 f"retrieve_next_sibling {sib.shape[0]}, draft_tokens {tok.shape[0]}"
             )
@@ -945,7 +952,7 @@ cdef class GrammarMatcher:
         if n > 0:
             bad = check_tree(&nxt_v[0], &sib_v[0], n, &work_v[0])
             if bad >= 0:
-                raise ValueError(
+                raise InvalidTokenError(
                     f"draft tree node {bad} has a link outside [-1, {n}) or is reached twice "
                     "(retrieve_next_token / retrieve_next_sibling must form a tree from node 0)"
                 )

@@ -197,13 +197,21 @@ def _get(obj: dict, key: str, path: str, default=_MISSING):
     return default
 
 
+def _text(v: str, path: str) -> str:
+    """``v`` if UTF-8 can spell it: a lone surrogate (from JSON text like "\\ud800") cannot."""
+    for i, ch in enumerate(v):
+        if "\ud800" <= ch <= "\udfff":
+            raise _err(f"lone surrogate U+{ord(ch):04X} at index {i}: not valid text", path)
+    return v
+
+
 def _str(obj, key, path, default=_MISSING, non_empty=False) -> str:
     v = _get(obj, key, path, default)
     if not isinstance(v, str):
         raise _err(f"'{key}' must be a string, got {_kind(v)}", f"{path}.{key}")
     if non_empty and not v:
         raise _err(f"'{key}' must be a non-empty string", f"{path}.{key}")
-    return v
+    return _text(v, f"{path}.{key}")
 
 
 def _bool(obj, key, path, default) -> bool:
@@ -243,6 +251,7 @@ def _strings(obj, key, path, default=_MISSING, non_empty_items=False) -> Tuple[s
             raise _err(f"'{key}' items must be strings, got {_kind(s)}", f"{path}.{key}[{i}]")
         if non_empty_items and not s:
             raise _err(f"'{key}' items must be non-empty strings", f"{path}.{key}[{i}]")
+        _text(s, f"{path}.{key}[{i}]")
     return tuple(items)
 
 
@@ -254,7 +263,7 @@ def _token_ref(v, path: str) -> TokenRef:
         raise _err(f"token ids are non-negative, got {v}", path)
     if isinstance(v, str) and not v:
         raise _err("a token string must be non-empty", path)
-    return v
+    return _text(v, path) if isinstance(v, str) else v
 
 
 def _token_refs(obj, key, path, default=_MISSING, non_empty=False) -> Tuple[TokenRef, ...]:
@@ -363,7 +372,7 @@ def _p_or(obj, path, depth):
 def _tag_end(obj, path, depth):
     v = _get(obj, "end", path)
     if isinstance(v, str):
-        return (v,)
+        return (_text(v, f"{path}.end"),)
     if isinstance(v, list):
         if not v:
             raise _err("'end' must not be an empty array", f"{path}.end")
@@ -384,7 +393,7 @@ def _as_token(v: dict, path: str, depth) -> Token:
 def _p_tag(obj, path, depth):
     b = _get(obj, "begin", path)
     if isinstance(b, str):
-        begin = b
+        begin = _text(b, f"{path}.begin")
     elif isinstance(b, dict):
         begin = _as_token(b, f"{path}.begin", depth)
     else:
@@ -501,7 +510,7 @@ def _dispatch_rules(obj, path, depth, pattern):
 def _pattern(v, path):
     if not isinstance(v, str) or not v:
         raise _err(f"a dispatch pattern must be a non-empty string, got {v!r}", path)
-    return v
+    return _text(v, path)
 
 
 def _p_dispatch(obj, path, depth):

@@ -79,38 +79,47 @@ class Literals:
 
     def literal(self, v, depth: int) -> Expr:
         """The JSON text of value ``v`` at ``depth`` (numbers in all their accepted spellings)."""
+        parts: list = []
+        self._literal_parts(v, depth, parts)
+        return make_seq(parts)
+
+    def _literal_parts(self, v, depth: int, parts: list) -> None:
+        # Appends to one flat list: a make_seq per nesting level would re-flatten every inner
+        # level again (quadratic: a const nested 6,000 deep took minutes).
         L = self.ctx.layout
         if v is None:
-            return Bytes(b"null")
-        if v is True:
-            return Bytes(b"true")
-        if v is False:
-            return Bytes(b"false")
-        if isinstance(v, (int, float)):
-            return make_choice([Bytes(t.encode()) for t in self.number_spellings(v)])
-        if isinstance(v, str):
-            return make_seq([Bytes(b'"'), self.literal_body(v), Bytes(b'"')])
-        if isinstance(v, list):
+            parts.append(Bytes(b"null"))
+        elif v is True:
+            parts.append(Bytes(b"true"))
+        elif v is False:
+            parts.append(Bytes(b"false"))
+        elif isinstance(v, (int, float)):
+            parts.append(make_choice([Bytes(t.encode()) for t in self.number_spellings(v)]))
+        elif isinstance(v, str):
+            parts += [Bytes(b'"'), self.literal_body(v), Bytes(b'"')]
+        elif isinstance(v, list):
             if not v:
-                return make_seq([Bytes(b"["), L.empty(), Bytes(b"]")])
-            parts = [Bytes(b"["), L.open(depth)]
+                parts += [Bytes(b"["), L.empty(), Bytes(b"]")]
+                return
+            parts += [Bytes(b"["), L.open(depth)]
             for i, x in enumerate(v):
                 if i:
                     parts.append(L.sep(depth))
-                parts.append(self.literal(x, depth + 1))
+                self._literal_parts(x, depth + 1, parts)
             parts += [L.close(depth), Bytes(b"]")]
-            return make_seq(parts)
-        if isinstance(v, dict):
+        elif isinstance(v, dict):
             if not v:
-                return make_seq([Bytes(b"{"), L.empty(), Bytes(b"}")])
-            parts = [Bytes(b"{"), L.open(depth)]
+                parts += [Bytes(b"{"), L.empty(), Bytes(b"}")]
+                return
+            parts += [Bytes(b"{"), L.open(depth)]
             for i, (k, x) in enumerate(v.items()):
                 if i:
                     parts.append(L.sep(depth))
-                parts += [Bytes(b'"'), self.literal_body(k), Bytes(b'"'), L.key_sep(), self.literal(x, depth + 1)]
+                parts += [Bytes(b'"'), self.literal_body(k), Bytes(b'"'), L.key_sep()]
+                self._literal_parts(x, depth + 1, parts)
             parts += [L.close(depth), Bytes(b"}")]
-            return make_seq(parts)
-        raise UnsupportedSchemaError(f"not a JSON value in enum/const: {v!r}", "#")
+        else:
+            raise UnsupportedSchemaError(f"not a JSON value in enum/const: {v!r}", "#")
 
     def literal_body(self, s: str) -> Expr:
         """The JSON text of string ``s`` without quotes, spellings with an excluded substring
