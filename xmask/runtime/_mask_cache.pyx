@@ -27,6 +27,8 @@ from libc.string cimport memset, memcpy
 
 import numpy as np
 
+from xmask.errors import GrammarLimitError
+
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
 from xmask.runtime._atomic cimport xm_flag_try, xm_flag_release, xm_yield
 from xmask.runtime._clock cimport monotonic_seconds
@@ -139,7 +141,6 @@ cdef int _check_cache_memory(MaskCacheC* c) except -1 nogil:
     cdef int64_t stored = c.entry_bytes + c.n_owned * <int64_t>sizeof(CacheEntryC)
     if c.max_bytes > 0 and stored > c.max_bytes:
         with gil:
-            from xmask.errors import GrammarLimitError
             raise GrammarLimitError(
                 f"the token-mask cache holds more than {c.max_bytes / 1048576:.3g} MB "
                 f"(CompileLimits.max_compile_memory_bytes)")
