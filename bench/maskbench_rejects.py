@@ -12,10 +12,11 @@ valid instance the default compile rejects is put through these checks, in this 
 * then the instance is *repaired* and re-walked; the repairs that are needed (each one is left
   out in turn: the cause is the set whose removal makes the walk fail again) name the cause:
 
-  - ``member_order`` -- object members rewritten in the schema's declaration order (for each
-    object, the ``properties`` map of the schema that shares most of its names), or the schema
-    compiled with ``any_order=True`` (``lenient=True`` so objects past
-    ``MAX_ANY_ORDER_PROPERTIES`` keep declaration order): the documented restriction;
+  - ``member_order`` -- object members permuted: in the order of the schema's ``properties``
+    map sharing most names with each object, else in an order found by a search guided by the
+    grammar (:func:`ordered_text`): the documented restriction.  Whether ``any_order=True``
+    (``lenient=True``: objects past ``MAX_ANY_ORDER_PROPERTIES`` keep declaration order)
+    accepts the instance as it is is recorded too;
   - ``integral_float`` -- floats with an integral value written as integers (``1.0`` -> ``1``:
     ``type: integer`` accepts integer syntax only, a documented restriction);
   - ``number_spelling`` -- floats written without exponent (``1e-05`` -> ``0.00001``: numbers
@@ -67,14 +68,46 @@ CAUSE_ORDER = ("member_order", "integral_float", "number_spelling", "format", "d
 
 
 # ------------------------------------------------------------------ instance rewrites
+def _properties_maps(schema, out):
+    """Every ``properties`` map of the schema (all depths), as name lists (then names that are
+    only ``required``)."""
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict) and props:
+            req = schema.get("required")
+            extra = [r for r in req if isinstance(r, str) and r not in props] if isinstance(req, list) else []
+            out.append(list(props) + extra)
+        for v in schema.values():
+            _properties_maps(v, out)
+    elif isinstance(schema, list):
+        for v in schema:
+            _properties_maps(v, out)
+    return out
+
+
+def schema_ordered(value, maps):
+    """``value`` with each object's members in the order of the ``properties`` map sharing most
+    names with it (other members last, in their own order): a cheap first guess."""
+    if isinstance(value, list):
+        return [schema_ordered(v, maps) for v in value]
+    if not isinstance(value, dict):
+        return value
+    best = max(maps, key=lambda names: len(set(names) & set(value)), default=None)
+    keys = list(value)
+    if best is not None:
+        pos = {n: i for i, n in enumerate(best)}
+        keys.sort(key=lambda k: pos.get(k, len(pos)))
+    return {k: schema_ordered(value[k], maps) for k in keys}
+
+
 def ordered_text(compiled, value, plain: bool = False):
     """A ``json.dumps`` text of ``value`` with object members permuted so that ``compiled``
     accepts it, or None.
 
-    Each object is ordered once (its nested objects the same way), greedily: of the members the
-    grammar takes next, the one after which most of the remaining members can still come
-    (directly or through others) goes first -- in declaration order, the one declared
-    earliest."""
+    Each object is ordered once (its nested objects the same way), by a bounded depth-first
+    search: of the members the grammar takes next, the one after which most of the remaining
+    members can still come (directly or through others) is tried first -- in declaration order,
+    the one declared earliest, so the first path nearly always succeeds."""
     found = {}
 
     def emit(m, v):
@@ -94,29 +127,44 @@ def ordered_text(compiled, value, plain: bool = False):
                 parts.append(t)
             return (m, "[" + ", ".join(parts) + "]") if m.accept_string("]") else None
         if isinstance(v, dict):
-            if id(v) not in found:
-                found[id(v)] = order_object(m, v)
-            t = found[id(v)]
-            return (m, t) if t is not None and m.accept_string(t) else None
+            t = found.get(id(v))
+            if t is not None and m.fork().accept_string(t):
+                m.accept_string(t)
+                return m, t
+            # searched again here: in a union (anyOf, oneOf) the order may depend on the place
+            t = order_object(m, v)
+            if t is None:
+                return None
+            found[id(v)] = t
+            return (m, t) if m.accept_string(t) else None
         t = dumps(v, plain)
         return (m, t) if m.accept_string(t) else None
 
-    def order_object(m, obj):
+    def order_object(m, obj, budget=2000):
         m = m.fork()
         if not m.accept_string("{"):
             return None
-        nxt, done, rest = {}, [], list(obj)  # nxt[name]: the members the grammar takes right after it
+        nxt = {}  # nxt[name]: the remaining members the grammar takes right after it
+        dead = set()
+        left = [budget]
 
-        def later(name):  # every member that may come after ``name`` (transitively)
+        def later(name, rest):  # the remaining members that may come after ``name``
             seen, todo = set(), [name]
             while todo:
                 for o in nxt.get(todo.pop(), ()):
-                    if o not in seen:
+                    if o not in seen and o in rest:
                         seen.add(o)
                         todo.append(o)
             return seen
 
-        while rest:
+        def place(m, rest, done, last):
+            """Depth first, best candidate first: the member order from here, or None."""
+            if not rest:
+                return "{" + ", ".join(done) + "}" if m.fork().accept_string("}") else None
+            key = (frozenset(rest), last)
+            left[0] -= 1
+            if key in dead or left[0] < 0:
+                return None
             cands = []
             for name in rest:
                 m2 = m.fork()
@@ -129,13 +177,16 @@ def ordered_text(compiled, value, plain: bool = False):
                 nxt[name] = {o for o in rest if o != name
                              and m3.fork().accept_string(", " + json.dumps(o) + ": ")}
                 cands.append((name, m3, json.dumps(name) + ": " + t))
-            if not cands:
-                return None
             # the member declared earliest leaves every other one reachable after it
-            name, m, text = max(cands, key=lambda c: len(later(c[0]) & set(rest)))
-            rest.remove(name)
-            done.append(text)
-        return "{" + ", ".join(done) + "}" if m.fork().accept_string("}") else None
+            cands.sort(key=lambda c: -len(later(c[0], rest)))
+            for name, m3, text in cands:
+                r = place(m3, [n for n in rest if n != name], done + [text], name)
+                if r is not None:
+                    return r
+            dead.add(key)
+            return None
+
+        return place(m, list(obj), [], None)
 
     r = emit(xmask.GrammarMatcher(compiled), value)
     return None if r is None else r[1]
@@ -240,7 +291,7 @@ def where_rejected(compiled, text: str, context: int = 60) -> str:
     for k, ch in enumerate(text):
         if not m.accept_string(ch):
             return f"at char {k}: ...{text[max(0, k - context):k]}<<HERE>>{text[k:k + 20]}..."
-    return "at end (cannot terminate)"
+    return "accepted" if _accepts_string(compiled, text) else "at end (cannot terminate)"
 
 
 def _compile(schema, **extra):
@@ -271,6 +322,7 @@ def classify_file(path: str) -> dict:
                 lazy[name] = _compile(strip_formats(schema))
         return lazy[name]
 
+    maps = _properties_maps(schema, [])
     for i, case in enumerate(data["tests"]):
         if not case["valid"]:
             continue
@@ -288,7 +340,7 @@ def classify_file(path: str) -> dict:
             rec["cause"] = "token_level"
             continue
         rec["cause"], rec["repairs"] = "unexplained", []
-        needed = _needed_repairs(inst, compiled, variant)
+        needed = _needed_repairs(inst, compiled, variant, maps)
         if needed is None:  # where the walk stops, on the text with the value repairs
             rec["detail"] = where_rejected(compiled, dumps(_repaired(inst, REPAIRS), True))
         else:
@@ -305,25 +357,27 @@ def _repaired(inst, repairs):
     return integral_floats_as_ints(inst) if "integral_float" in repairs else inst
 
 
-def _accepted_with(inst, repairs, compiled, variant) -> bool:
+def _accepted_with(inst, repairs, compiled, variant, maps) -> bool:
     target = variant("format") if "format" in repairs else compiled
     if isinstance(target, Exception):
         return False
     v, plain = _repaired(inst, repairs), "number_spelling" in repairs
     if "member_order" in repairs:
+        if _accepts(target, dumps(schema_ordered(v, maps), plain)):
+            return True
         text = ordered_text(target, v, plain)
         return text is not None and _accepts(target, text)
     return _accepts(target, dumps(v, plain))
 
 
-def _needed_repairs(inst, compiled, variant):
+def _needed_repairs(inst, compiled, variant, maps):
     """The repairs after which the instance is accepted, each one left out in turn and dropped
     if it is not needed; None if even all of them do not help."""
     have = set(REPAIRS)
-    if not _accepted_with(inst, have, compiled, variant):
+    if not _accepted_with(inst, have, compiled, variant, maps):
         return None
     for r in REPAIRS:
-        if _accepted_with(inst, have - {r}, compiled, variant):
+        if _accepted_with(inst, have - {r}, compiled, variant, maps):
             have.discard(r)
     return [r for r in REPAIRS if r in have]
 
