@@ -40,7 +40,7 @@ from .errors import (
     XmaskError,
 )
 from . import testing
-from .grammar.ir import Grammar
+from .grammar_api import Grammar
 from .limits import CompileLimits
 from .runtime.batch import BatchGrammarMatcher
 from .runtime.matcher import (

@@ -12,7 +12,7 @@ from conftest import tokenizer_json
 from maskutil import walk_equals_reference
 
 import xmask
-from xmask.grammar.ir import Grammar
+from xmask import Grammar
 
 G_A = 'root ::= "yes" | "no"'
 G_B = "root ::= [0-9]+"

@@ -8,7 +8,8 @@ from maskutil import walk_equals_reference
 
 import xmask
 from xmask.errors import GrammarError, GrammarLimitError, GrammarSyntaxError
-from xmask.grammar import Grammar, Recognizer, TokenSet, parse_ebnf
+from xmask.grammar import Recognizer, TokenSet, parse_ebnf
+from xmask import Grammar
 from xmask.grammar.ebnf import parse_ebnf_with_lookaheads
 from xmask.grammar.lookahead import lookahead_implied
 

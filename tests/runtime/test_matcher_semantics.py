@@ -14,7 +14,8 @@ import tokenizers
 from conftest import tokenizer_json
 
 import xmask
-from xmask.grammar.ir import Bytes, Grammar, RuleRef, Seq
+from xmask.grammar.ir import Bytes, RuleRef, Seq
+from xmask import Grammar
 
 # ------------------------------------------------------------------------------------- helpers
 

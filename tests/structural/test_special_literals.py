@@ -17,7 +17,8 @@ from maskutil import GreedyTokens, bit, walk_equals_reference
 from model_messages import GOOD_CALLS, MALFORMED_CALLS, TOOLS, message
 
 import xmask
-from xmask.grammar.ir import Bytes, Choice, Grammar, Seq, TokenSet
+from xmask.grammar.ir import Bytes, Choice, Seq, TokenSet
+from xmask import Grammar
 
 CHANNEL, START, MESSAGE, CONSTRAIN = 200005, 200006, 200008, 200003
 PYTHON_TAG, BEGIN_OF_TEXT, EOT = 128010, 128000, 128009

@@ -13,7 +13,8 @@ from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
 from .._switch_interval import responsive_switching
 from ..limits import DEFAULT_LIMITS, CompileLimits
-from ..grammar.ir import Grammar
+from ..grammar import ir
+from ..grammar_api import Grammar
 from ..grammar.json_schema import load_schema
 from ..serialization.disk_cache import DiskCache
 from .compiled import CompiledGrammar
@@ -136,7 +137,7 @@ class GrammarCompiler:
     def _disk_description(self, key) -> list:
         """``key`` as JSON-able data for the disk cache's content hash (a Grammar object is
         described by its exact serialized form)."""
-        what = [x.serialize_json() if isinstance(x, Grammar) else x for x in key]
+        what = [Grammar.of(x).serialize_json() if isinstance(x, ir.Grammar) else x for x in key]
         return [what, dataclasses.asdict(self._limits), self._precompute]
 
     def cache_info(self) -> dict:
@@ -178,7 +179,7 @@ class GrammarCompiler:
             text = grammar
             return self._compile(("ebnf", text, root_rule_name),
                                  lambda: Grammar.from_ebnf(text, root_rule_name=root_rule_name))
-        if isinstance(grammar, Grammar):
+        if isinstance(grammar, ir.Grammar):
             return self._compile(("grammar", grammar), lambda: grammar)
         raise TypeError(f"compile_grammar needs a Grammar or EBNF str, got {type(grammar).__name__}")
 

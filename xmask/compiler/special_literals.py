@@ -25,9 +25,9 @@ walk over their nodes and nothing more).
 Example::
 
     >>> from xmask import TokenizerInfo
-    >>> from xmask.grammar.ir import Grammar
+    >>> from xmask.grammar.ebnf import parse_ebnf
     >>> info = TokenizerInfo(["a", "<x>", "</s>"], stop_token_ids=[2], special_token_ids=[1])
-    >>> print(allow_special_literals(Grammar.from_ebnf('root ::= "a<x></s>"'), info))
+    >>> print(allow_special_literals(parse_ebnf('root ::= "a<x></s>"'), info))
     root ::= "a" ("<x>" | Token(1)) "</s>"
 """
 

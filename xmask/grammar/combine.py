@@ -7,21 +7,22 @@ text's) is copied in with every rule renamed, so two parts never share a rule na
 
 Example::
 
-    >>> from xmask.grammar.ir import Grammar, RuleRef
+    >>> from xmask.grammar.ebnf import parse_ebnf
     >>> rules = {}
     >>> names = RuleNamer(rules)
-    >>> ref = embed_grammar(rules, Grammar.from_ebnf('root ::= "a" b\\nb ::= "b"'), names, "tag")
+    >>> ref = embed_grammar(rules, parse_ebnf('root ::= "a" b\\nb ::= "b"'), names, "tag")
     >>> ref, sorted(rules)
     (RuleRef(name='tag'), ['tag', 'tag_b'])
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Sequence
 
-from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
+from ..errors import GrammarError
+from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
 
-__all__ = ["RuleNamer", "embed_grammar", "map_leaves", "rename_refs"]
+__all__ = ["RuleNamer", "combine_grammars", "embed_grammar", "map_leaves", "rename_refs"]
 
 
 class RuleNamer:
@@ -90,3 +91,32 @@ def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
     for name, expr in grammar:
         rules[names[name]] = rename_refs(expr, names)
     return RuleRef(names[root])
+
+
+def combine_grammars(kind: str, grammars: Sequence[Grammar]) -> Grammar:
+    """The ``"union"`` (``root ::= g1 | g2 | ...``) or ``"concat"`` (``root ::= g1 g2 ...``) of
+    ``grammars``, each part's rules copied under fresh names (``Grammar.union`` /
+    ``Grammar.concat``).  The union of no grammar is an error; their concatenation is the
+    empty string.
+
+    Example::
+
+        >>> from xmask.grammar.ebnf import parse_ebnf
+        >>> print(combine_grammars("concat", [parse_ebnf('root ::= "a"'), parse_ebnf('root ::= "b"')]))
+        root ::= root_1 root_2
+        root_1 ::= "a"
+        root_2 ::= "b"
+    """
+    for i, g in enumerate(grammars):
+        if not isinstance(g, Grammar):
+            raise TypeError(f"Grammar.{kind}() takes Grammar objects; argument {i} is {type(g).__name__}")
+    if kind == "union" and not grammars:
+        raise GrammarError("Grammar.union() needs at least one grammar (the union of none matches nothing)")
+    rules: Dict[str, Expr] = {"root": EPSILON}
+    namer = RuleNamer(rules)
+    refs = tuple(embed_grammar(rules, g, namer, "root") for g in grammars)
+    if len(refs) == 1:
+        rules["root"] = refs[0]
+    elif refs:
+        rules["root"] = Choice(refs) if kind == "union" else Seq(refs)
+    return Grammar(rules, root="root")

@@ -38,9 +38,11 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from .._recursion import deep_recursion
 from ..errors import GrammarError, GrammarSyntaxError
 from .ebnf_builtins import BUILTINS, TokenTagDispatchSpec, parse_builtin
-from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq
+from .ir import (EPSILON, MAX_CODE_POINT, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef, iter_refs,
+                 make_choice, make_seq)
 
 __all__ = ["parse_ebnf", "parse_ebnf_with_lookaheads", "make_seq", "make_choice"]
 
@@ -72,43 +74,6 @@ _DOTTED_DEF = re.compile(r"^[ \t]*([a-zA-Z_][a-zA-Z0-9_-]*(?:\.[a-zA-Z0-9_-]+)+)
 # XGrammar also lets a class escape its other metacharacters
 _CLASS_ESCAPES = {c: ord(c) for c in "^$.*+?(){}|"}
 _RULE_ATTRIBUTES = ("max_chars", "max_tokens", "temperature")
-
-
-def make_seq(items) -> Expr:
-    """Concatenation with light simplification: flatten nested ``Seq``, drop empty literals,
-    fuse adjacent ``Bytes``, unwrap a single item; the empty sequence is ``Seq(())``."""
-    out: List[Expr] = []
-    for item in items:
-        t = type(item)  # (exact types: the node kinds are never subclassed)
-        if t is not Seq and t is not Bytes:
-            out.append(item)
-            continue
-        for p in (item.items if t is Seq else (item,)):
-            if type(p) is Bytes:
-                if not p.data:
-                    continue
-                if out and type(out[-1]) is Bytes:
-                    out[-1] = Bytes(out[-1].data + p.data)
-                    continue
-            out.append(p)
-    if not out:
-        return EPSILON
-    if len(out) == 1:
-        return out[0]
-    return Seq(tuple(out))
-
-
-def make_choice(items) -> Expr:
-    """Alternation with light simplification: flatten nested ``Choice``, unwrap one item."""
-    out: List[Expr] = []
-    for item in items:
-        if type(item) is Choice:
-            out.extend(item.items)
-        else:
-            out.append(item)
-    if len(out) == 1:
-        return out[0]
-    return Choice(tuple(out))
 
 
 class _Parser:
@@ -627,8 +592,6 @@ class _Parser:
 
 def _drop_unreachable_generated(rules: Dict[str, Expr], root: str, defined) -> None:
     """Remove the helper rules that lowering left unused (the text's own rules all stay)."""
-    from .ir import iter_refs
-
     seen = {root}
     stack = [root]
     while stack:
@@ -662,7 +625,8 @@ def parse_ebnf(text: str, root_rule_name: str = "root") -> Grammar:
     """
     if not isinstance(text, str):
         raise TypeError(f"grammar text must be str, not {type(text).__name__}")
-    return _Parser(text).parse(root_rule_name)
+    with deep_recursion("EBNF grammar"):  # (the parser recurses on nesting)
+        return _Parser(text).parse(root_rule_name)
 
 
 def parse_ebnf_with_lookaheads(text: str, root_rule_name: str = "root") -> Tuple[Grammar, Dict[str, Expr]]:

@@ -72,10 +72,10 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
+from .._recursion import deep_recursion
 from ..errors import GrammarSyntaxError
 from .combine import RuleNamer, embed_grammar
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, Expr, Grammar, Repeat, RuleRef
+from .ir import EPSILON, Expr, Grammar, Repeat, RuleRef, make_choice, make_seq
 from .lark_syntax import LarkParser, is_terminal_name
 from .left_recursion import eliminate_left_recursion
 from .shortest_match import shortest_match
@@ -259,5 +259,6 @@ def parse_lark(text: str, *, tokenizer_info=None, named_grammars=None,
             resolve(token_id, pos)
 
     parser = LarkParser(text, resolve, check, named)
-    parser.parse()
-    return _Lowering(parser).run()
+    with deep_recursion("Lark grammar"):  # (the parser and the lowering recurse on nesting)
+        parser.parse()
+        return _Lowering(parser).run()

@@ -24,8 +24,8 @@ import warnings
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import GrammarSyntaxError, RegexSyntaxError, XmaskError
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, TokenSet
+from .ir import Bytes, CharClass, EPSILON, Expr, Grammar, TokenSet, make_choice, make_seq
+from .json_schema import json_schema_to_grammar
 from .lark_terminals import LarkRegexError, common_terminal, fold_case, lark_regex
 
 __all__ = ["Definition", "LarkParser", "is_terminal_name"]
@@ -461,7 +461,7 @@ class LarkParser:
             if not isinstance(value, (dict, bool)):
                 raise self.error("%json needs a JSON schema (an object or a boolean)", value_pos)
             try:
-                schema = Grammar.from_json_schema(value)
+                schema = json_schema_to_grammar(value)
             except XmaskError as e:  # the schema's own error, placed in the Lark text
                 raise self.error(f"%json: {e}", value_pos) from e
             return ("embed", schema, "json", start)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
+from .ir_expr import Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, TokenSet
 
 __all__ = ["grammar_to_ebnf", "expr_to_ebnf"]
 
@@ -214,8 +214,9 @@ def expr_to_ebnf(expr: Expr) -> str:
     return _expr(expr, _CHOICE)
 
 
-def grammar_to_ebnf(grammar: Grammar) -> str:
-    """Normalized EBNF text of ``grammar``: one ``name ::= expr`` line per rule, root first.
+def grammar_to_ebnf(grammar) -> str:
+    """Normalized EBNF text of ``grammar`` (a :class:`~xmask.grammar.ir.Grammar`, which prints
+    itself with this function): one ``name ::= expr`` line per rule, root first.
 
     Example::
 

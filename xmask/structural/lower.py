@@ -39,9 +39,12 @@ from typing import Dict, List, Tuple
 from ..compiler.special_literals import special_texts
 from ..errors import GrammarLimitError, InvalidStructuralTagError, XmaskError
 from ..grammar.combine import RuleNamer, embed_grammar
+from ..grammar.ebnf import parse_ebnf
 from ..grammar.free_text import FreeText, lower_free_text
 from ..grammar.ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, \
     TokenSet
+from ..grammar.json_schema import json_schema_to_grammar
+from ..grammar.regex import regex_to_grammar
 from . import spec as S
 
 __all__ = ["structural_tag_to_grammar", "schema_grammar"]
@@ -85,8 +88,8 @@ def schema_grammar(fmt) -> Grammar:
     if excludes:
         raise InvalidStructuralTagError("json_schema 'excludes' are not supported yet",
                                         f"{fmt.path}.excludes")
-    return Grammar.from_json_schema(fmt.json_schema, any_whitespace=True, strict_mode=True,
-                                    max_whitespace_cnt=max_ws, any_order=any_order)
+    return json_schema_to_grammar(fmt.json_schema, any_whitespace=True, strict_mode=True,
+                                  max_whitespace_cnt=max_ws, any_order=any_order)
 
 
 class _Lowerer:
@@ -155,10 +158,10 @@ class _Lowerer:
     _qwenxmlparameter = _jsonschema
 
     def _grammartext(self, f: S.GrammarText, ends):
-        return self.embed(lambda: Grammar.from_ebnf(f.grammar), f"{f.path}.grammar", "grammar")
+        return self.embed(lambda: parse_ebnf(f.grammar), f"{f.path}.grammar", "grammar")
 
     def _regex(self, f: S.Regex, ends):
-        return self.embed(lambda: Grammar.from_regex(f.pattern), f"{f.path}.pattern", "regex")
+        return self.embed(lambda: regex_to_grammar(f.pattern), f"{f.path}.pattern", "regex")
 
     def _anytext(self, f: S.AnyText, ends):
         if f.max_tokens is not None:
