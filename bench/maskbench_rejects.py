@@ -27,14 +27,17 @@ valid instance the default compile rejects is put through these checks, in this 
 * ``unexplained`` -- no repair helps: look at it (``--show``).
 
 ``--any-order`` then measures what ``any_order=True`` costs on the files it fixes: automaton
-states, compile time, time to first mask and mean steady mask time over the valid instances, for
-the default and for ``any_order=True`` in the same run.
+states, compile time, time to first mask (the first fill after the compile: the lazy cache
+classifies the start state), the first pass over the valid instances (every fill, states
+classified as they are met) and the median fill of a second pass (cached), for the default and
+for ``any_order=True`` in the same run.
 
 Usage::
 
     python bench/maskbench_rejects.py                       # scores all ~9,100 files first
     python bench/maskbench_rejects.py --report r.jsonl      # reuse XMASK_MASKBENCH_REPORT records
     python bench/maskbench_rejects.py --files 'Github_hard*' --show --any-order
+    python bench/maskbench_rejects.py --classified bench/results/maskbench_rejects.json --any-order
 
 Writes ``bench/results/maskbench_rejects.json`` (``--out``).
 """
@@ -48,6 +51,7 @@ import json
 import math
 import os
 import pathlib
+import statistics
 import sys
 import time
 import warnings
@@ -451,45 +455,46 @@ def any_order_cost(path: str) -> dict:
         t1 = time.perf_counter()
         m.fill_next_token_bitmask(bm)
         first = time.perf_counter() - t1
-        steady, n, accepted = 0.0, 0, 0
-        for rep in range(2):  # pass 1 classifies states lazily, pass 2 is the steady state
-            spent, cnt = 0.0, 0
+        passes, accepted = [], 0
+        for rep in range(2):  # pass 1 classifies states lazily as it meets them, pass 2 is cached
+            fills = []
             for text in texts:
                 m = xmask.GrammarMatcher(cg)
                 ok = True
                 for tid in hf.encode(text, add_special_tokens=False).ids + [None]:
                     t = time.perf_counter()
                     m.fill_next_token_bitmask(bm)
-                    spent += time.perf_counter() - t
-                    cnt += 1
+                    fills.append(time.perf_counter() - t)
                     if tid is None:
                         break
                     if not m.accept_token(tid):
                         ok = False
                         break
                 accepted += ok and rep == 1
-            if rep == 1:
-                steady, n = spent, cnt
-            else:
-                first_pass = spent
+            passes.append(fills)
+        first_pass, steady = passes
         out[name] = {"compile_ms": compile_s * 1e3, "first_mask_ms": first * 1e3,
-                     "first_pass_mask_us": first_pass / max(1, n) * 1e6,
-                     "steady_mask_us": steady / max(1, n) * 1e6, "masks": n,
+                     "first_pass_total_ms": sum(first_pass) * 1e3,
+                     "steady_mask_us": statistics.median(steady) * 1e6,
+                     "steady_mask_mean_us": statistics.mean(steady) * 1e6, "masks": len(steady),
                      "states": int(cg._automaton.n_states),  # as bench_compile_limits
-                     "top_states": cg.cache_summary()["top_states"], "valid_accepted": accepted, "valid": len(texts)}
+                     "top_states": cg.cache_summary()["top_states"], "valid_accepted": accepted,
+                     "valid": len(texts)}
     return out
 
 
 def print_any_order(rows):
     ok = [r for r in rows if "compile_ms" in r.get("default", {}) and "compile_ms" in r.get("any_order", {})]
     print(f"\nany_order=True vs default on the {len(ok)} files it fixes (same run, ratios any/default):")
-    hdr = f"{'file':<44}{'states':>16}{'compile ms':>20}{'1st mask ms':>18}{'steady us':>16}{'valid ok':>10}"
+    hdr = (f"{'file':<44}{'states':>16}{'compile ms':>20}{'1st mask ms':>18}{'1st pass ms':>18}"
+           f"{'steady p50 us':>16}{'valid ok':>10}")
     print(hdr)
     agg = collections.defaultdict(list)
     for r in ok:
         d, a = r["default"], r["any_order"]
         cells = []
-        for k, w in (("states", 16), ("compile_ms", 20), ("first_mask_ms", 18), ("steady_mask_us", 16)):
+        for k, w in (("states", 16), ("compile_ms", 20), ("first_mask_ms", 18), ("first_pass_total_ms", 18),
+                     ("steady_mask_us", 16)):
             if d[k] is None or a[k] is None:
                 cells.append("-".rjust(w))
                 continue
@@ -497,11 +502,12 @@ def print_any_order(rows):
             if d[k]:
                 agg[k].append(a[k] / d[k])
         print(f"{r['file'][:43]:<44}{''.join(cells)}{d['valid_accepted']:>4}->{a['valid_accepted']:<5}")
-    import statistics
-
     for k, v in agg.items():
-        print(f"  {k}: any_order/default median {statistics.median(v):.2f}x, "
-              f"max {max(v):.2f}x, geo-mean {statistics.geometric_mean(v):.2f}x")
+        tot_d = sum(r["default"][k] for r in ok if r["default"][k] is not None)
+        tot_a = sum(r["any_order"][k] for r in ok if r["any_order"][k] is not None)
+        print(f"  {k}: any_order/default per file median {statistics.median(v):.2f}x, "
+              f"geo-mean {statistics.geometric_mean(v):.2f}x, max {max(v):.2f}x; "
+              f"summed over files {tot_d:.4g} -> {tot_a:.4g} ({tot_a / tot_d:.2f}x)")
     for r in rows:
         if r not in ok:
             print(f"  {r['file']}: {r.get('default', {}).get('error') or r.get('any_order', {}).get('error')}")
@@ -515,16 +521,19 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=max(1, min(os.cpu_count() or 1, 8)))
     ap.add_argument("--show", action="store_true", help="print every rejected instance with its cause")
     ap.add_argument("--any-order", action="store_true", help="measure any_order=True on the files it fixes")
+    ap.add_argument("--classified", help="a JSON this script wrote: reuse its classification "
+                    "(with --any-order: measure only)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "maskbench_rejects.json"))
     a = ap.parse_args(argv)
     mb = pathlib.Path(a.data) / "maskbench"
     tok_dir = str(pathlib.Path(a.data) / "tokenizers" / "llama3")
-    if a.report:
+    if a.classified:
+        recs = []
+    elif a.report:
         recs = [json.loads(line) for line in open(a.report, encoding="utf-8")]
         recs = [r for r in recs if fnmatch.fnmatch(r["file"], a.files)]
     else:
-        files = sorted(str(p) for p in mb.glob(a.files + ("" if a.files.endswith(".json") else "")))
-        files = [f for f in files if f.endswith(".json")]
+        files = sorted(str(p) for p in mb.glob(a.files) if p.suffix == ".json")
         t = time.perf_counter()
         recs = score_all(files, tok_dir, a.jobs)
         print(f"scored {len(recs)} files in {time.perf_counter() - t:.0f} s")
@@ -533,11 +542,15 @@ def main(argv=None):
           f"({sum(len(r.get('valid_rejected') or ()) for r in recs)} instances in the records)")
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(a.jobs, mp_context=ctx, initializer=init_worker, initargs=(tok_dir,)) as pool:
-        files_out = list(pool.map(classify_file, todo))
+        if a.classified:
+            files_out = json.loads(pathlib.Path(a.classified).read_text())["files"]
+        else:
+            files_out = list(pool.map(classify_file, todo))
         for fo in files_out:
             if not fo["instances"] and not fo.get("not_compiled"):
                 fo["instances"] = []  # accepted now (fixed since the records were written)
-        fixed = sum(1 for r in recs if r.get("valid_rejected")) - sum(1 for fo in files_out if fo["instances"])
+        fixed = 0 if a.classified else \
+            sum(1 for r in recs if r.get("valid_rejected")) - sum(1 for fo in files_out if fo["instances"])
         if a.show:
             for fo in files_out:
                 for r in fo["instances"]:
@@ -552,7 +565,10 @@ def main(argv=None):
                   f"{len(mo)} member-order instances")
             fixes = sorted(str(mb / fo["file"]) for fo in files_out
                            if any(r.get("any_order_accepts") for r in fo["instances"]))
-            rows = list(pool.map(any_order_cost_worker, fixes))
+            # one measuring process: timings of two workers sharing the cores would disturb
+            # each other
+            with ProcessPoolExecutor(1, mp_context=ctx, initializer=init_worker, initargs=(tok_dir,)) as one:
+                rows = list(one.map(any_order_cost_worker, fixes))
             print_any_order(rows)
             result["any_order"] = rows
     pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
