@@ -35,7 +35,7 @@ from typing import Any, List, Tuple
 from ..errors import InvalidJSONError, InvalidSchemaError, SchemaKeywordWarning, UnsupportedSchemaError
 
 __all__ = ["HugeNumber", "check_keywords", "check_json_value", "is_count", "is_schema",
-           "parse_schema_text"]
+           "parse_schema_text", "warn_keyword_ignored"]
 
 
 class HugeNumber(float):
@@ -154,6 +154,23 @@ def _caller_outside_package() -> int:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def warn_keyword_ignored(k: str, ptr: str, why: str) -> None:
+    """A ``SchemaKeywordWarning`` that the keyword ``k`` of the schema object at ``ptr`` is
+    ignored, and ``why``; it points at the user's line.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     warn_keyword_ignored("if", "#", "draft-04 has no such keyword")
+        >>> str(w[0].message)
+        "JSON Schema keyword 'if' at #/if is ignored: draft-04 has no such keyword"
+    """
+    warnings.warn(f"JSON Schema keyword {k!r} at {ptr}/{_esc(k)} is ignored: {why}", SchemaKeywordWarning,
+                  stacklevel=_caller_outside_package())
 
 
 def _warn_near_miss(k: str, ptr: str) -> None:

@@ -60,7 +60,10 @@ through ``$ref`` is recursion between rules.
   (``x{0,M}`` as ``(x{a}){0,q-1} x{0,a-1} | (x{a}){q} x{0,r}``, recursively), which is exact and
   keeps automata at a few hundred states.
 * draft-4/6/7: siblings of ``$ref`` are ignored; 2019-09/2020-12 (and no ``$schema``): they
-  apply together with the target.
+  apply together with the target.  Keywords of later drafts assert nothing in a draft-4/6/7
+  schema (``if``/``then``/``else`` before draft-07, ``const``/``contains``/``propertyNames``
+  in draft-04, ``dependentRequired``/``prefixItems``/``unevaluated*``/``minContains`` before
+  2019-09), with a ``SchemaKeywordWarning``: that draft's validators ignore them too.
 
 Restrictions (valid texts rejected):
 

@@ -3,6 +3,9 @@
 Every schema object gets a node id (``Document.nid``); a node is ``(object, base URI, JSON
 pointer)``.  ``$id``/``id`` open resources, ``$anchor``/``$dynamicAnchor`` name nodes,
 ``Document.resolve`` follows local ``$ref``s (remote ones raise UnsupportedSchemaError).
+A schema object of a draft-04/06/07 document is stored without the keywords of later drafts
+(``LATER_KEYWORDS``: ``if`` in draft-04, ``dependentRequired`` in draft-07, ...): that draft
+does not have them, so they assert nothing (a ``SchemaKeywordWarning`` says so).
 
 Example::
 
@@ -17,8 +20,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from ...errors import InvalidJSONError, InvalidSchemaError, UnsupportedSchemaError
-from ..schema_check import check_keywords, parse_schema_text
-from .vocabulary import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLES, SUBSCHEMA_KEYS
+from ..schema_check import check_keywords, parse_schema_text, warn_keyword_ignored
+from .vocabulary import LATER_KEYWORDS, SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLES, SUBSCHEMA_KEYS
 
 __all__ = ["load_schema", "detect_draft", "join_uri", "escape_pointer", "Document"]
 
@@ -120,8 +123,10 @@ class Document:
                 if first is None:
                     first = self.by_id[id(o)]
                 continue
+            orig = o
             if check:
                 check_keywords(o, p, self.draft, subschemas=False)
+                o = self.in_draft(o, p)
             sid = o.get("$id")
             if not isinstance(sid, str) and self.draft <= 4 and isinstance(o.get("id"), str):
                 sid = o.get("id")
@@ -139,7 +144,7 @@ class Document:
                     self.anchors[(b, o[key])] = o
             n = len(self.nodes)
             self.nodes.append((o, b, p))
-            self.by_id[id(o)] = n
+            self.by_id[id(o)] = self.by_id[id(orig)] = n
             if first is None:
                 first = n
             if SUBSCHEMA_KEYS.isdisjoint(o):
@@ -166,6 +171,19 @@ class Document:
                         if isinstance(s, (dict, bool)):
                             stack.append((s, b, f"{p}/{k}/{escape_pointer(name)}"))
         return first
+
+    def in_draft(self, obj: dict, ptr: str) -> dict:
+        """``obj`` without the keywords its draft does not have (a copy, kept alive)."""
+        later = LATER_KEYWORDS.get(self.draft)
+        if not later or later.isdisjoint(obj):
+            return obj
+        name = {4: "draft-04", 6: "draft-06", 7: "draft-07"}[self.draft]
+        for k in obj:
+            if k in later:
+                warn_keyword_ignored(k, ptr, f"the schema declares {name}, which has no such keyword")
+        out = {k: v for k, v in obj.items() if k not in later}
+        self.keep.append(out)
+        return out
 
     def resolve(self, ref: str, base: Optional[str], where: str) -> int:
         """Node id of the target of ``$ref``; UnsupportedSchemaError if it is not local."""

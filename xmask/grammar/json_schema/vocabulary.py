@@ -19,7 +19,7 @@ __all__ = [
     "MAX_COUNT_BOUND", "DIRECT_REPEAT", "DIRECT_STRING", "NULL", "BOOL", "OBJ", "ARR", "STR", "INT",
     "FRAC", "ALL_KINDS", "TYPE_KINDS", "FALSE", "NEVER", "STRUCTURAL", "ANNOTATIONS", "COMPANIONS",
     "IGNORED", "OWN_KEYWORDS", "KNOWN_KEYWORDS", "NUMERIC_FORMATS", "SCHEMA_MAPS", "SCHEMA_LISTS",
-    "SCHEMA_SINGLES", "SUBSCHEMA_KEYS",
+    "SCHEMA_SINGLES", "SUBSCHEMA_KEYS", "LATER_KEYWORDS",
 ]
 
 # ---------------------------------------------------------------------------- limits
@@ -98,3 +98,15 @@ KNOWN_KEYWORDS = frozenset((
     "\x00extra_key",
     "extends", "disallow", "divisibleBy",
 ))
+
+# keywords of 2019-09 and later
+_SINCE_2019 = frozenset(("dependentRequired", "dependentSchemas", "prefixItems", "unevaluatedProperties",
+                         "unevaluatedItems", "minContains", "maxContains"))
+#: draft -> the keywords of later drafts: a schema declaring that draft in ``$schema`` does not
+#: have them, so they are ignored there, as every unknown keyword is (the draft's own
+#: validators do so).  Drafts 2019-09 and 2020-12 read every keyword.
+LATER_KEYWORDS = {
+    4: frozenset(("const", "contains", "propertyNames", "if", "then", "else")) | _SINCE_2019,
+    6: frozenset(("if", "then", "else")) | _SINCE_2019,
+    7: _SINCE_2019,
+}
