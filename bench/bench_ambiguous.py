@@ -66,6 +66,20 @@ def fit_exponent(ns, ts):
     return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else None
 
 
+def measure(accept, fill, data, reps):
+    """Time accept(data) once, then fill() reps times (median)."""
+    fill()  # the start state's mask outside the timing (a lazy cache classifies it here)
+    t0 = perf()
+    ok = accept(data)
+    accept_ns = perf() - t0
+    fills = []
+    for _ in range(reps):
+        t0 = perf()
+        fill()
+        fills.append(perf() - t0)
+    return {"ok": bool(ok), "accept_ns": accept_ns, "fill_ns": statistics.median(fills)}
+
+
 class XmaskRun:
     def __init__(self, tok_path, merge=True):
         import xmask
@@ -86,17 +100,9 @@ class XmaskRun:
         old = self.stack.set_max_conflicts(0 if self.merge else 1 << 60)
         try:
             m = self.xmask.GrammarMatcher(self.cg)
-            m.fill_next_token_bitmask(self.bm)  # classify the start states outside the timing
-            t0 = perf()
-            ok = m.accept_string(data)
-            accept = perf() - t0
-            fills = []
-            for _ in range(reps):
-                t0 = perf()
-                m.fill_next_token_bitmask(self.bm)
-                fills.append(perf() - t0)
-            return {"ok": bool(ok), "accept_ns": accept, "fill_ns": statistics.median(fills),
-                    "tops": len(m._debug_top_states()), "nodes": m._debug_arena_nodes()}
+            r = measure(m.accept_string, lambda: m.fill_next_token_bitmask(self.bm), data, reps)
+            r.update(tops=len(m._debug_top_states()), nodes=m._debug_arena_nodes())
+            return r
         finally:
             self.stack.set_max_conflicts(old)
 
@@ -125,16 +131,8 @@ class XGrammarRun:
 
     def run(self, data, reps):
         m = self.xgr.GrammarMatcher(self.cg)
-        m.fill_next_token_bitmask(self.bm)
-        t0 = perf()
-        ok = m.accept_string(data.decode("utf-8"))
-        accept = perf() - t0
-        fills = []
-        for _ in range(reps):
-            t0 = perf()
-            m.fill_next_token_bitmask(self.bm)
-            fills.append(perf() - t0)
-        return {"ok": bool(ok), "accept_ns": accept, "fill_ns": statistics.median(fills)}
+        return measure(lambda d: m.accept_string(d.decode("utf-8")),
+                       lambda: m.fill_next_token_bitmask(self.bm), data, reps)
 
 
 class LLGuidanceRun:
@@ -162,16 +160,10 @@ class LLGuidanceRun:
         if m.is_error():
             raise RuntimeError(m.get_error())
         ids = self.lltok.tokenize_bytes(data)
-        t0 = perf()
-        ok = all(m.consume_token(t) for t in ids)
-        accept = perf() - t0
-        fills = []
-        for _ in range(reps):
-            t0 = perf()
-            self.llg_np.fill_next_token_bitmask(m, self.bm, 0)
-            fills.append(perf() - t0)
-        return {"ok": bool(ok) and not m.is_error(), "accept_ns": accept,
-                "fill_ns": statistics.median(fills), "note": f"{len(ids)} tokens"}
+        r = measure(lambda _: all(m.consume_token(t) for t in ids) and not m.is_error(),
+                    lambda: self.llg_np.fill_next_token_bitmask(m, self.bm, 0), data, reps)
+        r["note"] = f"{len(ids)} tokens"
+        return r
 
 
 def main():

@@ -714,40 +714,60 @@ cdef int _gss_emit(StackC* st, const AutomatonC* a, intp_t dedupe_from) except -
 
 # ---- steps ------------------------------------------------------------------------------------
 
+cdef inline int _seed(StackC* st, const AutomatonC* a, int32_t s, int32_t parent, bint gss,
+                      intp_t* counter) except -1 nogil:
+    # State s over `parent` starts this step.  Plain (counter: repeats met): closed at once,
+    # 1 if the step must be redone merged.  GSS (counter: the work list): queued.
+    if gss:
+        _gss_seed(st, a, s, parent, counter)
+        return 0
+    st.work[0] = stack_node(st, s, parent)  # cap_work >= 16 after stack_init
+    return _closure(st, a, 1, counter)
+
+
+cdef int _gss_finish(StackC* st, const AutomatonC* a, intp_t n_work,
+                     intp_t dedupe_from) except -1 nogil:
+    _gss_run(st, a, n_work)
+    return _gss_emit(st, a, dedupe_from)
+
+
 cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil:
     # Append the top set of a fresh stack (state over BOTTOM); returns its size.
     return stack_start_many(st, a, &state, 1, 0)
 
 
+cdef int _start_pass(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
+                     int32_t parent, bint gss, intp_t* counter) except -1 nogil:
+    cdef intp_t i
+    for i in range(n):
+        if _seed(st, a, states[i], parent, gss, counter):
+            return 1
+    return 0
+
+
 cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
                              int32_t parent) except -1 nogil:
     # Append the top set of the stacks (states[i] over parent); returns its size.
-    cdef intp_t begin, i, conflicts = 0, n_work = 0
+    cdef intp_t begin, conflicts = 0, n_work = 0
     cdef bint merged = _max_conflicts < 0
     _open_set(st)
     _begin(st, a)
     begin = st.set_start[st.depth]
     if not merged:
-        for i in range(n):
-            st.work[0] = stack_node(st, states[i], parent)  # cap_work >= 16 after stack_init
-            if _closure(st, a, 1, &conflicts):
-                merged = True
-                break
+        merged = _start_pass(st, a, states, n, parent, False, &conflicts)
     if merged:
         st.n_tops = begin
         _gss_begin(st, a)
-        for i in range(n):
-            _gss_seed(st, a, states[i], parent, &n_work)
-        _gss_run(st, a, n_work)
-        _gss_emit(st, a, -1)
+        _start_pass(st, a, states, n, parent, True, &n_work)
+        _gss_finish(st, a, n_work, -1)
     st.depth += 1
     st.set_start[st.depth] = st.n_tops
     return st.n_tops - begin
 
 
 cdef inline int _step_nodes(StackC* st, const AutomatonC* a, const int32_t* nodes, intp_t n,
-                            intp_t cls, intp_t* conflicts) except -1 nogil:
-    # Plain closure of the byte class's targets of nodes[0:n]; 1 if it must be redone merged.
+                            intp_t cls, bint gss, intp_t* counter) except -1 nogil:
+    # Seed the byte class's targets of nodes[0:n]; 1 if the step must be redone merged.
     cdef intp_t i
     cdef int32_t x, t
     for i in range(n):
@@ -755,32 +775,29 @@ cdef inline int _step_nodes(StackC* st, const AutomatonC* a, const int32_t* node
         if x < 2:
             continue
         t = a.trans[st.node_state[x] * a.n_classes + cls]
-        if t >= 0:
-            st.work[0] = stack_node(st, t, st.node_parent[x])
-            if _closure(st, a, 1, conflicts):
-                return 1
+        if t >= 0 and _seed(st, a, t, st.node_parent[x], gss, counter):
+            return 1
     return 0
 
 
-cdef int _gss_step_nodes(StackC* st, const AutomatonC* a, const int32_t* nodes, intp_t n,
-                         intp_t cls, intp_t* n_work) except -1 nogil:
+cdef int _step_pass(StackC* st, const AutomatonC* a, intp_t begin, intp_t end, intp_t cls,
+                    bint gss, intp_t* counter) except -1 nogil:
     cdef intp_t i
-    cdef int32_t x, t
-    for i in range(n):
-        x = nodes[i]
-        if x < 2:
-            continue
-        t = a.trans[st.node_state[x] * a.n_classes + cls]
-        if t >= 0:
-            _gss_seed(st, a, t, st.node_parent[x], n_work)
+    cdef int32_t x
+    for i in range(begin, end):
+        x = st.tops[i]
+        if x == 0 and st.bottom_cont != NULL:
+            if _step_nodes(st, a, st.bottom_cont, st.n_bottom_cont, cls, gss, counter):
+                return 1
+        elif _step_nodes(st, a, &x, 1, cls, gss, counter):
+            return 1
     return 0
 
 
 cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 nogil:
     # Advance the newest top set by one byte.  Non-empty result: appended as a new set, size
     # returned.  Empty: nothing is appended and 0 is returned (the byte is rejected).
-    cdef intp_t i, begin, end, conflicts = 0, n_work = 0
-    cdef int32_t x
+    cdef intp_t begin, end, conflicts = 0, n_work = 0
     cdef intp_t cls = a.byte_class[byte]
     cdef bint merged = _max_conflicts < 0
     if st.depth == 0:
@@ -790,28 +807,12 @@ cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 
     begin = st.set_start[st.depth - 1]
     end = st.set_start[st.depth]
     if not merged:
-        for i in range(begin, end):
-            x = st.tops[i]
-            if x < 2:
-                if x == 0 and st.bottom_cont != NULL:
-                    if _step_nodes(st, a, st.bottom_cont, st.n_bottom_cont, cls, &conflicts):
-                        merged = True
-                        break
-                continue
-            if _step_nodes(st, a, &x, 1, cls, &conflicts):
-                merged = True
-                break
+        merged = _step_pass(st, a, begin, end, cls, False, &conflicts)
     if merged:
         st.n_tops = end
         _gss_begin(st, a)
-        for i in range(begin, end):
-            x = st.tops[i]
-            if x == 0 and st.bottom_cont != NULL:
-                _gss_step_nodes(st, a, st.bottom_cont, st.n_bottom_cont, cls, &n_work)
-            else:
-                _gss_step_nodes(st, a, &x, 1, cls, &n_work)
-        _gss_run(st, a, n_work)
-        _gss_emit(st, a, -1)
+        _step_pass(st, a, begin, end, cls, True, &n_work)
+        _gss_finish(st, a, n_work, -1)
     if st.n_tops == end:
         return 0
     st.depth += 1
@@ -828,6 +829,24 @@ cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept 
     return False
 
 
+cdef int _token_pass(StackC* st, const AutomatonC* a, intp_t d, int32_t tid, bint gss,
+                     intp_t* counter) except -1 nogil:
+    # Seed the token edges that take `tid` from top set d.
+    cdef intp_t i, w = tid >> 5
+    cdef int32_t x, s, k
+    for i in range(st.set_start[d], st.set_start[d + 1]):
+        x = st.tops[i]
+        if x < 2:
+            continue
+        s = st.node_state[x]
+        k = a.token_set_of[s]
+        if k < 0 or not ((a.token_bits[k * a.token_words + w] >> (tid & 31)) & 1):
+            continue
+        if _seed(st, a, a.token_target[s], st.node_parent[x], gss, counter):
+            return 1
+    return 0
+
+
 cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth, int32_t tid,
                              bint merge) except -1 nogil:
     # Take the token edges for token `tid` from top set from_depth - 1.  merge=False: the
@@ -836,7 +855,6 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
     # instead, without duplicates, so one token boundary stays one history entry.  Returns how
     # many tops the token edges added.
     cdef intp_t i, begin, end, w, conflicts = 0, n_work = 0
-    cdef int32_t x, s, k
     cdef bint merged = _max_conflicts < 0
     if a.n_token_sets == 0 or from_depth < 1 or from_depth > st.depth:
         return 0
@@ -852,32 +870,12 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
         _open_set(st)
     end = st.n_tops
     if not merged:
-        for i in range(st.set_start[from_depth - 1], st.set_start[from_depth]):
-            x = st.tops[i]
-            if x < 2:
-                continue
-            s = st.node_state[x]
-            k = a.token_set_of[s]
-            if k < 0 or not ((a.token_bits[k * a.token_words + w] >> (tid & 31)) & 1):
-                continue
-            st.work[0] = stack_node(st, a.token_target[s], st.node_parent[x])
-            if _closure(st, a, 1, &conflicts):
-                merged = True
-                break
+        merged = _token_pass(st, a, from_depth - 1, tid, False, &conflicts)
     if merged:
         st.n_tops = end
         _gss_begin(st, a)
-        for i in range(st.set_start[from_depth - 1], st.set_start[from_depth]):
-            x = st.tops[i]
-            if x < 2:
-                continue
-            s = st.node_state[x]
-            k = a.token_set_of[s]
-            if k < 0 or not ((a.token_bits[k * a.token_words + w] >> (tid & 31)) & 1):
-                continue
-            _gss_seed(st, a, a.token_target[s], st.node_parent[x], &n_work)
-        _gss_run(st, a, n_work)
-        _gss_emit(st, a, begin if merge else -1)
+        _token_pass(st, a, from_depth - 1, tid, True, &n_work)
+        _gss_finish(st, a, n_work, begin if merge else -1)
     if st.n_tops == end:
         return 0
     if not merge:
