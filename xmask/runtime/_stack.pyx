@@ -414,25 +414,27 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work,
     # Returns 1 (stop: redo the step merged) once more than _max_conflicts nodes met a state
     # that another node of this step already had.
     cdef int32_t x, s, ret, parent, k, k_end
-    cdef intp_t i
+    cdef intp_t i, done = 0
     cdef uint8_t f
     cdef uint32_t epoch = st.epoch
+    cdef LvState* lv = st.lv  # (not reallocated during a step)
     while n_work > 0:
         n_work -= 1
         x = st.work[n_work]
         if st.mark[x] == epoch:
             continue
         st.mark[x] = epoch
-        st.work_count += 1
+        done += 1
         if x < 2:  # a sentinel: no edges of its own
             _emit(st, x)
             continue
         s = st.node_state[x]
-        if st.lv[s].mark == epoch:
+        if lv[s].mark == epoch:
             conflicts[0] += 1
             if conflicts[0] > _max_conflicts:
+                st.work_count += done
                 return 1
-        st.lv[s].mark = epoch
+        lv[s].mark = epoch
         parent = st.node_parent[x]
         f = a.flags[s]
         if f & (XM_FLAG_HAS_BYTES | XM_FLAG_TOKEN):
@@ -457,6 +459,7 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work,
             else:
                 for i in range(st.ps_start[-2 - parent], st.ps_start[-1 - parent]):
                     _push_work(st, &n_work, st.ps_items[i])
+    st.work_count += done
     return 0
 
 
@@ -780,8 +783,8 @@ cdef inline int _step_nodes(StackC* st, const AutomatonC* a, const int32_t* node
     return 0
 
 
-cdef int _step_pass(StackC* st, const AutomatonC* a, intp_t begin, intp_t end, intp_t cls,
-                    bint gss, intp_t* counter) except -1 nogil:
+cdef inline int _step_pass(StackC* st, const AutomatonC* a, intp_t begin, intp_t end, intp_t cls,
+                           bint gss, intp_t* counter) except -1 nogil:
     cdef intp_t i
     cdef int32_t x
     for i in range(begin, end):
