@@ -38,7 +38,7 @@ from xmask import _deadline  # noqa: E402
 from xmask._gc_pause import gc_paused  # noqa: E402
 from xmask._recursion import deep_recursion  # noqa: E402
 from xmask.compiler import automaton as am  # noqa: E402
-from xmask.grammar.ir import Grammar  # noqa: E402
+from xmask import Grammar  # noqa: E402
 from xmask.errors import XmaskError  # noqa: E402
 from xmask.limits import DEFAULT_LIMITS  # noqa: E402
 

@@ -12,7 +12,7 @@ Per schema (the dict, as ``bench/bench_json_schema.py`` passes it, options
 * the steps, each timed alone: ``load_schema`` (dict in, value out), the canonical
   ``json.dumps`` (cache key), ``parse_schema_text`` of that text (the old path parsed it
   again), ``index`` (the document index + keyword checks of ``schema_check``), ``convert``
-  (``_Converter.run``: conversion + the final ``Grammar``).
+  (``Converter.run``: conversion + the final ``Grammar``).
 
 Times are per-thread CPU time (``time.thread_time_ns``; the machine is shared) in ms: p50,
 p90, max and sum.  ``--profile N`` prints the N hottest functions of the front end (cProfile,
@@ -72,6 +72,8 @@ def main(argv=None):
     import xmask
     from xmask.compiler import grammar_compiler as gc_mod
     from xmask.grammar import json_schema as js
+    from xmask.grammar.json_schema.converter import Converter
+    from xmask.grammar.json_schema.layout import Layout
     from xmask.grammar.schema_check import parse_schema_text
     from xmask.limits import DEFAULT_LIMITS
 
@@ -127,8 +129,8 @@ def main(argv=None):
                 continue
             t3 = clock()
             try:
-                conv = js._Converter(value, js._Layout(True, None, None, None), strict_mode=False,
-                                     lenient=False, any_order=False, limits=DEFAULT_LIMITS)
+                conv = Converter(value, Layout(True, None, None, None), strict_mode=False,
+                                 lenient=False, any_order=False, limits=DEFAULT_LIMITS)
             except Exception:
                 continue
             t4 = clock()

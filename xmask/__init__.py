@@ -34,14 +34,15 @@ from .errors import (
     InvalidStructuralTagError,
     InvalidTokenError,
     RegexSyntaxError,
+    RuntimeLimitError,
     SchemaKeywordWarning,
     TokenizerError,
     UnsupportedSchemaError,
     XmaskError,
 )
 from . import testing
-from .grammar.ir import Grammar
-from .limits import CompileLimits
+from .grammar_api import Grammar
+from .limits import CompileLimits, RuntimeLimits
 from .runtime.batch import BatchGrammarMatcher
 from .runtime.matcher import (
     GrammarMatcher,
@@ -71,6 +72,8 @@ __all__ = [
     "InvalidStructuralTagError",
     "InvalidTokenError",
     "RegexSyntaxError",
+    "RuntimeLimitError",
+    "RuntimeLimits",
     "SchemaKeywordWarning",
     "StructuralTag",
     "StructuralTagItem",

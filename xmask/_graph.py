@@ -1,14 +1,18 @@
-"""Strongly connected components (Tarjan, iterative: grammars nest deeper than Python's stack).
+"""Graph orders: strongly connected components (Tarjan) and the successors-first order of a
+graph whose only cycles are self-loops.  Both iterative: grammars and automata nest deeper
+than Python's stack.
 
 Example::
 
     >>> strongly_connected_components("abc", {"a": "b", "b": "a", "c": "a"}.get)
     [['b', 'a'], ['c']]
+    >>> order_if_acyclic([[1, 2], [1], []]), order_if_acyclic([[1], [0]])
+    ([1, 2, 0], None)
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Hashable, Iterable, List, Sequence
+from typing import Callable, Dict, Hashable, Iterable, List, Optional, Sequence
 
 
 def strongly_connected_components(
@@ -53,3 +57,33 @@ def strongly_connected_components(
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
     return out
+
+
+def order_if_acyclic(succ: List[List[int]]) -> Optional[List[int]]:
+    """Successors-first (DFS post-) order of the nodes ``0..len(succ)-1`` of a graph whose only
+    cycles are self-loops; None when it has a longer cycle."""
+    order: List[int] = []
+    state = [0] * len(succ)  # 0 new, 1 on the DFS path, 2 done
+    for root in range(len(succ)):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(succ[root]))]
+        while stack:
+            q, it = stack[-1]
+            for t in it:
+                if t == q:
+                    continue
+                st = state[t]
+                if st == 1:
+                    return None
+                if st == 0:
+                    state[t] = 1
+                    stack.append((t, iter(succ[t])))
+                    break
+            else:
+                stack.pop()
+                state[q] = 2
+                order.append(q)
+    return order
+

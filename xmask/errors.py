@@ -69,6 +69,17 @@ class GrammarLimitError(GrammarError):
     """A grammar exceeds a configured size limit (automaton states, repeat expansion, ...)."""
 
 
+class RuntimeLimitError(XmaskError):
+    """A matcher crossed one of its ``RuntimeLimits``; ``limit`` names the field
+    (``"max_stack_tops"``, ...).  Not raised by fills or accepts: the matcher keeps it in
+    ``GrammarMatcher.limit_error`` and rejects everything until ``reset()`` or ``rollback()``
+    (see ``xmask.RuntimeLimits``); raise it yourself to fail the request."""
+
+    def __init__(self, message, limit=None):
+        self.limit = limit
+        super().__init__(message)
+
+
 class TokenizerError(XmaskError, ValueError):
     """A tokenizer file or vocabulary that xmask cannot use."""
 

@@ -1,5 +1,9 @@
-"""Compile limits: the caps that bound compile time and memory; past one, compiling raises
+"""Compile and runtime limits.
+
+``CompileLimits`` bound compile time and memory; past one, compiling raises
 ``GrammarLimitError`` naming the limit (never a hang or a silently smaller grammar).
+``RuntimeLimits`` bound the work and memory of one matcher call; past one, the matcher enters a
+sticky error state (see ``RuntimeLimits``).
 
 Example::
 
@@ -72,3 +76,68 @@ class CompileLimits:
 
 
 DEFAULT_LIMITS = CompileLimits()
+
+
+@dataclass(frozen=True)
+class RuntimeLimits:
+    """Caps on what one ``GrammarMatcher`` call (fill, accept, one draft-tree node) may do,
+    so that an ambiguous grammar from an untrusted client cannot stall a decoding step.
+
+    * ``max_stack_tops``: parse-stack tops in the parser state after one byte (the state is a
+      set of stack tops; ambiguous grammars grow it, up to 2^n after n bytes without the
+      graph-structured stack; JSON and MaskBench schemas need a few to a few hundred);
+    * ``max_work_per_call``: work units of one call (``accept_string``: of each 4 KiB of its
+      input): each byte step costs 1 plus the stack tops it writes plus the stack nodes it
+      creates, each token a fill checks costs 1.  A JSON fill on Llama-3 takes 30 to a few
+      thousand units, an exact fill near the recursion bound (every token checked) ~140,000,
+      a 4 KiB JSON string ~16,000.  A unit takes ~10-100 ns, up to ~1 us once a matcher's
+      stack arena holds millions of nodes (cache misses), so the default bounds a call to
+      well under a second;
+    * ``max_stack_depth``: frames of any stack top (None: no cap here; the process-wide
+      ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead).
+
+    Crossing a cap puts the matcher in a sticky error state: the call that crossed it changes
+    no state (an accept returns False; a fill writes an all-zero row), and from then on every
+    ``accept_token`` / ``accept_string`` returns False and every fill (single, batch and draft
+    tree) writes all-zero rows, without raising, so one bad request never fails a batch.
+    ``GrammarMatcher.limit_error`` is then a ``RuntimeLimitError`` whose ``limit`` names the
+    field (the server fails that request, e.g. ``raise matcher.limit_error``); ``reset()``
+    or ``rollback(n >= 1)`` clears it (the state goes back to one reached within the caps).
+    Other matchers, of the same grammar or not, are never affected.
+
+    Worst case of one call: the caps are checked after every byte step, so a call does at most
+    ``max_work_per_call`` units plus one step; one step from t <= ``max_stack_tops`` tops
+    reads t tops and closes each over the calls and returns it can reach: at most t x (rule
+    frames entered from one state + the depth popped through finished frames).  A fill adds
+    O(vocab_size / 32) word operations for the row and, once per grammar state ever,
+    classifying that state's tokens (bounded by ``CompileLimits``).
+
+    Example::
+
+        >>> import xmask
+        >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+        >>> cg = xmask.GrammarCompiler(info).compile_grammar(
+        ...     'root ::= y "b" | z "c" | "d"\\ny ::= "a" root\\nz ::= "a" root')
+        >>> m = xmask.GrammarMatcher(cg, limits=xmask.RuntimeLimits(max_stack_tops=16))
+        >>> m.accept_string("aaaaaaaaaa")
+        False
+        >>> m.limit_error.limit
+        'max_stack_tops'
+        >>> m.reset(); m.limit_error is None
+        True
+    """
+
+    max_stack_tops: int = 10_000
+    max_work_per_call: int = 1_000_000
+    max_stack_depth: Optional[int] = None
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "max_stack_depth" and v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"RuntimeLimits.{f.name} must be a positive int, got {v!r}")
+
+
+DEFAULT_RUNTIME_LIMITS = RuntimeLimits()

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._bitmask_rows import disallowed_bits, is_torch_bitmask
 from .errors import BitmaskError
-from .grammar.ir import Grammar
+from .grammar_api import Grammar
 
 
 def is_grammar_accept_string(grammar: Union[Grammar, str], text: Union[str, bytes]) -> bool:

@@ -11,7 +11,7 @@ from xmask.compiler.automaton import (
     build_automaton,
 )
 from xmask.errors import GrammarError, GrammarLimitError
-from xmask.grammar.ir import Grammar
+from xmask import Grammar
 
 
 def ebnf(text):

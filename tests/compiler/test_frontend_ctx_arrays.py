@@ -5,7 +5,7 @@ int32, the layout the compiled codec writes) hold exactly the per-rule lists
 import numpy as np
 
 from xmask.compiler.automaton import Automaton, build_automaton
-from xmask.grammar.ir import Grammar
+from xmask import Grammar
 
 
 def _check(a):

@@ -18,7 +18,7 @@ from xmask._gc_pause import gc_paused
 from xmask._recursion import deep_recursion
 from xmask.compiler.automaton import AutomatonLimits, build_automaton
 from xmask.errors import GrammarError, GrammarLimitError, XmaskError
-from xmask.grammar.ir import Grammar
+from xmask import Grammar
 
 
 def canonical(a):

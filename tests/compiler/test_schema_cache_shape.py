@@ -10,7 +10,7 @@ import json
 import pytest
 
 import xmask
-from xmask.grammar.json_schema import _DIRECT_STRING
+from xmask.grammar.json_schema.vocabulary import DIRECT_STRING as _DIRECT_STRING
 
 
 @pytest.fixture(scope="module")

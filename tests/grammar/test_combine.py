@@ -2,7 +2,8 @@
 never share a rule."""
 
 from xmask.grammar.combine import RuleNamer, embed_grammar
-from xmask.grammar.ir import Choice, Grammar, TokenSet, Seq
+from xmask.grammar.ir import Choice, TokenSet, Seq
+from xmask import Grammar
 from xmask.grammar.recognizer import Recognizer
 
 PART = Grammar.from_ebnf('root ::= "(" inner ")"\ninner ::= "" | root inner')

@@ -5,6 +5,7 @@ import random
 import pytest
 from conftest import DATA_DIR, require_data
 
+import xmask
 from xmask.errors import GrammarError, GrammarSyntaxError
 from xmask.grammar import (
     EPSILON,
@@ -392,8 +393,9 @@ def test_printer_random_roundtrip():
 
 
 def test_grammar_str_uses_printer():
-    g = Grammar.from_ebnf('root ::= "yes" | "no"')
+    g = parse_ebnf('root ::= "yes" | "no"')
     assert str(g) == 'root ::= "yes" | "no"'
+    assert str(xmask.Grammar.from_ebnf('root ::= "yes" | "no"')) == str(g)
 
 
 # ---------------------------------------------------------------------------- builtin JSON
@@ -401,7 +403,8 @@ def test_grammar_str_uses_printer():
 def test_builtin_json_grammar_cached_and_roundtrips():
     g = builtin_json_grammar()
     assert g is builtin_json_grammar()
-    assert Grammar.builtin_json_grammar() is g
+    public = xmask.Grammar.builtin_json_grammar()
+    assert public == g and public is xmask.Grammar.builtin_json_grammar()
     assert g.root == "root"
     for name in ("value", "object", "member", "array", "element", "string", "char", "escape", "number", "ws"):
         assert name in g.rules

@@ -2,13 +2,15 @@
 Token/ExcludeToken, TagDispatch syntax, lookaheads, rule attributes, XGrammar's escapes and
 printed forms, Grammar.union / Grammar.concat."""
 
+import numpy as np
 import pytest
 from conftest import tokenizer_json
 from maskutil import walk_equals_reference
 
 import xmask
 from xmask.errors import GrammarError, GrammarLimitError, GrammarSyntaxError
-from xmask.grammar import Grammar, Recognizer, TokenSet, parse_ebnf
+from xmask.grammar import Recognizer, TokenSet, parse_ebnf
+from xmask import Grammar
 from xmask.grammar.ebnf import parse_ebnf_with_lookaheads
 from xmask.grammar.lookahead import lookahead_implied
 
@@ -323,3 +325,47 @@ def test_max_chars_equals_its_definition_on_every_short_string(body, n):
         for chars in itertools.product("ab()", repeat=k):
             s = "".join(chars).encode()
             assert b.accepts(s) == (a.accepts(s) and k <= n), s
+
+
+TINY = ["a", "b", "c", "ab", "bc", "abc", "x", "</s>", "xa", "cx"]
+
+
+def _token_language(make, vocab, max_len=4):
+    """Every token sequence of at most ``max_len`` tokens after which the mask allows the stop
+    token (id 7), as '|'-joined texts (xmask or XGrammar matchers, same API)."""
+    out = []
+
+    def walk(seq, make):
+        m = make()
+        for t in seq:
+            assert m.accept_token(t)
+        bm = np.zeros((1, 1), dtype=np.int32)
+        m.fill_next_token_bitmask(bm)
+        allowed = [i for i in range(len(vocab)) if (int(bm[0, 0]) >> i) & 1]
+        if 7 in allowed:
+            out.append("|".join(vocab[t] for t in seq))
+        if len(seq) < max_len:
+            for t in allowed:
+                if t != 7:
+                    walk(seq + [t], make)
+
+    walk([], make)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("n,body", [(2, "[abc] [abc]?"), (1, "[abc]"), (0, '""'),
+                                    (3, '[abc] "b" [abc]?')])
+def test_max_tokens_on_short_text_never_binds(n, body):
+    # a token counts only if it starts inside the rule's match, so a rule of at most n bytes
+    # is unchanged by max_tokens=n (XGrammar agrees); longer text still raises
+    info = xmask.TokenizerInfo(TINY, stop_token_ids=[7])
+    g = xmask.Grammar.from_ebnf(f'root ::= "a" r "x"\nr[max_tokens={n}] ::= {body}')
+    assert g == xmask.Grammar.from_ebnf(f'root ::= "a" r "x"\nr ::= {body}')
+    with pytest.raises(xmask.GrammarError, match="runtime token budget"):
+        xmask.Grammar.from_ebnf(f'root ::= "a" r "x"\nr[max_tokens={n}] ::= {body} [abc]')
+    xgr = pytest.importorskip("xgrammar")
+    cg = xmask.GrammarCompiler(info).compile_grammar(g)
+    ref = xgr.GrammarCompiler(xgr.TokenizerInfo(TINY, stop_token_ids=[7])).compile_grammar(
+        f'root ::= "a" r "x"\nr[max_tokens={n}] ::= {body}')
+    mine = _token_language(lambda: xmask.GrammarMatcher(cg), TINY)
+    assert mine == _token_language(lambda: xgr.GrammarMatcher(ref), TINY) and mine

@@ -12,7 +12,8 @@ from conftest import DATA_DIR, require_data
 from ir_sampler import NoText, near_misses, sample
 
 from xmask.errors import GrammarError
-from xmask.grammar import Grammar, Recognizer, parse_ebnf
+from xmask.grammar import Recognizer, parse_ebnf
+from xmask import Grammar
 from xmask.grammar.ebnf import parse_ebnf_with_lookaheads
 from xmask.grammar.lookahead import lookahead_implied
 

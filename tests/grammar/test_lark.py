@@ -12,7 +12,8 @@ from conftest import tokenizer_json
 
 import xmask
 from xmask.errors import GrammarSyntaxError
-from xmask.grammar.ir import Grammar, TokenSet
+from xmask.grammar.ir import TokenSet
+from xmask import Grammar
 from xmask.grammar.lark_terminals import COMMON_TERMINALS, common_terminal
 from xmask.grammar.recognizer import Recognizer
 

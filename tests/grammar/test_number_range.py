@@ -1,5 +1,5 @@
-"""Numeric range grammars (xmask.grammar.number_range): exhaustive value checks against the
-compiled engine, plus the small DFA toolkit."""
+"""Numeric range grammars (xmask.grammar.json_schema.numbers): exhaustive value checks against the
+compiled engine."""
 
 import itertools
 import re
@@ -10,20 +10,12 @@ import pytest
 
 import xmask
 from xmask.errors import GrammarLimitError
-from xmask.grammar.number_range import (
-    RuleSink,
-    dfa_complement,
-    dfa_from_expr,
-    dfa_literals,
-    dfa_product,
-    dfa_to_expr,
-    dfa_with_length,
+from xmask.grammar.json_schema.numbers import (
     integer_grammar,
     number_expr,
     number_grammar,
     to_fraction,
 )
-from xmask.grammar.ir import Bytes, CharClass, Grammar, Repeat, Seq
 from xmask.grammar.recognizer import Recognizer
 
 _ENGINE = {}
@@ -170,69 +162,12 @@ def test_multiple_of_limit():
         number_grammar(0, 10, multiple_of=123457)
 
 
-# ---------------------------------------------------------------------------- DFA toolkit
-
-def test_dfa_literals_complement_product():
-    names = dfa_literals(["a", "ab", "xyz"])
-    assert names.matches("ab") and not names.matches("abc")
-    comp = dfa_complement(names)
-    assert comp.matches("") and comp.matches("abc") and not comp.matches("xyz")
-    d = dfa_from_expr(Seq((Repeat(CharClass(((97, 122),)), 1, None),)))
-    both = dfa_product(d, names, "diff")
-    assert both.matches("abc") and not both.matches("a") and not both.matches("")
-
-
-def test_dfa_length_and_emission():
-    d = dfa_from_expr(Repeat(CharClass(((48, 57),)), 1, None))
-    d = dfa_with_length(d, 2, 4)
-    assert [d.matches("1" * n) for n in range(6)] == [False, False, True, True, True, False]
-    sink = RuleSink()
-    e = dfa_to_expr(d, sink, "x")
-    rules = {"root": e}
-    rules.update(sink.rules)
-    r = Recognizer(Grammar(rules))
-    assert [r.accepts(b"7" * n) for n in range(6)] == [False, False, True, True, True, False]
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_minimize_dense_and_hashed_paths_agree(seed, monkeypatch):
-    """The Cython-kernel minimizer and its hashed-signature fallback give the same minimal DFA
-    (same state count, same language) on random automata with redundant states."""
-    import random
-
-    from xmask.grammar import number_range
-    from xmask.grammar.number_range import Dfa, dfa_minimize
-
-    rng = random.Random(seed)
-    n = 40
-    edges = []
-    for _ in range(n):
-        cuts = sorted(rng.sample(range(97, 107), 3))
-        es = [(lo, hi - 1, rng.randrange(n)) for lo, hi in zip(cuts, cuts[1:]) if rng.random() < 0.8]
-        edges.append(tuple(es))
-    dfa = Dfa(edges, [rng.random() < 0.3 for _ in range(n)])
-    dense = dfa_minimize(dfa)
-    monkeypatch.setattr(number_range, "_DENSE_MINIMIZE_CELLS", 0)
-    hashed = dfa_minimize(dfa)
-    assert dense.n_states == hashed.n_states <= n
-    words = ["".join(w) for k in range(6) for w in itertools.product("abcdefghij"[:4], repeat=k)]
-    for w in words:
-        assert dense.matches(w) == hashed.matches(w) == dfa.matches(w), w
-
-
 def test_dfa_cycles_become_rules():
     # multiples of 3 in binary-ish digits: remainder automaton has cycles
     g = integer_grammar(0, None, multiple_of=3)
     assert len(g.rules) > 1
     r = Recognizer(g)
     assert [v for v in range(0, 40) if r.accepts(str(v).encode())] == list(range(0, 40, 3))
-
-
-def test_length_bounds():
-    d = dfa_from_expr(Seq((Bytes(b"ab"), Repeat(Bytes(b"c"), 0, 3))))
-    assert d.length_bounds() == (2, 5)
-    d2 = dfa_from_expr(Repeat(Bytes(b"c"), 1, None))
-    assert d2.length_bounds() == (1, None)
 
 
 @pytest.mark.parametrize("lo,hi", list(itertools.product([None, -3, 0, 2], [None, -1, 0, 5])))

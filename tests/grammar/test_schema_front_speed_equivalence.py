@@ -22,9 +22,12 @@ import pytest
 from conftest import require_data
 
 from xmask.errors import GrammarError, GrammarLimitError
-from xmask.grammar import ir, json_schema, number_range, string_format
-from xmask.grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq
-from xmask.grammar.number_range import (
+from xmask import Grammar
+from xmask.grammar import code_point_dfa, dfa_expr, ir, json_schema, rule_sink, string_format
+from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from xmask.grammar.json_schema import converter, keys, merge, numbers, strings
+from xmask.grammar.json_schema.layout import Layout
+from xmask.grammar.code_point_dfa import (
     Dfa,
     dfa_complement,
     dfa_literals,
@@ -34,7 +37,7 @@ from xmask.grammar.number_range import (
     dfa_word_complement,
 )
 
-_LIT = json_schema._LIT
+_LIT = keys._LIT
 OPTIONS = [dict(strict_mode=False, any_whitespace=True), dict(strict_mode=True, any_whitespace=False),
            dict(strict_mode=False, lenient=True)]
 
@@ -128,20 +131,31 @@ def canon(d: Dfa):
 # ---------------------------------------------------------------------------- the general paths
 
 
+def json_schema_modules():
+    import importlib
+    import pkgutil
+
+    return [importlib.import_module(f"{json_schema.__name__}.{info.name}")
+            for info in pkgutil.iter_modules(json_schema.__path__)]
+
+
 @pytest.fixture
 def general_paths(monkeypatch):
     """Switch every shortcut off (``yield``s; the converter then takes the general paths)."""
-    monkeypatch.setattr(json_schema, "_LITERAL_KEY", re.compile(r"(?!)"))  # no word complement
-    monkeypatch.setattr(number_range, "_acyclic_blocks", lambda edges, accept: None)
-    monkeypatch.setattr(number_range, "_acyclic_order", lambda n, grouped: None)
-    monkeypatch.setattr(json_schema, "_shared", lambda memo, key, build: build())
-    monkeypatch.setattr(number_range, "_magnitude_plain_dfa", number_range._magnitude_plain_dfa_uncached)
-    monkeypatch.setattr(json_schema, "encode_ranges_canonical", lambda ranges, escape_all=None:
+    monkeypatch.setattr(keys, "_LITERAL_KEY", re.compile(r"(?!)"))  # no word complement
+    monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
+    monkeypatch.setattr(dfa_expr, "_acyclic_order", lambda n, grouped: None)
+    monkeypatch.setattr(strings, "_shared", lambda memo, key, build: build())
+    monkeypatch.setattr(numbers, "_magnitude_plain_dfa", numbers._magnitude_plain_dfa_uncached)
+    monkeypatch.setattr(keys, "encode_ranges_canonical", lambda ranges, escape_all=None:
                         string_format._encode_ranges_canonical(ir.merge_ranges(ranges), escape_all))
-    for mod in (number_range, json_schema):
-        monkeypatch.setattr(mod, "dfa_product", lambda a, b, mode="and", max_states=number_range.MAX_DFA_STATES:
+    # every module of the converter that calls them
+    for mod in [m for m in json_schema_modules() if hasattr(m, "dfa_product")]:
+        monkeypatch.setattr(mod, "dfa_product", lambda a, b, mode="and", max_states=code_point_dfa.MAX_DFA_STATES:
                             reference_product(a, b, mode, max_states))
-        monkeypatch.setattr(mod, "dfa_with_length", lambda a, lo, hi, max_states=number_range.MAX_DFA_STATES:
+        if not hasattr(mod, "dfa_with_length"):
+            continue
+        monkeypatch.setattr(mod, "dfa_with_length", lambda a, lo, hi, max_states=code_point_dfa.MAX_DFA_STATES:
                             reference_with_length(a, lo, hi, max_states))
 
     def merge_object_every_time(self, m, obj, n, p):
@@ -150,7 +164,7 @@ def general_paths(monkeypatch):
             m.has_addl = True
         m.obj_units.append(unit)
 
-    monkeypatch.setattr(json_schema._Converter, "_merge_object", merge_object_every_time)
+    monkeypatch.setattr(merge.Merger, "_merge_object", merge_object_every_time)
     yield
 
 
@@ -219,9 +233,9 @@ def test_warm_memos_same_grammar_as_cold():
                                                    "minLength": 2}})]
     warm = {name: outcome(s, strict_mode=False) for name, s in schemas}
     warm2 = {name: outcome(s, strict_mode=False) for name, s in schemas}
-    for memo in (json_schema._SHARED_DFAS, json_schema._SHARED_ENCODINGS,
-                 string_format._CANONICAL_MEMO, number_range._CLEAN_NAMES,
-                 number_range._MAGNITUDE_DFAS, number_range._PLAIN_LABELS, number_range._PLAIN_SIZES):
+    for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS,
+                 string_format._CANONICAL_MEMO, rule_sink._CLEAN_NAMES,
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
         memo.clear()
     cold = {name: outcome(s, strict_mode=False) for name, s in schemas}
     assert warm == warm2 == cold
@@ -234,8 +248,8 @@ def test_threads_sharing_the_memos_get_the_same_grammars():
 
     schemas = maskbench_sample(40)
     alone = _fast_outcomes(schemas, OPTIONS[0])
-    for memo in (json_schema._SHARED_DFAS, json_schema._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
-                 number_range._MAGNITUDE_DFAS, number_range._PLAIN_LABELS, number_range._PLAIN_SIZES):
+    for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
         memo.clear()
     with ThreadPoolExecutor(4) as pool:
         # (not lenient: nothing warns, so no warnings filter is touched from the threads)
@@ -271,14 +285,14 @@ def test_key_emission_matches_the_general_automaton():
              "a", "ab", "abc", "fooName", "barName", "bazName", "x y", "~", "!"]
     for k in range(1, 12):
         words = rng.sample(names, k)
-        fast = json_schema._Converter({}, json_schema._Layout(True, None, None, None), strict_mode=False,
-                                      lenient=False, any_order=False)
-        slow = json_schema._Converter({}, json_schema._Layout(True, None, None, None), strict_mode=False,
-                                      lenient=False, any_order=False)
-        e_fast = fast.emit_key_complement(words, "obj_key")
-        e_slow = slow.emit_key_dfa(dfa_complement(dfa_literals(words)), "obj_key")
+        fast = converter.Converter({}, Layout(True, None, None, None), strict_mode=False,
+                                   lenient=False, any_order=False)
+        slow = converter.Converter({}, Layout(True, None, None, None), strict_mode=False,
+                                   lenient=False, any_order=False)
+        e_fast = fast.keys.emit_key_complement(words, "obj_key")
+        e_slow = slow.keys.emit_key_dfa(dfa_complement(dfa_literals(words)), "obj_key")
         assert e_fast == e_slow, words
-        assert fast.rules == slow.rules, words
+        assert fast.ctx.rules == slow.ctx.rules, words
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -286,7 +300,7 @@ def test_minimize_one_pass_equals_moore(seed, monkeypatch):
     rng = random.Random(seed)
     dfas = [random_dfa(rng, rng.randint(1, 9), self_loops_only=rng.random() < 0.7) for _ in range(500)]
     fast = [canon(dfa_minimize(d)) for d in dfas]
-    monkeypatch.setattr(number_range, "_acyclic_blocks", lambda edges, accept: None)
+    monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
     slow = [canon(dfa_minimize(Dfa(list(d.edges), list(d.accept)))) for d in dfas]
     assert fast == slow
 
@@ -327,11 +341,11 @@ def test_emission_without_scc_pass_equals_general(monkeypatch):
     dfas = [dfa_minimize(random_dfa(rng, rng.randint(1, 9), self_loops_only=True)) for _ in range(300)]
 
     def emit(d):
-        sink = number_range.RuleSink({})
-        return number_range.dfa_to_expr(d, sink, "h"), sink.rules
+        sink = rule_sink.RuleSink({})
+        return dfa_expr.dfa_to_expr(d, sink, "h"), sink.rules
 
     fast = [emit(d) for d in dfas]
-    monkeypatch.setattr(number_range, "_acyclic_order", lambda n, grouped: None)
+    monkeypatch.setattr(dfa_expr, "_acyclic_order", lambda n, grouped: None)
     assert [emit(d) for d in dfas] == fast
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from xmask.grammar.recognizer import Recognizer
 from xmask.grammar.ir import CharClass, Grammar, Repeat
-from xmask.grammar.number_range import RuleSink
+from xmask.grammar.rule_sink import RuleSink
 from xmask.grammar.text_exclusion import avoid_dfa, expr_avoiding
 
 

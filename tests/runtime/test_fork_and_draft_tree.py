@@ -106,9 +106,8 @@ def test_is_completed_follows_xgrammar(tok):
 def test_properties(tok):
     m = xmask.GrammarMatcher(tok.json)
     assert m.max_rollback_tokens == -1
-    with pytest.warns(DeprecationWarning, match="max_rollback_tokens"):
-        limited = xmask.GrammarMatcher(tok.json, max_rollback_tokens=2)
-    assert limited.max_rollback_tokens == -1  # XGrammar: deprecated, always unlimited
+    limited = xmask.GrammarMatcher(tok.json, max_rollback_tokens=2)  # honoured, no warning
+    assert limited.max_rollback_tokens == 2  # (XGrammar 0.2.8: warns, ignores it, -1)
     assert limited.accept_string("[") and limited.accept_string("1") and limited.accept_string(",")
     limited.rollback(3)
     assert limited.num_accepted_tokens == 0

@@ -169,3 +169,11 @@ def test_gss_closure_on_every_step_of_json(llama, merge_mode):
             assert m.accept_token(tid)
         masks_match(m, llama.n_words, "end")
         assert m.accept_token(llama.info.stop_token_ids[0])
+
+
+def test_small_tops_cap_is_not_reached_when_merged(compiled):
+    """RuntimeLimits' top cap (tests/runtime/test_runtime_limits.py, which turns merging off to
+    cross it) is never reached by these grammars once stacks merge."""
+    for name, (_, unit, tail) in FAMILIES.items():
+        m = xmask.GrammarMatcher(compiled[name], limits=xmask.RuntimeLimits(max_stack_tops=16))
+        assert feed(m, unit * 200) and m.limit_error is None, name

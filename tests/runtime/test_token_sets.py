@@ -12,7 +12,8 @@ from maskutil import diff_ids
 
 import xmask
 from xmask.errors import InvalidTokenError
-from xmask.grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, TokenSet
+from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
+from xmask import Grammar
 from xmask.grammar.recognizer import Recognizer
 from xmask.tokenizer.token_lookup import resolve_token
 

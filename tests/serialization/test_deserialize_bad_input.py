@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import xmask
-from xmask.grammar.ir import Grammar
+from xmask import Grammar
 from xmask.serialization import CorruptJSONError
 from xmask.serialization.format import dump_document
 

@@ -12,7 +12,8 @@ from conftest import tokenizer_json
 from sertools import DOC, SCHEMA, doc_ids, llama3, qwen, walk_masks  # noqa: F401 (fixtures)
 
 import xmask
-from xmask.grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq
+from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from xmask import Grammar
 from xmask.serialization import TokenizerMismatchError
 
 

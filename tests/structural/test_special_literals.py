@@ -2,8 +2,11 @@
 (``xmask/compiler/special_literals.py``), on real tokenizers: gpt-oss's Harmony markers
 (``<|channel|>``, ``<|message|>``, ``<|constrain|>``, ``<|start|>``: o200k special tokens),
 Llama-3's ``<|python_tag|>``, Qwen2.5's ``<tool_call>``.  Free text (character classes,
-``any_text``) still never allows a special token, and a stop token is never matched by its
-text in a literal.  Masks equal the slow reference at every step.
+``any_text``) still never allows a special token.  A stop token ends the output where the
+grammar can end; elsewhere it may be a literal that spells its text (o200k's ``<|call|>``,
+``<|return|>``, ``<|end|>`` are stop tokens of its tokenizer.json-derived TokenizerInfo, and
+real gpt-oss output closes Harmony calls with them).  Masks equal the slow reference at every
+step.
 """
 
 import functools
@@ -17,7 +20,9 @@ from maskutil import GreedyTokens, bit, walk_equals_reference
 from model_messages import GOOD_CALLS, MALFORMED_CALLS, TOOLS, message
 
 import xmask
-from xmask.grammar.ir import Bytes, Choice, Grammar, Seq, TokenSet
+from xmask import Grammar
+from xmask.compiler.special_literals import StopLiteralToken
+from xmask.grammar.ir import Bytes, Choice, Seq, TokenSet
 
 CHANNEL, START, MESSAGE, CONSTRAIN = 200005, 200006, 200008, 200003
 PYTHON_TAG, BEGIN_OF_TEXT, EOT = 128010, 128000, 128009
@@ -65,7 +70,10 @@ def test_rewrite_shape():
                                    Bytes(b"assistant"),
                                    Choice((Bytes(b"<|channel|>"), TokenSet((CHANNEL,))))))
     plain = Grammar({"root": Bytes(b'{"a": 1}<|end|>')})  # <|end|> is a stop token here
-    assert allow_special_literals(plain, info) is plain
+    assert allow_special_literals(plain, info).rules["root"] == Seq((
+        Bytes(b'{"a": 1}'), Choice((Bytes(b"<|end|>"), StopLiteralToken((200007,))))))
+    assert allow_special_literals(Grammar({"root": Bytes(b"plain")}), info).rules["root"] \
+        == Bytes(b"plain")
 
 
 def test_harmony_accepts_real_gpt_oss_tokens_masks_equal_reference():
@@ -151,12 +159,27 @@ def test_llama_any_text_never_allows_special_tokens():
     assert bit(row, EOT)  # any_text may end: the stop token ends it, as usual
 
 
-def test_llama_stop_token_text_in_literal_is_not_the_stop_token():
+def test_llama_stop_token_in_literal_where_the_grammar_cannot_end():
     info, _, greedy = _tok("llama3")
-    cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "<|eot_id|>x"')
+    cg = xmask.GrammarCompiler(info).compile_grammar('root ::= "<|eot_id|>x" | "y" "<|eot_id|>"?')
     m = xmask.GrammarMatcher(cg)
+    assert bit(_rows(m, info.vocab_size), EOT)  # cannot end: eot may be the literal
+    assert m.accept_token(EOT) and not m.is_terminated()
     assert not bit(_rows(m, info.vocab_size), EOT)
+    assert all(m.accept_token(t) for t in greedy.ids(b"x")) and m.is_completed()
+    assert m.accept_token(EOT) and m.is_terminated()  # can end: eot ends the output
+    m = xmask.GrammarMatcher(cg)
     assert all(m.accept_token(t) for t in greedy.ids(b"<|eot_id|>x")) and m.is_completed()
+    # after "y" the grammar can end: eot is the stop token, not the optional literal
+    m = xmask.GrammarMatcher(cg)
+    assert m.accept_token(greedy.ids(b"y")[0]) and m.accept_token(EOT) and m.is_terminated()
+    # an explicit Token(eot) element still never matches a stop token (as XGrammar)
+    cg = xmask.GrammarCompiler(info).compile_grammar(f'root ::= Token({EOT}) "x" | "z"')
+    m = xmask.GrammarMatcher(cg)
+    assert not bit(_rows(m, info.vocab_size), EOT) and not m.accept_token(EOT)
+    walk_equals_reference(xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_grammar(
+        'root ::= "<|eot_id|>x" | "y" "<|eot_id|>"?')), [EOT] + greedy.ids(b"x") + [EOT],
+        info.vocab_size)
 
 
 def test_qwen_tool_call_literal_token_or_text():
@@ -220,3 +243,73 @@ def test_a_special_token_whose_text_is_a_trigger_fires_it():
     assert not bit(bitmask, CHANNEL)
     # without a tokenizer (no special tokens known) the grammar is the character path only
     assert "Token(" not in str(xmask.Grammar.from_structural_tag(TRIGGER_TAG))
+
+
+def real_gpt_oss(text):
+    """``text`` as gpt-oss emits it: every special marker (stop tokens included) one token."""
+    info, tk, _ = _tok("gpt-oss-o200k")
+    return tk.encode(text, add_special_tokens=False).ids
+
+
+def test_harmony_real_output_with_default_stop_tokens():
+    # <|end|>, <|call|>, <|return|> are stop tokens of the tokenizer.json-derived info; the
+    # real ids close the analysis message and the calls, masks equal the reference throughout
+    info = _tok("gpt-oss-o200k")[0]
+    assert {200007, 200012, 200002} <= set(info.stop_token_ids)
+    ids = real_gpt_oss(message("harmony", "enabled"))  # two calls
+    assert {200007, 200012} <= set(ids)
+    m = xmask.GrammarMatcher(harmony())
+    assert all(m.accept_token(t) for t in ids)
+    assert m.is_completed() and not m.is_terminated()  # <|call|> was the tag's end literal
+    # masks = reference at every step (one call); a second <|call|> now ends the output
+    one = real_gpt_oss(message("harmony", "enabled", GOOD_CALLS[:1]))
+    walk_equals_reference(xmask.GrammarMatcher(harmony()), one + [200012], info.vocab_size)
+
+
+def test_harmony_final_message_ends_with_return_token():
+    info = _tok("gpt-oss-o200k")[0]
+    text = ("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant"
+            "<|channel|>final<|message|>Sunny.<|return|>")
+    ids = real_gpt_oss(text)
+    assert ids[-1] == 200002
+    walk_equals_reference(xmask.GrammarMatcher(harmony()), ids + [200002], info.vocab_size)
+
+
+@pytest.mark.parametrize("mutation", sorted(MALFORMED_CALLS))
+def test_harmony_malformed_call_rejected_with_real_stop_tokens(mutation):
+    ids = real_gpt_oss(message("harmony", "enabled", MALFORMED_CALLS[mutation]))
+    assert not accepts(harmony(), ids)
+
+
+def test_harmony_stop_token_is_not_free_text():
+    # inside the analysis text the grammar cannot end and no literal is next: <|call|> and
+    # <|return|>... only as the analysis tag's end strings (<|end|> / <|return|>)
+    info = _tok("gpt-oss-o200k")[0]
+    m = xmask.GrammarMatcher(harmony())
+    for t in real_gpt_oss("<|channel|>analysis<|message|>Think"):
+        assert m.accept_token(t)
+    row = _rows(m, info.vocab_size)
+    assert bit(row, 200007) and bit(row, 200002) and not bit(row, 200012)
+    assert not bit(row, 199999)
+
+
+def test_ebnf_tag_dispatch_trigger_fired_by_its_special_token():
+    # XGrammar matches a special token's text in TagDispatch triggers; compiled from EBNF text
+    # xmask lets the token fire the trigger after clean free text, as for structural tags
+    info, tk, _ = _tok("gpt-oss-o200k")
+    ebnf = ('root ::= TagDispatch(("<|channel|>", ch), ("<x>", ch))\n'
+            'ch ::= "commentary ok" "<|message|>"')
+    compiled = xmask.GrammarCompiler(info).compile_grammar(ebnf)
+    text = "Some text<|channel|>commentary ok<|message|>more<x>commentary ok<|message|>"
+    ids = tk.encode(text, add_special_tokens=False).ids
+    assert CHANNEL in ids and MESSAGE in ids
+    walk_equals_reference(xmask.GrammarMatcher(compiled), ids + [info.stop_token_ids[0]],
+                          info.vocab_size)
+    assert xmask.GrammarMatcher(compiled).accept_string(text)
+    pending = xmask.GrammarMatcher(compiled)
+    assert pending.accept_string("Some <")
+    assert not bit(_rows(pending, info.vocab_size), CHANNEL)
+    # the same grammar parsed without a tokenizer: characters only
+    m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_grammar(
+        xmask.Grammar.from_ebnf(ebnf)))
+    assert m.accept_string("Some text") and not bit(_rows(m, info.vocab_size), CHANNEL)

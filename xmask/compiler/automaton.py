@@ -188,6 +188,8 @@ def _reachable_rules(inl: _Inlined) -> List[str]:
     # keep the grammar's own order for readability of dumps
     pos = {n: i for i, n in enumerate(inl.rules)}
     order.sort(key=lambda n: (n != inl.root, pos[n]))
+    # a recursive closure refers to itself: drop it, or ``expanded`` lives until a GC pass
+    called = None  # noqa: F841
     return order
 
 

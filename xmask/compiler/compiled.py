@@ -6,6 +6,7 @@ import time
 from typing import Any, Dict
 
 from .._deadline import compile_deadline
+from ..grammar_api import Grammar
 from ..limits import DEFAULT_LIMITS
 from ..runtime._tables import AutomatonTables
 from .automaton import AutomatonLimits, build_automaton
@@ -140,7 +141,7 @@ class CompiledGrammar:
         from ..serialization.compiled_codec import automaton_from_body, mask_cache_from_body
         from ..serialization.fields import get_field, get_int, get_str
         from ..serialization.format import TokenizerMismatchError, format_error, load_document
-        from ..serialization.grammar_codec import grammar_from_body
+        from ..grammar.ir import grammar_from_body
         from ..tokenizer.info import TokenizerInfo
         from .vocab_memo import shared_vocab_tables
 
@@ -186,8 +187,8 @@ class CompiledGrammar:
 
     @property
     def grammar(self):
-        """The source ``Grammar``."""
-        return self._grammar
+        """The source ``Grammar`` (an ``xmask.Grammar``)."""
+        return Grammar.of(self._grammar)
 
     @property
     def tokenizer_info(self):

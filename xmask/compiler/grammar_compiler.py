@@ -13,11 +13,18 @@ from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
 from .._switch_interval import responsive_switching
 from ..limits import DEFAULT_LIMITS, CompileLimits
-from ..grammar.ir import Grammar
+from ..grammar import ir
+from ..grammar_api import Grammar
 from ..grammar.json_schema import load_schema
 from ..serialization.disk_cache import DiskCache
 from .compiled import CompiledGrammar
+from .held_bytes import held_bytes, static_bytes
 from .vocab_memo import shared_vocab_tables
+
+# The in-memory cache's default bound (XGrammar's default is -1, unbounded): a server compiling
+# client schemas must not grow without limit.  1 GiB holds ~2,000 typical MaskBench schema
+# grammars on Llama-3 (~0.5 MB each, measured by bench/bench_memory.py).
+DEFAULT_CACHE_LIMIT_BYTES = 1 << 30
 
 
 class GrammarCompiler:
@@ -31,6 +38,13 @@ class GrammarCompiler:
     to ``max_threads`` C threads, so no fill ever pays for classification
     (``CompiledGrammar.precompute`` does the same for one grammar).  Masks are identical in
     both modes.
+
+    ``cache_limit_bytes`` bounds the in-memory cache (least recently used grammars are evicted
+    first; -1: unbounded, XGrammar's default; xmask's default is ``DEFAULT_CACHE_LIMIT_BYTES`` =
+    1 GiB).  The size counts what a compiled grammar really holds (``held_bytes``: automaton
+    tables, token-mask cache entries, the grammar and the automaton's Python-side data), not
+    just ``memory_size_bytes``.  Token-mask caches grow as fills classify states; the bound is
+    enforced at each compile.
 
     ``cache_dir`` (keyword-only, default None = off) adds an on-disk cache of compiled grammars
     for warm-up across restarts (:mod:`xmask.serialization.disk_cache`): a compile first looks
@@ -52,7 +66,8 @@ class GrammarCompiler:
     """
 
     def __init__(self, tokenizer_info, max_threads: int = 8, cache_enabled: bool = True,
-                 cache_limit_bytes: int = -1, *, limits: Optional[CompileLimits] = None,
+                 cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES, *,
+                 limits: Optional[CompileLimits] = None,
                  cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
                  precompute: bool = False):
         from ..tokenizer.info import TokenizerInfo
@@ -71,9 +86,14 @@ class GrammarCompiler:
         self._info = tokenizer_info
         self._max_threads = int(max_threads)
         self._cache_enabled = bool(cache_enabled)
+        if isinstance(cache_limit_bytes, bool) or not isinstance(cache_limit_bytes, int) or (
+                cache_limit_bytes < -1):
+            raise ValueError(
+                f"cache_limit_bytes must be an int >= 0, or -1 (unbounded), got {cache_limit_bytes!r}")
         self._cache_limit = int(cache_limit_bytes)
         self._vocab_tables = shared_vocab_tables(tokenizer_info)
         self._cache: "OrderedDict[object, CompiledGrammar]" = OrderedDict()
+        self._static: dict = {}  # key -> static_bytes of the cached grammar
         self._lock = threading.Lock()
         self._memory_hits = 0
         self._disk = None if cache_dir is None else DiskCache(cache_dir, tokenizer_info)
@@ -93,7 +113,8 @@ class GrammarCompiler:
 
     @property
     def cache_limit_bytes(self) -> int:
-        """The in-memory cache's byte limit (-1: unlimited), as passed to the constructor.
+        """The in-memory cache's byte limit (-1: unlimited; default 1 GiB), as passed to the
+        constructor.
 
         Example::
 
@@ -127,8 +148,12 @@ class GrammarCompiler:
             if disk_key is not None:
                 self._disk.store(disk_key, compiled)
         if self._cache_enabled:
+            static = static_bytes(compiled)  # a walk over the grammar's objects: outside the lock
             with self._lock:
-                compiled = self._cache.setdefault(key, compiled)
+                if key not in self._cache:
+                    self._cache[key] = compiled
+                    self._static[key] = static
+                compiled = self._cache[key]
                 self._cache.move_to_end(key)
                 self._evict()
         return compiled
@@ -136,14 +161,15 @@ class GrammarCompiler:
     def _disk_description(self, key) -> list:
         """``key`` as JSON-able data for the disk cache's content hash (a Grammar object is
         described by its exact serialized form)."""
-        what = [x.serialize_json() if isinstance(x, Grammar) else x for x in key]
+        what = [Grammar.of(x).serialize_json() if isinstance(x, ir.Grammar) else x for x in key]
         return [what, dataclasses.asdict(self._limits), self._precompute]
 
     def cache_info(self) -> dict:
         """Cache counters: ``memory_entries``, ``memory_hits`` and, with a ``cache_dir``,
         ``disk_hits`` (loaded from disk instead of compiling), ``disk_misses``,
         ``disk_writes``, ``disk_rejected`` (bad files ignored and recompiled) and
-        ``disk_errors`` (I/O failures), plus ``cache_dir``.
+        ``disk_errors`` (I/O failures), plus ``cache_dir``; ``memory_bytes`` is
+        ``get_cache_size_bytes()``.
 
         Example::
 
@@ -152,19 +178,24 @@ class GrammarCompiler:
         """
         with self._lock:
             out = {"memory_entries": len(self._cache), "memory_hits": self._memory_hits,
-                   "cache_dir": None}
+                   "memory_bytes": self._size(), "cache_dir": None}
         if self._disk is not None:
             out["cache_dir"] = self._disk.directory
             out.update({f"disk_{k}": v for k, v in self._disk.stats.items()})
         return out
 
+    def _size(self) -> int:
+        # Bytes held by the cached grammars (the lock held).
+        return sum(held_bytes(c, self._static[k]) for k, c in self._cache.items())
+
     def _evict(self) -> None:
+        # Least recently used first, until the cache fits (the lock held).
         if self._cache_limit < 0:
             return
-        size = sum(c.memory_size_bytes for c in self._cache.values())
+        size = self._size()
         while self._cache and size > self._cache_limit:
-            _, old = self._cache.popitem(last=False)
-            size -= old.memory_size_bytes
+            key, old = self._cache.popitem(last=False)
+            size -= held_bytes(old, self._static.pop(key))
 
     def compile_grammar(self, grammar, root_rule_name: str = "root") -> CompiledGrammar:
         """Compile a ``Grammar`` or EBNF text.
@@ -177,10 +208,24 @@ class GrammarCompiler:
         if isinstance(grammar, str):
             text = grammar
             return self._compile(("ebnf", text, root_rule_name),
-                                 lambda: Grammar.from_ebnf(text, root_rule_name=root_rule_name))
-        if isinstance(grammar, Grammar):
+                                 lambda: self._parse_ebnf(text, root_rule_name))
+        if isinstance(grammar, ir.Grammar):
             return self._compile(("grammar", grammar), lambda: grammar)
         raise TypeError(f"compile_grammar needs a Grammar or EBNF str, got {type(grammar).__name__}")
+
+    def _parse_ebnf(self, text: str, root_rule_name: str) -> Grammar:
+        # TagDispatch triggers that are special tokens' texts may be fired by those tokens
+        from ..grammar.ebnf import parse_ebnf
+        from .special_literals import special_texts
+
+        texts = set()
+        for t in special_texts(self._info).by_text:
+            try:
+                texts.add(t.decode("utf-8"))
+            except UnicodeDecodeError:
+                pass  # not a text a trigger can spell
+        return Grammar.of(parse_ebnf(text, root_rule_name=root_rule_name,
+                                     special_texts=frozenset(texts)))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Compile a regex (full-match semantics; see ``Grammar.from_regex``)."""
@@ -260,14 +305,22 @@ class GrammarCompiler:
         return self._compile(("builtin_json",), Grammar.builtin_json_grammar)
 
     def get_cache_size_bytes(self) -> int:
-        """Total ``memory_size_bytes`` of the cached compiled grammars."""
+        """Bytes held by the cached compiled grammars (``held_bytes`` of each: more than their
+        ``memory_size_bytes``, which counts only the tables the runtime reads).
+
+        Example::
+
+            >>> compiler.get_cache_size_bytes() >= 0   # doctest: +SKIP
+            True
+        """
         with self._lock:
-            return sum(c.memory_size_bytes for c in self._cache.values())
+            return self._size()
 
     def clear_cache(self) -> None:
         """Drop every cached compiled grammar."""
         with self._lock:
             self._cache.clear()
+            self._static.clear()
 
 
 def _rebuild_compiler(info, max_threads, cache_enabled, cache_limit_bytes, limits, cache_dir,

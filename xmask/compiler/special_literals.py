@@ -12,9 +12,12 @@ text may also be that one whole token::
     "<|start|>assistant<|channel|>"
     -> ("<|start|>" | Token(200006)) "assistant" ("<|channel|>" | Token(200005))
 
-The text spelling stays allowed.  Which tokens take part: the tokenizer's special ids that are
-not stop tokens and decode to some bytes (stop tokens keep their own rule: allowed only where
-the grammar may end; empty / padding ids spell nothing).  A special text split across two
+The text spelling stays allowed.  Which tokens take part: the tokenizer's special ids that
+decode to some bytes (empty / padding ids spell nothing).  A stop token keeps its own rule
+first: where the grammar may end it is accepted as the end of the output (the matcher
+terminates); only where the grammar cannot end may it be the literal that spells its text
+(a :class:`StopLiteralToken`; the matcher goes on).  So gpt-oss's ``<|call|>`` / ``<|return|>``
+close a Harmony tool call / final message although they are stop tokens.  A special text split across two
 literals or rules (``"<|" "start|>"`` in different rules) is not recognised: only one literal's
 own bytes are searched.  Overlapping occurrences are handled exactly (every segmentation).
 
@@ -25,10 +28,12 @@ walk over their nodes and nothing more).
 Example::
 
     >>> from xmask import TokenizerInfo
-    >>> from xmask.grammar.ir import Grammar
+    >>> from xmask.grammar.ebnf import parse_ebnf
     >>> info = TokenizerInfo(["a", "<x>", "</s>"], stop_token_ids=[2], special_token_ids=[1])
-    >>> print(allow_special_literals(Grammar.from_ebnf('root ::= "a<x></s>"'), info))
-    root ::= "a" ("<x>" | Token(1)) "</s>"
+    >>> print(allow_special_literals(parse_ebnf('root ::= "a<x></s>"'), info))
+    root ::= "a" ("<x>" | Token(1)) ("</s>" | Token(2))
+
+(``Token(2)`` here is the stop token's :class:`StopLiteralToken`, printed as a token.)
 """
 
 from __future__ import annotations
@@ -43,7 +48,15 @@ from ..grammar.combine import map_leaves
 from ..grammar.ir import (EPSILON, Bytes, Choice, Expr, Grammar, Repeat, Seq, TokenSet,
                           iter_nodes)
 
-__all__ = ["SpecialTexts", "special_texts", "allow_special_literals", "with_special_literals"]
+__all__ = ["SpecialTexts", "StopLiteralToken", "special_texts", "allow_special_literals",
+           "with_special_literals"]
+
+
+class StopLiteralToken(TokenSet):
+    """A stop token standing for the literal that spells its text (only this rewrite makes
+    one).  Unlike a ``Token(...)`` element it keeps the stop id (``token_rules``); the matcher
+    takes it only where the grammar cannot end (where it can, the stop token ends the output,
+    as always)."""
 
 
 class SpecialTexts:
@@ -56,8 +69,9 @@ class SpecialTexts:
         [(1, 4, (7,)), (5, 8, (7,))]
     """
 
-    def __init__(self, by_text: Dict[bytes, Tuple[int, ...]]):
+    def __init__(self, by_text: Dict[bytes, Tuple[int, ...]], stops=frozenset()):
         self.by_text = by_text
+        self.stops = frozenset(stops)  # the stop ids among them
         self.lengths = tuple(sorted({len(t) for t in by_text}))
         firsts = sorted({t[0] for t in by_text})
         # one regex character class over the first bytes: the cheap "cannot contain" test
@@ -88,8 +102,8 @@ _CACHE: "weakref.WeakKeyDictionary[object, SpecialTexts]" = weakref.WeakKeyDicti
 
 
 def special_texts(tokenizer_info) -> SpecialTexts:
-    """The :class:`SpecialTexts` of ``tokenizer_info`` (special, not stop, non-empty ids),
-    built once per TokenizerInfo and shared."""
+    """The :class:`SpecialTexts` of ``tokenizer_info`` (special, non-empty ids; stop tokens
+    among them are marked), built once per TokenizerInfo and shared."""
     with _LOCK:
         got = _CACHE.get(tokenizer_info)
     if got is not None:
@@ -98,15 +112,24 @@ def special_texts(tokenizer_info) -> SpecialTexts:
     stops = set(tokenizer_info.stop_token_ids)
     by_text: Dict[bytes, List[int]] = {}
     for i in tokenizer_info.special_token_ids:
-        if i < len(vocab) and vocab[i] and i not in stops:
+        if i < len(vocab) and vocab[i]:
             by_text.setdefault(vocab[i], []).append(i)
-    got = SpecialTexts({t: tuple(ids) for t, ids in by_text.items()})
+    got = SpecialTexts({t: tuple(ids) for t, ids in by_text.items()},
+                       stops & set(tokenizer_info.special_token_ids))
     with _LOCK:
         _CACHE[tokenizer_info] = got
     return got
 
 
-def _spell(data: bytes, occ: List[Tuple[int, int, Tuple[int, ...]]]) -> Expr:
+def _tokens(ids: Tuple[int, ...], stops) -> Expr:
+    # the whole tokens of one occurrence: ordinary special ids, and stop ids kept apart
+    plain = [i for i in ids if i not in stops]
+    stop = [i for i in ids if i in stops]
+    parts = ([TokenSet(plain)] if plain else []) + ([StopLiteralToken(stop)] if stop else [])
+    return parts[0] if len(parts) == 1 else Choice(tuple(parts))
+
+
+def _spell(data: bytes, occ: List[Tuple[int, int, Tuple[int, ...]]], stops=frozenset()) -> Expr:
     """``data`` as an expression where each occurrence may also be its whole token."""
     starts = sorted({s for s, _, _ in occ})
     at: Dict[int, List[Tuple[int, Tuple[int, ...]]]] = {}
@@ -133,10 +156,10 @@ def _spell(data: bytes, occ: List[Tuple[int, int, Tuple[int, ...]]]) -> Expr:
             here = at[j]
             end = here[0][0]
             if len(here) == 1 and (k + 1 == len(starts) or starts[k + 1] >= end):
-                items.append(Choice((Bytes(data[j:end]), TokenSet(here[0][1]))))
+                items.append(Choice((Bytes(data[j:end]), _tokens(here[0][1], stops))))
                 pos = end
                 continue
-            alts = [Seq((TokenSet(ids), from_(e))) for e, ids in here]
+            alts = [Seq((_tokens(ids, stops), from_(e))) for e, ids in here]
             alts.append(Seq((Bytes(data[j:j + 1]), from_(j + 1))))
             items.append(Choice(tuple(alts)))
             break
@@ -194,8 +217,9 @@ def with_special_literals(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, bo
 
 
 def allow_special_literals(grammar: Grammar, tokenizer_info) -> Grammar:
-    """``grammar`` with every literal occurrence of a (non-stop) special token's text made
-    ``(text | Token(id))``; the grammar itself when no literal spells one."""
+    """``grammar`` with every literal occurrence of a special token's text made
+    ``(text | Token(id))`` (a :class:`StopLiteralToken` for a stop token); the grammar itself
+    when no literal spells one."""
     st = special_texts(tokenizer_info)
     if st.first is None:
         return grammar
@@ -205,7 +229,7 @@ def allow_special_literals(grammar: Grammar, tokenizer_info) -> Grammar:
         if data in spelled:
             return spelled[data]
         occ = st.occurrences(data)
-        got = spelled[data] = _spell(data, occ) if occ else None
+        got = spelled[data] = _spell(data, occ, st.stops) if occ else None
         return got
 
     def leaf(e: Expr) -> Expr:

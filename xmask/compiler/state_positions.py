@@ -13,9 +13,9 @@ own: their bytes show up in the caller's positions.
 
 Example::
 
-    >>> from xmask.grammar.ir import Grammar
+    >>> from xmask.grammar.ebnf import parse_ebnf
     >>> from xmask.compiler.automaton import build_automaton
-    >>> state_positions(build_automaton(Grammar.from_ebnf('root ::= "ab" [0-9]+')))
+    >>> state_positions(build_automaton(parse_ebnf('root ::= "ab" [0-9]+')))
     ['• "a"', '"a" • "b"', '"ab" • [0-9]', '"ab" [0-9] • [0-9] | (end)']
 """
 

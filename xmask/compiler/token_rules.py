@@ -44,6 +44,7 @@ import numpy as np
 from ..errors import InvalidTokenError
 from ..grammar.combine import RuleNamer, map_leaves
 from ..grammar.ir import Bytes, CharClass, Expr, Grammar, RuleRef, TokenSet
+from .special_literals import StopLiteralToken
 
 __all__ = ["PLACEHOLDER", "lower_token_sets", "token_universe", "token_set_bits"]
 
@@ -92,6 +93,7 @@ def lower_token_sets(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, List[Tu
     when ``special_literals.with_special_literals`` saw a TokenSet (its one walk answers that)."""
     rules = grammar.rules
     universe = token_universe(tokenizer_info)
+    stop_universe = np.ones(len(universe), dtype=bool)
     namer = RuleNamer(rules)
     by_set: Dict[TokenSet, Expr] = {}
     token_rules: List[Tuple[str, np.ndarray]] = []
@@ -99,7 +101,8 @@ def lower_token_sets(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, List[Tu
     def lower(ts: TokenSet, rule: str) -> Expr:
         got = by_set.get(ts)
         if got is None:
-            ids = _resolve(ts, universe, rule)
+            # a stop token spelling a literal keeps its id (special_literals.StopLiteralToken)
+            ids = _resolve(ts, stop_universe if type(ts) is StopLiteralToken else universe, rule)
             if len(ids) == 0:
                 got = _NOTHING
             else:
@@ -111,12 +114,16 @@ def lower_token_sets(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, List[Tu
 
     out: Dict[str, Expr] = {}
     for name, expr in rules.items():
-        out[name] = map_leaves(expr, lambda e, _n=name: lower(e, _n) if type(e) is TokenSet else e)
+        out[name] = map_leaves(expr, lambda e, _n=name: lower(e, _n) if _is_token_set(e) else e)
     if not by_set:
         return grammar, []
     for name, _ in token_rules:
         out[name] = PLACEHOLDER
     return Grammar(out, grammar.root), token_rules
+
+
+def _is_token_set(e) -> bool:
+    return type(e) is TokenSet or type(e) is StopLiteralToken
 
 
 def token_set_bits(token_rules: List[Tuple[str, np.ndarray]], vocab_size: int) -> np.ndarray:

@@ -10,8 +10,9 @@ Example::
 """
 
 from .builtin_json import JSON_EBNF, builtin_json_grammar
-from .ebnf import make_choice, make_seq, parse_ebnf
-from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet, iter_refs
+from .ebnf import parse_ebnf
+from .ir import (EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet, iter_refs,
+                 make_choice, make_seq)
 from .printer import expr_to_ebnf, grammar_to_ebnf
 from .recognizer import Recognizer, State
 from .regex import regex_to_expr, regex_to_grammar

@@ -7,21 +7,22 @@ text's) is copied in with every rule renamed, so two parts never share a rule na
 
 Example::
 
-    >>> from xmask.grammar.ir import Grammar, RuleRef
+    >>> from xmask.grammar.ebnf import parse_ebnf
     >>> rules = {}
     >>> names = RuleNamer(rules)
-    >>> ref = embed_grammar(rules, Grammar.from_ebnf('root ::= "a" b\\nb ::= "b"'), names, "tag")
+    >>> ref = embed_grammar(rules, parse_ebnf('root ::= "a" b\\nb ::= "b"'), names, "tag")
     >>> ref, sorted(rules)
     (RuleRef(name='tag'), ['tag', 'tag_b'])
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional, Sequence
 
-from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
+from ..errors import GrammarError
+from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
 
-__all__ = ["RuleNamer", "embed_grammar", "map_leaves", "rename_refs"]
+__all__ = ["RuleNamer", "combine_grammars", "embed_grammar", "map_leaves", "rename_refs"]
 
 
 class RuleNamer:
@@ -61,14 +62,16 @@ def map_leaves(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
             out = Choice(tuple(walk(x) for x in e.items))
         elif t is Repeat:
             out = Repeat(walk(e.item), e.min, e.max)
-        elif t is RuleRef or t is Bytes or t is CharClass or t is TokenSet:
+        elif t is RuleRef or t is Bytes or t is CharClass or isinstance(e, TokenSet):
             out = fn(e)
         else:
             raise TypeError(f"not a grammar expression: {e!r}")
         memo[id(e)] = out
         return out
 
-    return walk(expr)
+    out = walk(expr)
+    walk = None  # noqa: F841  (a recursive closure: drop the cycle now, not in a GC pass)
+    return out
 
 
 def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
@@ -77,10 +80,10 @@ def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
 
 
 def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
-                  hint: str) -> RuleRef:
+                  hint: str, captures: Optional[Dict[str, str]] = None) -> RuleRef:
     """Copy every rule of ``grammar`` into ``rules`` under fresh names (its root becomes
     ``hint`` or ``hint_N``, another rule ``r`` becomes ``<root name>_r``) and return a
-    reference to the copied root."""
+    reference to the copied root.  ``captures``: receives the copied rules' capture names."""
     names: Dict[str, str] = {}
     root = grammar.root
     names[root] = namer.fresh(hint)
@@ -89,4 +92,37 @@ def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
             names[name] = namer.fresh(f"{names[root]}_{name}")
     for name, expr in grammar:
         rules[names[name]] = rename_refs(expr, names)
+    if captures is not None:
+        for name, capture in grammar.captures.items():
+            captures[names[name]] = capture
     return RuleRef(names[root])
+
+
+def combine_grammars(kind: str, grammars: Sequence[Grammar]) -> Grammar:
+    """The ``"union"`` (``root ::= g1 | g2 | ...``) or ``"concat"`` (``root ::= g1 g2 ...``) of
+    ``grammars``, each part's rules copied under fresh names (``Grammar.union`` /
+    ``Grammar.concat``).  The union of no grammar is an error; their concatenation is the
+    empty string.
+
+    Example::
+
+        >>> from xmask.grammar.ebnf import parse_ebnf
+        >>> print(combine_grammars("concat", [parse_ebnf('root ::= "a"'), parse_ebnf('root ::= "b"')]))
+        root ::= root_1 root_2
+        root_1 ::= "a"
+        root_2 ::= "b"
+    """
+    for i, g in enumerate(grammars):
+        if not isinstance(g, Grammar):
+            raise TypeError(f"Grammar.{kind}() takes Grammar objects; argument {i} is {type(g).__name__}")
+    if kind == "union" and not grammars:
+        raise GrammarError("Grammar.union() needs at least one grammar (the union of none matches nothing)")
+    rules: Dict[str, Expr] = {"root": EPSILON}
+    namer = RuleNamer(rules)
+    captures: Dict[str, str] = {}
+    refs = tuple(embed_grammar(rules, g, namer, "root", captures) for g in grammars)
+    if len(refs) == 1:
+        rules["root"] = refs[0]
+    elif refs:
+        rules["root"] = Choice(refs) if kind == "union" else Seq(refs)
+    return Grammar(rules, root="root", captures=captures)

@@ -4,7 +4,7 @@ Syntax accepted::
 
     # comment to end of line
     name ::= expr                 names: [a-zA-Z_][a-zA-Z0-9_-]* (and a.b when defined)
-    name[max_chars=5] ::= expr    rule attributes (max_chars, max_tokens, temperature)
+    name[max_chars=5] ::= expr    rule attributes (max_chars, max_tokens, temperature, capture)
     name ::= expr (= expr)        a lookahead assertion ends a rule body
     expr  := alt ("|" alt)*       empty alternatives allowed ("ws ::= | \" \"")
     alt   := postfixed*
@@ -38,9 +38,11 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from .._recursion import deep_recursion
 from ..errors import GrammarError, GrammarSyntaxError
 from .ebnf_builtins import BUILTINS, TokenTagDispatchSpec, parse_builtin
-from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq
+from .ir import (EPSILON, MAX_CODE_POINT, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef, iter_refs,
+                 make_choice, make_seq)
 
 __all__ = ["parse_ebnf", "parse_ebnf_with_lookaheads", "make_seq", "make_choice"]
 
@@ -74,43 +76,6 @@ _CLASS_ESCAPES = {c: ord(c) for c in "^$.*+?(){}|"}
 _RULE_ATTRIBUTES = ("max_chars", "max_tokens", "temperature")
 
 
-def make_seq(items) -> Expr:
-    """Concatenation with light simplification: flatten nested ``Seq``, drop empty literals,
-    fuse adjacent ``Bytes``, unwrap a single item; the empty sequence is ``Seq(())``."""
-    out: List[Expr] = []
-    for item in items:
-        t = type(item)  # (exact types: the node kinds are never subclassed)
-        if t is not Seq and t is not Bytes:
-            out.append(item)
-            continue
-        for p in (item.items if t is Seq else (item,)):
-            if type(p) is Bytes:
-                if not p.data:
-                    continue
-                if out and type(out[-1]) is Bytes:
-                    out[-1] = Bytes(out[-1].data + p.data)
-                    continue
-            out.append(p)
-    if not out:
-        return EPSILON
-    if len(out) == 1:
-        return out[0]
-    return Seq(tuple(out))
-
-
-def make_choice(items) -> Expr:
-    """Alternation with light simplification: flatten nested ``Choice``, unwrap one item."""
-    out: List[Expr] = []
-    for item in items:
-        if type(item) is Choice:
-            out.extend(item.items)
-        else:
-            out.append(item)
-    if len(out) == 1:
-        return out[0]
-    return Choice(tuple(out))
-
-
 class _Parser:
     def __init__(self, text: str):
         self.text = text
@@ -127,6 +92,8 @@ class _Parser:
         self.dispatches: Dict[str, object] = {}  # generated rule -> TagDispatch spec
         self.lookaheads: Dict[str, Tuple[Expr, int]] = {}
         self.attributes: Dict[str, Dict[str, Tuple[object, int]]] = {}
+        self.captures: Dict[str, str] = {}  # rule -> capture name
+        self.special_texts: frozenset = frozenset()  # see parse_ebnf
 
     # ------------------------------------------------------------------ positions / errors
     def line_col(self, pos: int) -> Tuple[int, int]:
@@ -182,7 +149,8 @@ class _Parser:
             return q
         close = self.text.find("]", q)
         nl = self.text.find("\n", q)
-        if close < 0 or (0 <= nl < close) or "=" not in self.text[q:close]:
+        if close < 0 or (0 <= nl < close) or (
+                "=" not in self.text[q:close] and "capture" not in self.text[q:close]):
             return q
         return close + 1
 
@@ -272,7 +240,7 @@ class _Parser:
             self.fresh_rule("rule")  # makes self.namer
             for name, spec in self.dispatches.items():
                 try:
-                    lower_dispatch(rules, name, spec, self.namer)
+                    lower_dispatch(rules, name, spec, self.namer, self.special_texts)
                 except GrammarError as e:
                     line, col = self.line_col(spec.pos)
                     raise GrammarError(f"{e.args[0]} (dispatch at line {line}, column {col})", rule=e.rule) from None
@@ -282,7 +250,7 @@ class _Parser:
             apply_rule_attributes(rules, self.attributes, self.fresh_rule, self.line_col)
         if self.dispatches or self.attributes:
             _drop_unreachable_generated(rules, root, self.defined)
-        return Grammar(rules, root=root)
+        return Grammar(rules, root=root, captures=self.captures)
 
     def bound_free_text(self, rules: Dict[str, Expr]) -> None:
         """``name[max_chars=n] ::= TagDispatch(excludes=...)`` with no trigger (XGrammar's
@@ -332,6 +300,12 @@ class _Parser:
             start = self.pos
             end = self.name_end(start)
             key = self.text[start:end]
+            if key == "capture":  # ``[capture]`` / ``[capture="name"]``: see Grammar.captures
+                self.pos = end
+                self.parse_capture(name, start)
+                if self.comma_or_close("]", "in rule attributes"):
+                    return attrs
+                continue
             if key not in _RULE_ATTRIBUTES:
                 shown = repr(key) if key else repr(self.peek())
                 raise self.error(
@@ -359,6 +333,21 @@ class _Parser:
             self.skip_inline_ws()
             if self.comma_or_close("]", "in rule attributes"):
                 return attrs
+
+    def parse_capture(self, rule: str, start: int) -> None:
+        if rule in self.captures:
+            raise self.error(f"rule attribute 'capture' is given twice on rule '{rule}'", start)
+        self.skip_inline_ws()
+        name = rule
+        if self.peek() == "=":
+            self.pos += 1
+            self.skip_inline_ws()
+            if self.peek() != '"':
+                raise self.error("rule attribute 'capture' needs a quoted name, as "
+                                 'capture="name"')
+            name = self.parse_string_text()
+        self.captures[rule] = name
+        self.skip_inline_ws()
 
     def parse_lookahead(self) -> Expr:
         """``(= expr)`` after a rule body: what must follow the rule (checked, then dropped)."""
@@ -627,8 +616,6 @@ class _Parser:
 
 def _drop_unreachable_generated(rules: Dict[str, Expr], root: str, defined) -> None:
     """Remove the helper rules that lowering left unused (the text's own rules all stay)."""
-    from .ir import iter_refs
-
     seen = {root}
     stack = [root]
     while stack:
@@ -647,8 +634,12 @@ def _show_cp(cp: int) -> str:
     return f"U+{cp:04X}"
 
 
-def parse_ebnf(text: str, root_rule_name: str = "root") -> Grammar:
+def parse_ebnf(text: str, root_rule_name: str = "root", special_texts=frozenset()) -> Grammar:
     """Parse GBNF / XGrammar-dialect EBNF ``text`` into a :class:`Grammar`.
+
+    ``special_texts`` (the compiler passes its tokenizer's special-token texts): a
+    ``TagDispatch`` trigger equal to one of them may also come as one whole literal after
+    clean free text, so the compiler lets that special token fire it (same language).
 
     Raises :class:`GrammarSyntaxError` (with 1-based ``line``/``column``) on malformed text and
     :class:`GrammarError` for an undefined rule reference or a missing root rule.
@@ -662,7 +653,10 @@ def parse_ebnf(text: str, root_rule_name: str = "root") -> Grammar:
     """
     if not isinstance(text, str):
         raise TypeError(f"grammar text must be str, not {type(text).__name__}")
-    return _Parser(text).parse(root_rule_name)
+    parser = _Parser(text)
+    parser.special_texts = frozenset(special_texts)
+    with deep_recursion("EBNF grammar"):  # (the parser recurses on nesting)
+        return parser.parse(root_rule_name)
 
 
 def parse_ebnf_with_lookaheads(text: str, root_rule_name: str = "root") -> Tuple[Grammar, Dict[str, Expr]]:

@@ -30,13 +30,17 @@ from .ir import Choice, Expr, Repeat, RuleRef, Seq, TokenSet
 __all__ = ["lower_dispatch"]
 
 
-def lower_dispatch(rules: Dict[str, Expr], name: str, spec, namer: RuleNamer) -> None:
-    """Replace the placeholder rule ``name`` by the rules of the parsed dispatch ``spec``."""
+def lower_dispatch(rules: Dict[str, Expr], name: str, spec, namer: RuleNamer,
+                   special_texts=frozenset()) -> None:
+    """Replace the placeholder rule ``name`` by the rules of the parsed dispatch ``spec``;
+    triggers in ``special_texts`` (special tokens' texts) may also come whole (see
+    ``FreeText.whole_texts``)."""
     if isinstance(spec, TokenTagDispatchSpec):
         rules[name] = _token_dispatch(spec)
         return
     free = FreeText(triggers=tuple((t, RuleRef(r)) for t, r in spec.pairs), excludes=tuple(spec.excludes),
-                    loop=spec.loop_after_dispatch, can_end=True, max_chars=spec.max_chars)
+                    loop=spec.loop_after_dispatch, can_end=True, max_chars=spec.max_chars,
+                    whole_texts=tuple(t for t, _ in spec.pairs if t in special_texts))
     rules[name] = lower_free_text(rules, namer, free, hint=f"{name}_text")
 
 

@@ -27,8 +27,9 @@ What is read (XGrammar 0.2.8's Lark support; differences are listed below):
   here; **priorities** ``rule.2`` / ``TERM.2`` are accepted and ignored with a
   ``UserWarning`` (XGrammar rejects them): they choose between parse trees, and a mask only
   depends on the language;
-* rule attributes ``name[capture]`` / ``name[capture="x"]`` (ignored: xmask records no
-  captures) and ``temperature=...`` (ignored with a warning: xmask does not sample);
+* rule attributes ``name[capture]`` / ``name[capture="x"]`` (``Grammar.captures``; the
+  matcher reports their matches: ``GrammarMatcher.get_captures``) and ``temperature=...``
+  (ignored with a warning: xmask does not sample);
   ``[lazy]``, ``[stop=X]`` and ``[suffix=X]`` (``X`` a string, regex or terminal name) make
   the rule match the *shortest* match of its terminal-level body (then ``X``), as XGrammar
   and llguidance do (:mod:`xmask.grammar.shortest_match`; for the masks ``stop`` and
@@ -72,10 +73,10 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
+from .._recursion import deep_recursion
 from ..errors import GrammarSyntaxError
 from .combine import RuleNamer, embed_grammar
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, Expr, Grammar, Repeat, RuleRef
+from .ir import EPSILON, Expr, Grammar, Repeat, RuleRef, make_choice, make_seq
 from .lark_syntax import LarkParser, is_terminal_name
 from .left_recursion import eliminate_left_recursion
 from .shortest_match import shortest_match
@@ -111,6 +112,7 @@ class _Lowering:
             self.namer_names["root"] = self.namer.fresh("root")
             self.rules[self.namer_names["root"]] = EPSILON
         self.ignore: Optional[Expr] = None
+        self.embedded_captures: Dict[str, str] = {}  # of @name grammars, under their new names
         self.ignore_name = self.namer.fresh("lark_ignore") if parser.ignores else None
         if self.ignore_name is not None:
             self.rules[self.ignore_name] = EPSILON
@@ -126,7 +128,10 @@ class _Lowering:
         for name, d in sorted(p.defs.items(), key=lambda item: not item[1].terminal):
             ir_name = self.namer_names[name]
             self.rules[ir_name] = self.lazy(d) if d.lazy else self.lower(d.body, d.terminal)
-        return eliminate_left_recursion(Grammar(self.rules, root="root"))
+        captures = {self.namer_names[name]: d.capture for name, d in p.defs.items()
+                    if d.capture is not None}
+        captures.update(self.embedded_captures)
+        return eliminate_left_recursion(Grammar(self.rules, root="root", captures=captures))
 
     def lazy(self, d) -> Expr:
         """A ``[lazy]`` / ``[stop=X]`` / ``[suffix=X]`` rule: the shortest match of its body
@@ -173,7 +178,8 @@ class _Lowering:
         if kind == "token":
             return self.with_ignore(node[1])
         if kind == "embed":
-            return self.with_ignore(embed_grammar(self.rules, node[1], self.namer, node[2]))
+            return self.with_ignore(embed_grammar(self.rules, node[1], self.namer, node[2],
+                                                  self.embedded_captures))
         raise AssertionError(kind)
 
     def check_terminal_cycles(self) -> None:
@@ -205,6 +211,7 @@ class _Lowering:
         for name, d in defs.items():
             if d.terminal and name not in state:
                 visit(name)
+        refs = visit = None  # (recursive closures: drop the cycles now, not in a GC pass)
 
 
 def parse_lark(text: str, *, tokenizer_info=None, named_grammars=None,
@@ -259,5 +266,9 @@ def parse_lark(text: str, *, tokenizer_info=None, named_grammars=None,
             resolve(token_id, pos)
 
     parser = LarkParser(text, resolve, check, named)
-    parser.parse()
-    return _Lowering(parser).run()
+    with deep_recursion("Lark grammar"):  # (the parser and the lowering recurse on nesting)
+        parser.parse()
+        out = _Lowering(parser).run()
+    # the parser holds the callbacks, which hold the parser: drop the cycle now, not in a GC pass
+    parser = None  # noqa: F841
+    return out

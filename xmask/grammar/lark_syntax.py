@@ -24,8 +24,8 @@ import warnings
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import GrammarSyntaxError, RegexSyntaxError, XmaskError
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, TokenSet
+from .ir import Bytes, CharClass, EPSILON, Expr, Grammar, TokenSet, make_choice, make_seq
+from .json_schema import json_schema_to_grammar
 from .lark_terminals import LarkRegexError, common_terminal, fold_case, lark_regex
 
 __all__ = ["Definition", "LarkParser", "is_terminal_name"]
@@ -34,7 +34,6 @@ _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _NAME_CHARS = _NAME_START | frozenset("0123456789")
 _ESCAPES = {"\\": "\\", '"': '"', "'": "'", "/": "/", "n": "\n", "r": "\r", "t": "\t", "f": "\f"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
-_IGNORED_ATTRS = frozenset({"capture"})
 _WARNED_ATTRS = frozenset({"temperature"})
 _STOP_ATTRS = frozenset({"stop", "suffix"})
 _MAX_REPEAT = 10_000
@@ -51,12 +50,13 @@ class Definition:
     ``lazy``: the rule matches its body's shortest match (``[lazy]``, ``[stop=X]`` and
     ``[suffix=X]``, whose ``X`` tree is in ``stop``)."""
 
-    __slots__ = ("name", "body", "pos", "terminal", "lazy", "stop")
+    __slots__ = ("name", "body", "pos", "terminal", "lazy", "stop", "capture")
 
     def __init__(self, name: str, body, pos: int, terminal: bool):
         self.name, self.body, self.pos, self.terminal = name, body, pos, terminal
         self.lazy = False
         self.stop = None
+        self.capture: Optional[str] = None  # ``[capture]`` / ``[capture="name"]``
 
 
 class LarkParser:
@@ -228,6 +228,15 @@ class LarkParser:
                 definition.stop = self.parse_atom(1, True)
             elif attr == "lazy":
                 definition.lazy = True
+            elif attr == "capture":
+                definition.capture = name
+                if self.peek() == "=":
+                    self.pos += 1
+                    self.skip_all()
+                    if self.peek() != '"':
+                        raise self.error('attribute \'capture\' needs a quoted name, as capture="x"',
+                                         attr_pos)
+                    definition.capture = self.read_string_text()
             elif self.peek() == "=":
                 self.pos += 1
                 self.skip_all()
@@ -241,7 +250,7 @@ class LarkParser:
             if attr in _WARNED_ATTRS:
                 warnings.warn(f"Lark: attribute '{attr}' of '{name}' ignored (xmask computes "
                               "masks, it does not sample)", stacklevel=5)
-            elif attr not in _IGNORED_ATTRS | _STOP_ATTRS | {"lazy"}:
+            elif attr not in _STOP_ATTRS | {"lazy", "capture"}:
                 raise self.error(f"rule attribute '{attr}' is not supported", attr_pos)
             self.skip_all()
             if self.peek() == ",":
@@ -461,7 +470,7 @@ class LarkParser:
             if not isinstance(value, (dict, bool)):
                 raise self.error("%json needs a JSON schema (an object or a boolean)", value_pos)
             try:
-                schema = Grammar.from_json_schema(value)
+                schema = json_schema_to_grammar(value)
             except XmaskError as e:  # the schema's own error, placed in the Lark text
                 raise self.error(f"%json: {e}", value_pos) from e
             return ("embed", schema, "json", start)

@@ -34,8 +34,8 @@ import bisect
 from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
-from .ebnf import make_choice, make_seq
-from .ir import Bytes, CharClass, Choice, Expr, Repeat, Seq, TokenSet, merge_ranges
+from .ir import (Bytes, CharClass, Choice, Expr, Repeat, Seq, TokenSet, make_choice, make_seq,
+                 merge_ranges)
 from .regex import regex_to_expr
 
 __all__ = ["COMMON_TERMINALS", "common_terminal", "fold_case", "lark_regex", "LarkRegexError"]

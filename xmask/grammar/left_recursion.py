@@ -14,8 +14,8 @@ a nullable prefix (``a: c? a "x"``; ``a: a a | "(" a ")" | ""``, whose rewrite
 
 Example::
 
-    >>> from xmask.grammar.ir import Grammar
-    >>> g = Grammar.from_ebnf('root ::= root "," item | item\\nitem ::= [a-z]')
+    >>> from xmask.grammar.ebnf import parse_ebnf
+    >>> g = parse_ebnf('root ::= root "," item | item\\nitem ::= [a-z]')
     >>> print(eliminate_left_recursion(g))
     root ::= item ("," item)*
     item ::= [a-z]
@@ -26,9 +26,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set, Tuple
 
 from .._graph import strongly_connected_components
-from .ebnf import make_choice, make_seq
 from .ir import (EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet,
-                 iter_refs)
+                 iter_refs, make_choice, make_seq)
 
 __all__ = ["MAX_ALTERNATIVES", "eliminate_left_recursion"]
 
@@ -145,7 +144,7 @@ def eliminate_left_recursion(grammar: Grammar) -> Grammar:
         if new is not None:
             rules.update(new)
             changed = True
-    return Grammar(rules, root=grammar.root) if changed else grammar
+    return Grammar(rules, root=grammar.root, captures=grammar.captures) if changed else grammar
 
 
 def _paull(order: List[str], rules: Dict[str, Expr], an: _Analysis) -> Optional[Dict[str, Expr]]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .ir import Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
+from .ir_expr import Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, TokenSet
 
 __all__ = ["grammar_to_ebnf", "expr_to_ebnf"]
 
@@ -214,8 +214,9 @@ def expr_to_ebnf(expr: Expr) -> str:
     return _expr(expr, _CHOICE)
 
 
-def grammar_to_ebnf(grammar: Grammar) -> str:
-    """Normalized EBNF text of ``grammar``: one ``name ::= expr`` line per rule, root first.
+def grammar_to_ebnf(grammar) -> str:
+    """Normalized EBNF text of ``grammar`` (a :class:`~xmask.grammar.ir.Grammar`, which prints
+    itself with this function): one ``name ::= expr`` line per rule, root first.
 
     Example::
 
@@ -227,4 +228,11 @@ def grammar_to_ebnf(grammar: Grammar) -> str:
     rules = grammar.rules
     root = grammar.root
     order: List[str] = [root] + [name for name in rules if name != root]
-    return "\n".join(f"{name} ::= {expr_to_ebnf(rules[name])}" for name in order)
+    captures = grammar.captures
+    return "\n".join(f"{name}{_capture_attr(captures.get(name))} ::= {expr_to_ebnf(rules[name])}"
+                     for name in order)
+
+
+def _capture_attr(name) -> str:
+    # XGrammar prints every captured rule as ``rule[capture="name"]``
+    return "" if name is None else f"[capture={_string_literal(name.encode('utf-8'))}]"

@@ -96,12 +96,14 @@ class _TokenTerm:
 class _ESet:
     """One Earley set: its items, items waiting per nonterminal, and scan items per terminal."""
 
-    __slots__ = ("items", "waiting", "scans")
+    __slots__ = ("items", "waiting", "scans", "order", "level")
 
     def __init__(self):
         self.items = set()
         self.waiting: Dict[int, list] = {}
         self.scans: Dict[int, list] = {}
+        self.order: list = []  # the items in the order the closure processed them
+        self.level: list = []  # per item of ``order``: completions on its way from a seed
 
 
 class State:
@@ -308,19 +310,23 @@ class Recognizer:
         waiting = S.waiting
         scans = S.scans
         NEXT, DONE, ADV, NULLABLE, STARTS = self._next, self._done, self._adv, self._nullable, self._starts
-        work = []
+        work = S.order
+        level = S.level
         for it in seeds:
             if it not in items:
                 items.add(it)
                 work.append(it)
+                level.append(0)
         for k in self_seeds:
             it = (k, S)
             if it not in items:
                 items.add(it)
                 work.append(it)
+                level.append(0)
         i = 0
         while i < len(work):
             it = work[i]
+            lv = level[i]
             i += 1
             k, origin = it
             sym = NEXT[k]
@@ -334,6 +340,7 @@ class Recognizer:
                             if n not in items:
                                 items.add(n)
                                 work.append(n)
+                                level.append(lv)
                     else:
                         lst.append(it)
                     if NULLABLE[sym]:
@@ -341,6 +348,7 @@ class Recognizer:
                         if n not in items:
                             items.add(n)
                             work.append(n)
+                            level.append(lv)
                 else:
                     lst = scans.get(sym)
                     if lst is None:
@@ -355,6 +363,7 @@ class Recognizer:
                     if n not in items:
                         items.add(n)
                         work.append(n)
+                        level.append(lv + 1)
         return S
 
     # ------------------------------------------------------------------ public API
@@ -420,6 +429,27 @@ class Recognizer:
         first = val << (6 * rem)
         last = first | ((1 << (6 * rem)) - 1)
         return t.overlaps(max(first, lo), min(last, hi))
+
+    def completions(self, state: State):
+        """The rules completed in ``state``: ``(rule name, origin state, level)`` for each
+        complete item of a grammar rule (not of a nested expression), in the order the Earley
+        closure derived them; ``level`` counts the completions between the scanned byte and
+        this one, predictions included (a rule completed because its last part completed has a
+        higher level than that part).
+        ``origin`` is the state the rule started in (``state`` itself: an empty match)."""
+        out = []
+        DONE, names, n_rules = self._done, self._nt_names, len(self.grammar.rules)
+        for (k, origin), lv in zip(state._set.order, state._set.level):
+            lhs = DONE[k]
+            if 0 <= lhs < n_rules:
+                out.append((names[lhs], origin, lv))
+        return out
+
+    @staticmethod
+    def origin_key(state: State):
+        """The object :meth:`completions` names as origin for rules that started in ``state``
+        (compare with ``is``)."""
+        return state._set
 
     def can_end(self, state: State) -> bool:
         """Whether the input so far is a complete sentence (the root rule can end here)."""

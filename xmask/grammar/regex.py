@@ -56,7 +56,6 @@ import unicodedata
 from typing import List, Optional, Tuple
 
 from ..errors import RegexSyntaxError
-from .ebnf import make_choice, make_seq
 from .ir import (
     EPSILON,
     MAX_CODE_POINT,
@@ -66,6 +65,8 @@ from .ir import (
     Grammar,
     Repeat,
     complement_ranges,
+    make_choice,
+    make_seq,
 )
 
 __all__ = ["MAX_REPEAT_BOUND", "regex_to_expr", "regex_to_grammar"]

@@ -2,9 +2,11 @@
 lowered exactly to bounded rules.
 
 ``max_chars=n``: the rule matches only strings of at most ``n`` characters (code points).
-``max_tokens=n``: the rule matches at most ``n`` whole tokens; xmask lowers it only when the
+``max_tokens=n``: the rule matches at most ``n`` whole tokens; xmask lowers it when the
 rule consumes nothing but whole tokens (``Token`` / ``ExcludeToken``, XGrammar's
-``any_tokens`` shape), since counting the tokens of *text* needs a runtime token budget.
+``any_tokens`` shape), and keeps a text rule of at most ``n`` bytes unchanged (a token counts
+only if it starts inside the rule's match, as in XGrammar, so such a budget never binds);
+counting the tokens of longer *text* needs a runtime token budget, and raises.
 
 The lowering unfolds the rule (and every rule it uses) with a budget: a state is a set of
 "what remains to match" configurations plus the units used so far; one new rule per reachable
@@ -28,7 +30,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import GrammarError, GrammarLimitError
 from .ir import (EPSILON, MAX_CODE_POINT, SURROGATES, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq,
@@ -242,8 +244,58 @@ def apply_rule_attributes(rules: Dict[str, Expr], attributes: Dict[str, Dict[str
             pending.discard(r)
     for rule in order:
         kind, n, pos = bounded[rule]
+        if kind == "max_tokens" and _text_budget_never_binds(rules, rule, n):
+            continue
         line, col = line_col(pos)
         limit_rule(rules, rule, kind, n, fresh_rule, f"line {line}, column {col}")
+
+
+def _text_budget_never_binds(rules: Dict[str, Expr], rule: str, n: int) -> bool:
+    # A token counts for the rule when it starts inside the rule's match (XGrammar 0.2.8), so
+    # the budget can only bind once the rule has read n + 1 bytes: a text rule of at most n
+    # bytes is unchanged by it (exact).  Longer text needs a runtime budget (the unfolding
+    # raises for text).
+    memo: Dict[str, object] = {}
+
+    def longest(e) -> Optional[int]:  # None: unbounded (a cycle or an unbounded repeat)
+        t = type(e)
+        if t is Bytes:
+            return len(e.data)
+        if t is CharClass:
+            ranges = e.positive_ranges()
+            top = ranges[-1][1] if ranges else 0
+            return 1 if e.byte_level or top < 0x80 else 2 if top < 0x800 else 3 if top < 0x10000 else 4
+        if t is TokenSet:
+            return None  # whole tokens in a text rule: not this case
+        if t is Seq:
+            total = 0
+            for x in e.items:
+                k = longest(x)
+                if k is None:
+                    return None
+                total += k
+            return total
+        if t is Choice:
+            best = 0
+            for x in e.items:
+                k = longest(x)
+                if k is None:
+                    return None
+                best = max(best, k)
+            return best
+        if t is Repeat:
+            k = longest(e.item)
+            return None if k is None or (e.max is None and k > 0) else k * (e.max or 0)
+        if t is RuleRef:
+            if e.name in memo:
+                return memo[e.name]  # in progress (a cycle): None
+            memo[e.name] = None
+            memo[e.name] = longest(rules[e.name])
+            return memo[e.name]
+        return None
+
+    k = longest(RuleRef(rule))
+    return k is not None and k <= n
 
 
 def _reachable(rules: Dict[str, Expr], rule: str) -> set:

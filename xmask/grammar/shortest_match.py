@@ -3,7 +3,7 @@
 A lazy terminal (llguidance's and XGrammar's ``name[lazy]: /.../``, ``[stop=...]``,
 ``[suffix=...]`` in Lark) stops at its first possible end: its language is the strings of
 ``expr`` that have no proper prefix in ``expr``.  That is regular: determinize ``expr`` (over
-code points, :func:`~xmask.grammar.number_range.dfa_from_expr`), drop the edges out of
+code points, :func:`~xmask.grammar.dfa_expr.dfa_from_expr`), drop the edges out of
 accepting states, and emit the automaton as IR.
 
 Example::
@@ -27,7 +27,9 @@ from __future__ import annotations
 from typing import Dict, List
 
 from .ir import Choice, Expr, Repeat, RuleRef, Seq, TokenSet
-from .number_range import MAX_DFA_STATES, Dfa, RuleSink, dfa_from_expr, dfa_to_expr
+from .code_point_dfa import MAX_DFA_STATES, Dfa
+from .dfa_expr import dfa_from_expr, dfa_to_expr
+from .rule_sink import RuleSink
 
 __all__ = ["shortest_match"]
 

@@ -61,8 +61,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, merge_ranges
+from .ir import (EPSILON, MAX_CODE_POINT, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, make_choice,
+                 make_seq, merge_ranges)
 
 __all__ = [
     "JSON_CHAR",
@@ -715,7 +715,7 @@ def format_expr(name: str) -> Optional[Expr]:
 
     Example::
 
-        >>> from xmask.grammar.number_range import dfa_from_expr
+        >>> from xmask.grammar.dfa_expr import dfa_from_expr
         >>> d = dfa_from_expr(format_expr("date"))
         >>> d.matches("2024-02-29"), d.matches("2023-02-29"), d.matches("2023-04-31")
         (True, False, False)

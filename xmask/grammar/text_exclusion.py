@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from .code_point_dfa import Dfa, dfa_from_step, dfa_minimize, dfa_product
+from .dfa_expr import dfa_from_expr, dfa_to_expr
 from .ir import EPSILON, MAX_CODE_POINT, SURROGATES, CharClass, Choice, Expr, Repeat, RuleRef, Seq
-from .number_range import Dfa, RuleSink, dfa_from_expr, dfa_from_step, dfa_minimize, dfa_product, dfa_to_expr
+from .rule_sink import RuleSink
 
 __all__ = ["automaton_rules", "avoid_dfa", "contains_any", "exclude_words", "expr_avoiding", "until_first"]
 

@@ -49,10 +49,10 @@ from __future__ import annotations
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import UnsupportedSchemaError
-from .ebnf import make_choice, make_seq
-from .ir import EPSILON, Bytes, CharClass, Expr, Grammar, Repeat, RuleRef
+from .ir import Bytes, CharClass, EPSILON, Expr, Grammar, Repeat, RuleRef, make_choice, make_seq
 from .json_schema import MAX_ANY_ORDER_PROPERTIES, SchemaParts
-from .number_range import Dfa, dfa_from_expr, dfa_literals, dfa_product, dfa_to_expr
+from .code_point_dfa import Dfa, dfa_literals, dfa_product
+from .dfa_expr import dfa_from_expr, dfa_to_expr
 from .text_exclusion import automaton_rules, contains_any, exclude_words, until_first
 
 __all__ = ["XML_STYLES", "xml_arguments_grammar"]

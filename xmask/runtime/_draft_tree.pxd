@@ -6,7 +6,7 @@ from xmask.runtime._fill cimport FillJob
 
 cdef intp_t check_tree(const int64_t* nxt, const int64_t* sib, intp_t n,
                        intp_t* work) noexcept nogil
-cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_without_stop,
+cdef int traverse_tree(FillJob* job, bint terminate_without_stop,
                        const int64_t* nxt, const int64_t* sib, const int64_t* tok, intp_t n,
                        char* row0, intp_t stride_words, intp_t* work,
                        double time_threshold) except -1 nogil

@@ -14,7 +14,7 @@ from libc.string cimport memset
 from xmask.runtime._types cimport word_t, int32_t
 from xmask.runtime._bitset cimport bitset_test
 from xmask.runtime._stack cimport stack_truncate, stack_has_bottom
-from xmask.runtime._fill cimport fill_job, accept_token_id, update_exact
+from xmask.runtime._fill cimport fill_job, accept_token_id, update_exact, is_stop_id
 from xmask.runtime._clock cimport monotonic_seconds
 
 
@@ -51,12 +51,13 @@ cdef intp_t check_tree(const int64_t* nxt, const int64_t* sib, intp_t n,
     return -1
 
 
-cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_without_stop,
+cdef int traverse_tree(FillJob* job, bint terminate_without_stop,
                        const int64_t* nxt, const int64_t* sib, const int64_t* tok, intp_t n,
                        char* row0, intp_t stride_words, intp_t* work,
                        double time_threshold) except -1 nogil:
     # Rows [0, n) are zeroed, then filled for every visited node.  Returns 1, or 0 if
-    # time_threshold (> 0 seconds) ran out first.  The stack history is restored.
+    # time_threshold (> 0 seconds) ran out first.  The stack history is restored.  A crossed
+    # runtime limit (job.guard, counted per node) leaves every row zero, as a single fill does.
     # work: [3 * n] (explicit DFS stack of (node, parent), history depth after each node).
     cdef intp_t* pending = work            # pairs (node, parent)
     cdef intp_t* after = work + 2 * n      # history depth after each visited node
@@ -79,6 +80,8 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
         top -= 1
         cur = pending[2 * top]
         par = pending[2 * top + 1]
+        if job.guard != NULL:
+            job.guard.work = 0  # the limit is per node: its token and its mask
         if sib[cur] >= 0:  # visited after cur's subtree
             pending[2 * top] = sib[cur]
             pending[2 * top + 1] = par
@@ -89,9 +92,11 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
             if not bitset_test(parent_row, t):
                 continue
             stack_truncate(job.st, after[par])
-            if is_stop[t]:
+            if is_stop_id(job.stop_ids, job.n_stop, t) and stack_has_bottom(job.st, job.st.depth - 1):
                 continue  # accepted: the sequence ends here, nothing to fill
-            if not accept_token_id(job.st, job.a, job.v, t):
+            if not accept_token_id(job.st, job.a, job.v, t, job.guard):
+                if job.guard != NULL and job.guard.crossed:
+                    break
                 continue
         after[cur] = job.st.depth
         if terminate_without_stop and stack_has_bottom(job.st, job.st.depth - 1):
@@ -99,9 +104,14 @@ cdef int traverse_tree(FillJob* job, const uint8_t* is_stop, bint terminate_with
         job.row = <word_t*>(row0 + cur * stride_words * 4)
         update_exact(job)
         fill_job(job)
+        if job.guard != NULL and job.guard.crossed:
+            break
         if nxt[cur] >= 0:
             pending[2 * top] = nxt[cur]
             pending[2 * top + 1] = cur
             top += 1
     stack_truncate(job.st, base)
+    if job.guard != NULL and job.guard.crossed:
+        for cur in range(n):
+            memset(row0 + cur * stride_words * 4, 0, <size_t>job.v.n_words * sizeof(word_t))
     return result

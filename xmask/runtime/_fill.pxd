@@ -3,6 +3,7 @@ from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t
 from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._mask_cache cimport MaskCacheC
 from xmask.runtime._stack cimport StackC
+from xmask.runtime._guard cimport GuardC
 
 
 ctypedef struct FillJob:
@@ -13,9 +14,8 @@ ctypedef struct FillJob:
     const VocabC* v
     MaskCacheC* c            # classifies states on first use (shared, thread-safe)
     word_t* row
-    word_t* scratch          # [n_words] per matcher
-    word_t* pos_bits         # [ceil(n_sorted / 32)] per matcher, all-zero between calls
-    const int32_t* stop_ids
+    GuardC* guard            # the matcher's runtime limits (NULL: unguarded)
+    const int32_t* stop_ids  # sorted ascending
     intp_t n_stop
     intp_t margin            # frames one token can push at most (max token bytes x push bound)
     bint exact               # near the recursion bound: check every token on the real stack
@@ -24,9 +24,9 @@ ctypedef struct FillJob:
 cdef int fill_job(FillJob* j) except -1 nogil
 cdef intp_t fill_cost(FillJob* j) noexcept nogil
 cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
-                      intp_t n) except -1 nogil
+                      intp_t n, GuardC* g) except -1 nogil
 cdef int accept_token_id(StackC* st, const AutomatonC* a, const VocabC* v,
-                         intp_t tid) except -1 nogil
+                         intp_t tid, GuardC* g) except -1 nogil
 cdef int or_token_sets(const StackC* st, const AutomatonC* a, word_t* row,
                        intp_t n_words) except -1 nogil
 cdef intp_t max_top_depth(const StackC* st) noexcept nogil
@@ -37,3 +37,16 @@ cdef void set_max_depth(intp_t n) noexcept nogil
 # Estimated work (fill_cost units, about one uncertain token each) below which a call keeps the
 # GIL: see _fill.pyx for the measurement.
 cdef intp_t nogil_min_cost() noexcept nogil
+
+
+cdef inline bint is_stop_id(const int32_t* stop_ids, intp_t n_stop, intp_t tid) noexcept nogil:
+    # Whether tid is one of the sorted stop_ids (binary search: a matcher keeps no
+    # vocabulary-sized stop table).
+    cdef intp_t lo = 0, hi = n_stop, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if stop_ids[mid] < tid:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < n_stop and stop_ids[lo] == tid

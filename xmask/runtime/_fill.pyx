@@ -29,7 +29,8 @@ from libc.stdint cimport int64_t
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
 from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
-from xmask.runtime._stack cimport stack_step, stack_truncate, stack_token_step
+from xmask.runtime._stack cimport stack_truncate
+from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._classify cimport CacheEntryC
 from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
 
@@ -37,6 +38,74 @@ cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
 
 cdef intp_t _nogil_min_cost = 20000
+
+# Per-thread fill buffers: a row-sized scratch (contents undefined between fills) and the
+# position bitset of the uncertain tokens (all-zero between fills), shared by every matcher
+# that fills on the thread, so a matcher holds nothing vocabulary-sized.  Grown on demand,
+# freed when the thread exits (POSIX; on Windows they live until the process ends).  `dirty`
+# marks a fill that did not finish (an exception mid-fill): the next one clears the bitset.
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #include <string.h>
+    typedef struct {
+        uint32_t* scratch; size_t scratch_cap; uint32_t* pos; size_t pos_cap; int dirty;
+    } xm_fill_tls;
+    #if defined(_WIN32)
+    static __declspec(thread) xm_fill_tls xm_fill_tls_v;
+    static xm_fill_tls* xm_fill_tls_get(void) { return &xm_fill_tls_v; }
+    #else
+    #include <pthread.h>
+    static pthread_key_t xm_fill_key;
+    static pthread_once_t xm_fill_once = PTHREAD_ONCE_INIT;
+    static int xm_fill_key_ok = 0;
+    static void xm_fill_tls_free(void* p) {
+        xm_fill_tls* t = (xm_fill_tls*)p;
+        free(t->scratch); free(t->pos); free(t);
+    }
+    static void xm_fill_key_make(void) {
+        xm_fill_key_ok = pthread_key_create(&xm_fill_key, xm_fill_tls_free) == 0;
+    }
+    static xm_fill_tls* xm_fill_tls_get(void) {
+        xm_fill_tls* t;
+        pthread_once(&xm_fill_once, xm_fill_key_make);
+        if (!xm_fill_key_ok) return NULL;
+        t = (xm_fill_tls*)pthread_getspecific(xm_fill_key);
+        if (t == NULL) {
+            t = (xm_fill_tls*)calloc(1, sizeof(xm_fill_tls));
+            if (t == NULL) return NULL;
+            if (pthread_setspecific(xm_fill_key, t) != 0) { free(t); return NULL; }
+        }
+        return t;
+    }
+    #endif
+    /* This thread's buffers: scratch of n words, pos of m all-zero words; NULL on failure. */
+    static xm_fill_tls* xm_fill_acquire(size_t n, size_t m) {
+        xm_fill_tls* t = xm_fill_tls_get();
+        void* p;
+        if (t == NULL) return NULL;
+        if (n < 1) n = 1;
+        if (m < 1) m = 1;
+        if (t->scratch_cap < n) {
+            p = realloc(t->scratch, n * sizeof(uint32_t));
+            if (p == NULL) return NULL;
+            t->scratch = (uint32_t*)p; t->scratch_cap = n;
+        }
+        if (t->pos_cap < m) {
+            p = calloc(m, sizeof(uint32_t));
+            if (p == NULL) return NULL;
+            free(t->pos); t->pos = (uint32_t*)p; t->pos_cap = m; t->dirty = 0;
+        }
+        if (t->dirty) memset(t->pos, 0, t->pos_cap * sizeof(uint32_t));
+        t->dirty = 1;
+        return t;
+    }
+    """
+    ctypedef struct xm_fill_tls:
+        word_t* scratch
+        word_t* pos
+        int dirty
+    xm_fill_tls* xm_fill_acquire(size_t n, size_t m) noexcept nogil
 
 
 def _cost_from_env():
@@ -85,32 +154,38 @@ cdef void update_exact(FillJob* j) noexcept nogil:
 
 
 cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
-                      intp_t n) except -1 nogil:
-    # Feed bytes; on rejection restore the history and return 0, else return 1.
+                      intp_t n, GuardC* g) except -1 nogil:
+    # Feed bytes; on rejection (or a crossed runtime limit, see g.crossed) restore the history
+    # and return 0, else return 1.
     cdef intp_t base = st.depth
     cdef intp_t i
     for i in range(n):
-        if stack_step(st, a, data[i]) == 0:
+        if g != NULL and (i & 4095) == 4095:
+            g.work = 0  # long input: the work limit applies per 4 KiB (see RuntimeLimits)
+        if guarded_step(st, a, data[i], g) == 0:
             stack_truncate(st, base)
             return 0
     return 1
 
 
 cdef int accept_token_id(StackC* st, const AutomatonC* a, const VocabC* v,
-                         intp_t tid) except -1 nogil:
+                         intp_t tid, GuardC* g) except -1 nogil:
     # Advance by token `tid` (not a stop token: callers handle those): its bytes, when it is a
     # grammar-eligible token, UNION the token edges that name it, from the same top set.  On
-    # rejection the history is unchanged and 0 is returned, else 1.
+    # rejection (or a crossed runtime limit) the history is unchanged and 0 is returned, else 1.
     cdef intp_t base = st.depth, pos = v.id_pos[tid]
     cdef int64_t off
     cdef int walked = 0
     if pos >= 0:
         off = v.tok_offsets[pos]
-        walked = accept_bytes(st, a, v.tok_bytes + off, v.tok_offsets[pos + 1] - off)
-    if a.n_token_sets == 0:
+        walked = accept_bytes(st, a, v.tok_bytes + off, v.tok_offsets[pos + 1] - off, g)
+    if a.n_token_sets == 0 or (g != NULL and g.crossed):
         return walked
-    if stack_token_step(st, a, base, <int32_t>tid, walked) > 0:
+    if guarded_token_step(st, a, base, <int32_t>tid, walked, g) > 0:
         return 1
+    if g != NULL and g.crossed:
+        stack_truncate(st, base)
+        return 0
     return walked
 
 
@@ -169,7 +244,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef const VocabC* v = j.v
     cdef MaskCacheC* c = j.c
     cdef word_t* row = j.row
-    cdef word_t* scratch = j.scratch
+    cdef word_t* scratch
+    cdef word_t* pos_bits
     cdef intp_t n_words = v.n_words
     cdef intp_t base = st.depth
     cdef intp_t top_begin = st.set_start[base - 1]
@@ -180,17 +256,27 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef const CacheEntryC* e
     cdef const CacheEntryC* single = NULL
     cdef bint can_end = False
+    cdef intp_t pos_words = (v.n_sorted + 31) >> 5
+    cdef xm_fill_tls* tls
     memset(row, 0, <size_t>n_words * sizeof(word_t))
+    if j.guard != NULL and j.guard.crossed:
+        return 0  # the sticky error state: nothing is allowed
+    tls = xm_fill_acquire(<size_t>n_words, <size_t>pos_words)
+    if tls == NULL:
+        with gil:
+            raise MemoryError("xmask: no memory for the fill's per-thread buffers")
+    scratch = tls.scratch
+    pos_bits = tls.pos
 
     if j.exact:
         for i in range(top_begin, top_end):
             if st.tops[i] == 0:
                 can_end = True
         for k in range(v.n_sorted >> 5):
-            j.pos_bits[k] = <word_t>0xFFFFFFFF
+            pos_bits[k] = <word_t>0xFFFFFFFF
         for k in range(v.n_sorted & ~(<intp_t>31), v.n_sorted):
-            bitset_set(j.pos_bits, k)
-        _check_uncertain(st, j.a, v, row, NULL, 0, j.pos_bits, (v.n_sorted + 31) >> 5)
+            bitset_set(pos_bits, k)
+        _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)
     else:
         # 1. cached accepted sets
         for i in range(top_begin, top_end):
@@ -219,7 +305,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
 
         # 2. uncertain tokens, in sorted order (merged through a position bitset if several tops)
         if n_real == 1:
-            _check_uncertain(st, j.a, v, row, single.unc, single.n_unc, NULL, 0)
+            _check_uncertain(st, j.a, v, row, single.unc, single.n_unc, NULL, 0, j.guard)
         elif n_real > 1:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
@@ -227,27 +313,34 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                     continue
                 e = cache_peek(c, st.node_state[node])  # classified by the pass above
                 for k in range(e.n_unc):
-                    bitset_set(j.pos_bits, e.unc[k])
-            _check_uncertain(st, j.a, v, row, NULL, 0, j.pos_bits, (v.n_sorted + 31) >> 5)
+                    bitset_set(pos_bits, e.unc[k])
+            _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)
     stack_truncate(st, base)
+    tls.dirty = 0  # _check_uncertain left pos_bits all-zero
+    if j.guard != NULL and j.guard.crossed:
+        memset(row, 0, <size_t>n_words * sizeof(word_t))
+        return 0
 
-    # 3. whole tokens named by the grammar (token edges; they never hold stop tokens)
-    or_token_sets(st, j.a, row, n_words)
-
-    # 4. stop tokens only when the grammar can end here (even if one is also a normal token)
+    # 3. stop tokens: never by their bytes (even if one is also a normal token); where the
+    # grammar can end, always (they end the output); elsewhere only as a token edge: a
+    # literal spelling a special stop token's text (special_literals.StopLiteralToken)
     for k in range(j.n_stop):
-        if can_end:
+        bitset_clear(row, j.stop_ids[k])
+
+    # 4. whole tokens named by the grammar (token edges)
+    or_token_sets(st, j.a, row, n_words)
+    if can_end:
+        for k in range(j.n_stop):
             bitset_set(row, j.stop_ids[k])
-        else:
-            bitset_clear(row, j.stop_ids[k])
     return 0
 
 
 cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word_t* row,
                           const int32_t* unc_list, intp_t unc_n,
-                          word_t* pos_bits, intp_t pos_words) except -1 nogil:
+                          word_t* pos_bits, intp_t pos_words, GuardC* g) except -1 nogil:
     # Try each uncertain position (from unc_list, or from the set bits of pos_bits, which are
-    # cleared on the way) on the real stack, sharing work between consecutive tokens.
+    # cleared on the way, also when a runtime limit stops the loop) on the real stack, sharing
+    # work between consecutive tokens.
     cdef intp_t base = st.depth
     cdef intp_t idx = 0, w = 0, pos, d, k, length, lcp, reached = 0, dead_at = -1
     cdef intp_t prev_off = 0, prev_len = 0
@@ -273,6 +366,8 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
             pos = ((w - 1) << 5) + __builtin_ctz(bits)
             bits &= bits - 1
         tid = v.sorted_ids[pos]
+        if g != NULL:
+            g.work += 1  # one token checked (an exact fill visits the whole vocabulary)
         if bitset_test(row, tid):
             continue
         off = v.tok_offsets[pos]
@@ -291,10 +386,14 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
         ok = True
         d = k
         while d < length:
-            if stack_step(st, a, v.tok_bytes[off + d]) == 0:
+            if guarded_step(st, a, v.tok_bytes[off + d], g) == 0:
                 ok = False
                 break
             d += 1
+        if g != NULL and g.crossed:
+            if pos_bits != NULL and unc_list == NULL:
+                memset(pos_bits, 0, <size_t>pos_words * sizeof(word_t))
+            break
         if ok:
             reached = length
             dead_at = -1

@@ -18,7 +18,7 @@
 # meets the same state in more than a few different nodes (ambiguity), it is redone as a GSS
 # closure that groups frames by state and unions their parents, so a step costs at most
 # O(states x parents) whatever the ambiguity (see _stack.pyx).
-from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, uint64_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
 
 
@@ -121,6 +121,8 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
 cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept nogil
 cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
                              int32_t parent) except -1 nogil
+cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil
+cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil
 
 
 cdef inline bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:

@@ -20,9 +20,9 @@ costs O(states x parents x calls) per step.
 """
 
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memset, memcpy
+from libc.string cimport memset, memcpy, memmove
 
-from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, uint64_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, intp_t
 from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._tables cimport AutomatonC
 from xmask.runtime._intseq cimport sort_unique
@@ -885,3 +885,34 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
         st.depth += 1
     st.set_start[st.depth] = st.n_tops
     return st.n_tops - end
+
+
+cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil:
+    # Forget the oldest n_sets top sets (0 <= n_sets < depth): set n_sets becomes set 0, so a
+    # history bounded by a rollback window (GrammarMatcher's max_rollback_tokens) stays bounded.
+    # O(kept sets); capacities are kept for the sets to come; nodes stay in the arena.
+    cdef intp_t off, i
+    if n_sets <= 0 or n_sets >= st.depth:
+        return 0
+    off = st.set_start[n_sets]
+    memmove(st.tops, st.tops + off, <size_t>(st.n_tops - off) * sizeof(int32_t))
+    st.n_tops -= off
+    for i in range(n_sets, st.depth + 1):
+        st.set_start[i - n_sets] = st.set_start[i] - off
+    st.depth -= n_sets
+    return 0
+
+
+cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil:
+    # Bytes of the stack's heap arrays (capacities, not just the used part), parent sets and
+    # the per-step scratch included.
+    return (st.cap_nodes * <int64_t>(3 * sizeof(int32_t) + sizeof(uint32_t) + sizeof(uint8_t))
+            + st.table_cap * <int64_t>sizeof(int32_t) + st.cap_tops * <int64_t>sizeof(int32_t)
+            + st.cap_depth * <int64_t>sizeof(intp_t) + st.cap_work * <int64_t>sizeof(int32_t)
+            + st.cap_ps_items * <int64_t>sizeof(int32_t)
+            + st.cap_ps * <int64_t>(sizeof(intp_t) + sizeof(int32_t) + sizeof(uint8_t))
+            + st.ps_table_cap * <int64_t>sizeof(int32_t)
+            + st.cap_lv * <int64_t>sizeof(LvState) + st.cap_lr * <int64_t>sizeof(LvRet)
+            + st.cap_items * <int64_t>sizeof(LvItem)
+            + st.pair_cap * <int64_t>(sizeof(uint64_t) + sizeof(uint32_t))
+            + st.cap_order * <int64_t>sizeof(int32_t) + st.cap_buf * <int64_t>sizeof(int32_t))

@@ -130,7 +130,9 @@ cdef class BatchGrammarMatcher:
         torch CPU tensor, rows of ceil(vocab_size / 32) words, rows may be strided); it may
         have more rows than the batch.  Every argument is checked before any row is written:
         ``BitmaskError`` for the bitmask or indices (out of range, repeated), ``XmaskError``
-        for a matcher given twice, a terminated matcher or a length mismatch.
+        for a matcher given twice, a terminated matcher or a length mismatch.  A matcher that
+        crossed a runtime limit (``GrammarMatcher.limit_error``) gets an all-zero row and the
+        other rows are filled as usual: one bad request never fails the batch.
         """
         cdef intp_t n, total = 0
         ms = _check_matchers(matchers)
@@ -296,11 +298,7 @@ cdef class BatchGrammarMatcher:
         _enter_all(ms)
         try:
             for i, (m, k) in enumerate(zip(ms, counts)):
-                if k > m.n_tokens:
-                    raise InvalidTokenError(
-                        f"cannot roll back matchers[{i}] by {k} tokens: only {m.n_tokens} "
-                        "accepted"
-                    )
+                m._check_rollback(k, f"matchers[{i}] by ")
             for m, k in zip(ms, counts):
                 m._rollback(k)
         finally:

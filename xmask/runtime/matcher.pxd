@@ -5,6 +5,7 @@ from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTab
 from xmask.runtime._mask_cache cimport MaskCache
 from xmask.runtime._stack cimport StackC
 from xmask.runtime._fill cimport FillJob
+from xmask.runtime._guard cimport GuardC
 
 
 cdef class GrammarMatcher:
@@ -18,27 +19,36 @@ cdef class GrammarMatcher:
     cdef AutomatonTables at
     cdef VocabTables vt
     cdef MaskCache ct
-    cdef intp_t* token_depth       # [n_tokens + 1] history depth after each accepted token
-    cdef intp_t n_tokens
+    cdef intp_t* token_depth       # [n_tokens + 1] history depth after each kept token
+    cdef intp_t n_tokens           # accepted tokens whose history is kept (see max_rollback)
     cdef intp_t cap_tokens
+    cdef intp_t max_rollback       # max_rollback_tokens (-1: unlimited, history never dropped)
+    cdef intp_t n_dropped          # accepted tokens whose history was dropped
+    cdef GuardC guard              # runtime limits and the sticky error (guard.crossed)
+    cdef object _limits            # the RuntimeLimits
     cdef bint terminated
     cdef bint terminate_without_stop_token
     cdef int32_t* stop_ids
     cdef intp_t n_stop
-    cdef uint8_t* is_stop          # [vocab_size]
-    cdef word_t* scratch           # [n_words]
-    cdef word_t* pos_bits          # [ceil(n_sorted / 32)], kept all-zero between calls
     cdef object _stop_list
     cdef object _default_temperature
+    # Grammars with capture attributes only (else None): what was accepted, one entry per
+    # token (id, accept_string bytes, None for a stop token), and its lazy replay
+    # (xmask.grammar.captures) for get_captures.
+    cdef list _cap_units
+    cdef object _cap_log
 
     cdef int _enter(self) except -1
     cdef void _leave(self) noexcept
     cdef int _check_ready(self) except -1
     cdef int _swap_state(self, GrammarMatcher other) except -1
-    cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1
+    cdef int _setup(self, compiled_grammar, list stops, bint twst, limits,
+                    intp_t max_rollback) except -1
     cdef int _reset_state(self) except -1
     cdef int _accept_data(self, data) except -1
     cdef int _rollback(self, intp_t num_tokens) except -1
+    cdef int _check_rollback(self, intp_t num_tokens, str what) except -1
+    cdef int _trim_history(self) except -1
     cdef bint _can_end(self) noexcept
     cdef int _push_token(self) except -1
     cdef int _make_job(self, FillJob* j, word_t* row) except -1

@@ -21,19 +21,24 @@ from libc.stdint cimport int64_t, uintptr_t
 from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
-    stack_init, stack_free, stack_reset, stack_start, stack_step, stack_truncate, stack_clone,
-    stack_has_bottom,
+    stack_init, stack_free, stack_reset, stack_start, stack_truncate, stack_clone,
+    stack_has_bottom, stack_drop_front, stack_memory_bytes,
+)
+from xmask.runtime._guard cimport (
+    GuardC, guarded_step, XM_LIMIT_NONE, XM_LIMIT_TOPS, XM_LIMIT_WORK, XM_LIMIT_DEPTH,
 )
 from xmask.runtime._fill cimport (
     FillJob, fill_job, fill_cost, accept_bytes, accept_token_id, max_top_depth, update_exact,
-    current_max_depth,
+    current_max_depth, is_stop_id,
     set_max_depth, nogil_min_cost,
 )
 from xmask.runtime._draft_tree cimport check_tree, traverse_tree
 from xmask.runtime._bitmask_view cimport RowsC, rows_fast, row_index_fast
 
-from xmask.errors import InvalidTokenError, BitmaskError, XmaskError
+from xmask.errors import InvalidTokenError, BitmaskError, XmaskError, RuntimeLimitError
+from xmask.limits import DEFAULT_RUNTIME_LIMITS, RuntimeLimits
 from xmask.runtime.bitmask_rows import bitmask_rows, row_address
+from xmask.grammar.captures import capture_log_for
 
 cdef intp_t _MAX_JUMP_FORWARD_BYTES = 4096
 cdef word_t _EMPTY_ROW[1]  # the row of a vocabulary of 0 tokens (0 words are written)
@@ -231,7 +236,7 @@ cdef class GrammarMatcher:
 
     def __init__(self, compiled_grammar, override_stop_tokens=None,
                  bint terminate_without_stop_token=False, max_rollback_tokens=-1,
-                 default_temperature=None):
+                 default_temperature=None, *, limits=None):
         from xmask.compiler.compiled import CompiledGrammar
 
         cdef GrammarMatcher fresh
@@ -258,16 +263,20 @@ cdef class GrammarMatcher:
                 raise InvalidTokenError(f"stop token id {t} is outside [0, {vocab_size})")
         temperature = None if default_temperature is None else _as_float(
             default_temperature, "default_temperature")
-        if max_rollback_tokens is not None and max_rollback_tokens != -1:
-            # XGrammar deprecated the limit (rollback is always unlimited) and servers still
-            # pass it (vLLM: num_speculative_tokens) while rolling back more: ignore it too.
-            warnings.warn(
-                "max_rollback_tokens is deprecated and ignored: rollback is always unlimited "
-                "(as in XGrammar)", DeprecationWarning, stacklevel=2,
-            )
+        # XGrammar 0.2.8 ignores max_rollback_tokens (with a DeprecationWarning); xmask keeps
+        # only that many tokens' history, so a server's memory per sequence stays bounded.
+        rollback = -1 if max_rollback_tokens is None else as_token_id(
+            max_rollback_tokens, "max_rollback_tokens")
+        if rollback < -1:
+            raise ValueError(f"max_rollback_tokens must be -1 (unlimited) or >= 0, got {rollback}")
+        if limits is None:
+            limits = DEFAULT_RUNTIME_LIMITS
+        elif not isinstance(limits, RuntimeLimits):
+            raise TypeError(f"limits must be an xmask.RuntimeLimits, got {type(limits).__name__}")
         fresh = GrammarMatcher.__new__(GrammarMatcher)
         fresh._default_temperature = temperature
-        fresh._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token)
+        fresh._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token,
+                     limits, rollback)
         fresh.st_ready = True  # stack_free is safe on the zeroed or partly built stack
         stack_init(&fresh.st)
         fresh._reset_state()
@@ -299,6 +308,7 @@ cdef class GrammarMatcher:
     cdef int _swap_state(self, GrammarMatcher other) except -1:
         # Exchange every field with `other` (used to install a freshly built state).
         cdef StackC st = self.st
+        cdef GuardC g
         self.st = other.st
         other.st = st
         self.st_ready, other.st_ready = other.st_ready, self.st_ready
@@ -310,22 +320,29 @@ cdef class GrammarMatcher:
         self.token_depth, other.token_depth = other.token_depth, self.token_depth
         self.n_tokens, other.n_tokens = other.n_tokens, self.n_tokens
         self.cap_tokens, other.cap_tokens = other.cap_tokens, self.cap_tokens
+        self.max_rollback, other.max_rollback = other.max_rollback, self.max_rollback
+        self.n_dropped, other.n_dropped = other.n_dropped, self.n_dropped
+        g = self.guard
+        self.guard = other.guard
+        other.guard = g
+        self._limits, other._limits = other._limits, self._limits
         self.terminated, other.terminated = other.terminated, self.terminated
         self.terminate_without_stop_token, other.terminate_without_stop_token = (
             other.terminate_without_stop_token, self.terminate_without_stop_token)
         self.stop_ids, other.stop_ids = other.stop_ids, self.stop_ids
         self.n_stop, other.n_stop = other.n_stop, self.n_stop
-        self.is_stop, other.is_stop = other.is_stop, self.is_stop
-        self.scratch, other.scratch = other.scratch, self.scratch
-        self.pos_bits, other.pos_bits = other.pos_bits, self.pos_bits
         self._stop_list, other._stop_list = other._stop_list, self._stop_list
         self._default_temperature, other._default_temperature = (
             other._default_temperature, self._default_temperature)
+        self._cap_units, other._cap_units = other._cap_units, self._cap_units
+        self._cap_log, other._cap_log = other._cap_log, self._cap_log
         return 0
 
-    cdef int _setup(self, compiled_grammar, list stops, bint twst) except -1:
-        # Everything but the stack, on a fresh (zeroed) object: tables, stop tokens,
-        # per-matcher scratch buffers.  On MemoryError the object is discarded (and freed).
+    cdef int _setup(self, compiled_grammar, list stops, bint twst, limits,
+                    intp_t max_rollback) except -1:
+        # Everything but the stack, on a fresh (zeroed) object: tables, stop tokens, limits.
+        # Nothing here is vocabulary-sized (fills use per-thread buffers, see _fill.pyx).  On
+        # MemoryError the object is discarded (and freed).
         self._grammar = compiled_grammar
         self.at = compiled_grammar._automaton_tables
         self.vt = compiled_grammar._vocab_tables
@@ -334,24 +351,24 @@ cdef class GrammarMatcher:
         self.ct = compiled_grammar._mask_cache
         self._stop_list = stops
         self.terminate_without_stop_token = twst
-        vocab_size = self.vt.c.vocab_size
-        n_words = self.vt.c.n_words
-        pos_words = (self.vt.c.n_sorted + 31) >> 5
+        self._cap_log = capture_log_for(compiled_grammar)
+        self._cap_units = None if self._cap_log is None else []
+        self._limits = limits
+        self.guard.max_tops = limits.max_stack_tops
+        self.guard.max_work = limits.max_work_per_call
+        self.guard.max_depth = 0 if limits.max_stack_depth is None else limits.max_stack_depth
+        self.guard.work = 0
+        self.guard.crossed = XM_LIMIT_NONE
+        self.max_rollback = max_rollback
+        self.n_dropped = 0
         self.n_stop = len(stops)
         self.stop_ids = <int32_t*>malloc(max(1, self.n_stop) * sizeof(int32_t))
-        self.is_stop = <uint8_t*>malloc(max(1, vocab_size))
-        self.scratch = <word_t*>malloc(max(1, n_words) * sizeof(word_t))
-        self.pos_bits = <word_t*>malloc(max(1, pos_words) * sizeof(word_t))
-        self.cap_tokens = 256
+        self.cap_tokens = 64
         self.token_depth = <intp_t*>malloc(self.cap_tokens * sizeof(intp_t))
-        if (self.stop_ids == NULL or self.is_stop == NULL or self.scratch == NULL
-                or self.pos_bits == NULL or self.token_depth == NULL):
+        if self.stop_ids == NULL or self.token_depth == NULL:
             raise MemoryError()
-        memset(self.is_stop, 0, vocab_size)
-        memset(self.pos_bits, 0, max(1, pos_words) * sizeof(word_t))
-        for i, t in enumerate(stops):
+        for i, t in enumerate(stops):  # sorted: is_stop_id searches them
             self.stop_ids[i] = t
-            self.is_stop[t] = 1
         return 0
 
     def __dealloc__(self):
@@ -359,14 +376,12 @@ cdef class GrammarMatcher:
             stack_free(&self.st)
         free(self.token_depth)
         free(self.stop_ids)
-        free(self.is_stop)
-        free(self.scratch)
-        free(self.pos_bits)
 
     # ---- state -------------------------------------------------------------------------
 
     def reset(self):
-        """Return to the start of the grammar (forgetting every accepted token)."""
+        """Return to the start of the grammar (forgetting every accepted token); also clears
+        a runtime-limit error (``limit_error``)."""
         self._enter()
         try:
             self._reset_state()
@@ -379,8 +394,12 @@ cdef class GrammarMatcher:
         self.st.max_depth = current_max_depth()
         stack_start(&self.st, &self.at.c, self.at.c.root_start)
         self.n_tokens = 0
+        self.n_dropped = 0
         self.token_depth[0] = self.st.depth
         self.terminated = False
+        if self._cap_units is not None:
+            del self._cap_units[:]
+        self.guard.crossed = XM_LIMIT_NONE
         return 0
 
     def fork(self):
@@ -407,7 +426,7 @@ cdef class GrammarMatcher:
         try:
             child._default_temperature = self._default_temperature
             child._setup(self._grammar, list(self._stop_list),
-                         self.terminate_without_stop_token)
+                         self.terminate_without_stop_token, self._limits, self.max_rollback)
             child.st_ready = True  # stack_free is safe on the zeroed or partly copied stack
             stack_clone(&child.st, &self.st)
             if self.n_tokens + 2 > child.cap_tokens:
@@ -419,7 +438,11 @@ cdef class GrammarMatcher:
                     raise MemoryError()
             memcpy(child.token_depth, self.token_depth, (self.n_tokens + 1) * sizeof(intp_t))
             child.n_tokens = self.n_tokens
+            child.n_dropped = self.n_dropped
+            child.guard.crossed = self.guard.crossed
             child.terminated = self.terminated
+            if self._cap_units is not None:
+                child._cap_units = list(self._cap_units)
             child.ready = True
         finally:
             self._leave()
@@ -489,9 +512,52 @@ cdef class GrammarMatcher:
 
     @property
     def max_rollback_tokens(self):
-        """Always -1 (unlimited), as in XGrammar, which deprecated the limit."""
+        """How many of the last accepted tokens ``rollback`` can undo (-1: all, the default).
+
+        With a limit the matcher drops the history of older tokens, in chunks (once it holds
+        ``2 * max_rollback_tokens + 1024`` tokens it keeps the last ``max_rollback_tokens``), so
+        its memory stays bounded on long generations.  Rolling back up to
+        ``max_rollback_tokens`` always works; further works while the history is still held
+        (``num_accepted_tokens``), else raises ``InvalidTokenError``.  (XGrammar 0.2.8 warns,
+        ignores the argument and always returns -1 here.)
+
+        Example::
+
+            >>> import xmask
+            >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+            >>> cg = xmask.GrammarCompiler(info).compile_builtin_json_grammar()
+            >>> m = xmask.GrammarMatcher(cg, max_rollback_tokens=2)
+            >>> m.accept_string("["), m.accept_string("1"), m.accept_string(","), m.max_rollback_tokens
+            (True, True, True, 2)
+            >>> m.num_accepted_tokens  # nothing dropped yet: all three can be rolled back
+            3
+        """
         self._check_ready()
-        return -1
+        return self.max_rollback
+
+    @property
+    def limit_error(self):
+        """None, or the ``RuntimeLimitError`` of the runtime limit (``xmask.RuntimeLimits``)
+        this matcher crossed; its ``limit`` attribute names the field.  While set, every
+        accept returns False and every fill writes an all-zero row; ``reset()`` or
+        ``rollback(n >= 1)`` clears it.
+
+        Example::
+
+            >>> import xmask
+            >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
+            >>> xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_builtin_json_grammar()
+            ...                      ).limit_error is None
+            True
+        """
+        self._check_ready()
+        return _limit_error(self.guard.crossed, self._limits)
+
+    @property
+    def runtime_limits(self):
+        """The ``xmask.RuntimeLimits`` of this matcher."""
+        self._check_ready()
+        return self._limits
 
     @property
     def temperature(self):
@@ -502,7 +568,8 @@ cdef class GrammarMatcher:
 
     @property
     def num_accepted_tokens(self):
-        """How many tokens (accept_token / accept_string calls) can be rolled back."""
+        """How many tokens (accept_token / accept_string calls) can be rolled back: all accepted
+        ones, or with ``max_rollback_tokens`` those whose history is still held."""
         self._check_ready()
         return self.n_tokens
 
@@ -516,6 +583,23 @@ cdef class GrammarMatcher:
             self.cap_tokens *= 2
         self.n_tokens += 1
         self.token_depth[self.n_tokens] = self.st.depth
+        # Drop history beyond the rollback window once the window and a slack as long (at least
+        # 1024 tokens: vLLM rolls back its scheduled drafts, which can outnumber
+        # max_rollback_tokens = num_speculative_tokens) are full: O(1) per token amortized,
+        # memory bounded by 2 x max_rollback_tokens + 1024 tokens of history.
+        if self.max_rollback >= 0 and self.n_tokens > 2 * self.max_rollback + 1024:
+            self._trim_history()
+        return 0
+
+    cdef int _trim_history(self) except -1:
+        # Keep the history of the last max_rollback tokens (and the state before them).
+        cdef intp_t k = self.n_tokens - self.max_rollback, i
+        cdef intp_t sets = self.token_depth[k] - 1  # sets before the state after token k
+        stack_drop_front(&self.st, sets)
+        for i in range(k, self.n_tokens + 1):
+            self.token_depth[i - k] = self.token_depth[i] - sets
+        self.n_tokens -= k
+        self.n_dropped += k
         return 0
 
     # ---- accepting ---------------------------------------------------------------------
@@ -523,12 +607,14 @@ cdef class GrammarMatcher:
     def accept_token(self, token_id, *, debug_print=False):
         """Advance by one token.  Returns False (state unchanged) if the grammar rejects it.
 
-        Stop tokens are accepted only where the grammar can end; they terminate the matcher.
+        Stop tokens are accepted where the grammar can end; they terminate the matcher.  Where
+        it cannot end, a special stop token may still be the literal that spells its text
+        (gpt-oss ``<|call|>`` closing a Harmony call); it does not terminate then.
         A token is accepted by its bytes, or whole where the grammar names it (``Token(...)`` /
         ``ExcludeToken(...)``; special tokens only that way), and the two are united when both
         apply.
         A token that would need a parse stack deeper than ``get_max_recursion_depth()`` is
-        rejected.  ``token_id`` is any integer (int, NumPy integer, 0-d tensor); raises
+        rejected, and so is every token once a runtime limit was crossed (``limit_error``).  ``token_id`` is any integer (int, NumPy integer, 0-d tensor); raises
         ``InvalidTokenError`` for a non-integer or an id outside ``[0, vocab_size)``.
         """
         cdef int ok
@@ -550,19 +636,26 @@ cdef class GrammarMatcher:
     cdef int _accept_id(self, intp_t tid) except -1:
         # accept_token for a valid id, with the GIL held (a token is a few bytes: far cheaper
         # than the GIL hand-off a release could cost).
-        if self.terminated:
+        if self.terminated or self.guard.crossed:
             return 0
-        if self.is_stop[tid]:
-            if self.terminate_without_stop_token or not self._can_end():
+        if is_stop_id(self.stop_ids, self.n_stop, tid):
+            if not self.terminate_without_stop_token and self._can_end():
+                self._push_token()
+                self.terminated = True
+                if self._cap_units is not None:
+                    self._cap_units.append(None)
+                return 1
+            # elsewhere only whole, where a literal spells its text (a special token: no bytes)
+            if self._can_end() or self.vt.c.id_pos[tid] >= 0:
                 return 0
-            self._push_token()
-            self.terminated = True
-            return 1
         # its bytes (special / padding tokens have none) and the token edges that name it
         self.st.max_depth = current_max_depth()
-        if not accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
+        self.guard.work = 0
+        if not accept_token_id(&self.st, &self.at.c, &self.vt.c, tid, &self.guard):
             return 0
         self._push_token()
+        if self._cap_units is not None:
+            self._cap_units.append(tid)
         return 1
 
     def accept_string(self, input_str, *, debug_print=False):
@@ -584,38 +677,82 @@ cdef class GrammarMatcher:
         # accept_string on bytes `data`, the matcher entered; 1 if accepted.
         cdef const uint8_t[::1] view
         cdef int ok = 0
-        if self.terminated:
+        if self.terminated or self.guard.crossed:
             return 0
         if len(data) == 0:
             self._push_token()
+            if self._cap_units is not None:
+                self._cap_units.append(b"")
             return 1
         view = data
         self.st.max_depth = current_max_depth()
+        self.guard.work = 0
         if view.shape[0] <= _ACCEPT_NOGIL_BYTES:
-            ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
+            ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0], &self.guard)
         else:
             with nogil:
-                ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0])
+                ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0], &self.guard)
         if ok:
             self._push_token()
+            if self._cap_units is not None:
+                self._cap_units.append(bytes(data))
         return ok
+
+    def get_captures(self, *, deduplicate=True):
+        """The matches of the grammar's captured rules (Lark ``rule[capture]`` /
+        ``rule[capture="name"]``, EBNF ``rule[capture="name"] ::= ...``) so far, as
+        ``(capture name, matched bytes)`` pairs ordered by where they completed, as XGrammar:
+        every parse hypothesis records its completions; ``deduplicate`` keeps only the last
+        (longest) completion of each occurrence (a rule starting at one position).  Rollback
+        and reset undo them; filling masks records nothing.  Empty for a grammar without
+        captures.  See ``xmask.grammar.captures`` for the exact rules.
+
+        Example::
+
+            >>> import xmask
+            >>> info = xmask.TokenizerInfo([])
+            >>> g = xmask.Grammar.from_lark('start: "a" num "b"\nnum[capture]: /[0-9]+/')
+            >>> m = xmask.GrammarMatcher(xmask.GrammarCompiler(info).compile_grammar(g))
+            >>> m.accept_string("a123b"), m.get_captures()
+            (True, [('num', b'123')])
+        """
+        self._enter()
+        try:
+            if self._cap_log is None:
+                return []
+            return self._cap_log.captures(self._cap_units, bool(deduplicate))
+        finally:
+            self._leave()
 
     def rollback(self, num_tokens=1):
         """Undo the last ``num_tokens`` accepted tokens (a stop token counts as one).  O(1).
 
         ``num_tokens`` is any non-negative integer (int, NumPy integer, 0-d tensor); a
-        non-integer, a negative count or more than were accepted raises ``InvalidTokenError``
-        (a ValueError) and changes nothing."""
+        non-integer, a negative count, more than were accepted or more than the history held
+        under ``max_rollback_tokens`` raises ``InvalidTokenError`` (a ValueError) and changes
+        nothing.  Rolling back at least one token clears a runtime-limit error
+        (``limit_error``)."""
         n = as_count(num_tokens, "num_tokens")
         self._enter()
         try:
-            if n > self.n_tokens:
-                raise InvalidTokenError(
-                    f"cannot roll back {n} tokens: only {self.n_tokens} accepted"
-                )
+            self._check_rollback(n, "")
             self._rollback(n)
         finally:
             self._leave()
+
+    cdef int _check_rollback(self, intp_t num_tokens, str what) except -1:
+        # InvalidTokenError if num_tokens cannot be rolled back; `what` names the matcher.
+        if num_tokens > self.n_tokens and self.n_dropped > 0:
+            raise InvalidTokenError(
+                f"cannot roll back {what}{num_tokens} tokens: with max_rollback_tokens="
+                f"{self.max_rollback} the history of only the last {self.n_tokens} tokens is "
+                f"held ({self.n_dropped} older ones were dropped)"
+            )
+        if num_tokens > self.n_tokens:
+            raise InvalidTokenError(
+                f"cannot roll back {what}{num_tokens} tokens: only {self.n_tokens} accepted"
+            )
+        return 0
 
     cdef int _rollback(self, intp_t num_tokens) except -1:
         # rollback of a checked count, the matcher entered.
@@ -624,6 +761,9 @@ cdef class GrammarMatcher:
         self.n_tokens -= num_tokens
         stack_truncate(&self.st, self.token_depth[self.n_tokens])
         self.terminated = False
+        if self._cap_units is not None:  # (not by n_tokens: the history may be trimmed)
+            del self._cap_units[len(self._cap_units) - num_tokens:]
+        self.guard.crossed = XM_LIMIT_NONE  # back to a state reached within the limits
         return 0
 
     # ---- masks -------------------------------------------------------------------------
@@ -644,8 +784,8 @@ cdef class GrammarMatcher:
         j.v = &self.vt.c
         j.c = &self.ct.c
         j.row = row
-        j.scratch = self.scratch
-        j.pos_bits = self.pos_bits
+        self.guard.work = 0
+        j.guard = &self.guard
         j.stop_ids = self.stop_ids
         j.n_stop = self.n_stop
         j.margin = self.vt.c.max_token_len * self.at.push_bound()
@@ -728,13 +868,17 @@ cdef class GrammarMatcher:
         cdef bint can_end = self._can_end()
         self.st.max_depth = current_max_depth()
         memset(row, 0, self.vt.c.n_words * sizeof(word_t))
-        with nogil:
+        if self.guard.crossed:
+            return 0  # the error state, as the fast fill: nothing allowed
+        with nogil:  # no runtime limits here: the reference is the exact answer
             for tid in range(self.vt.c.vocab_size):
-                if self.is_stop[tid]:
+                if is_stop_id(self.stop_ids, self.n_stop, tid):
                     if can_end:
                         bitset_set(row, tid)
-                    continue
-                if accept_token_id(&self.st, &self.at.c, &self.vt.c, tid):
+                        continue
+                    if self.vt.c.id_pos[tid] >= 0:
+                        continue  # a text stop token: never by its bytes
+                if accept_token_id(&self.st, &self.at.c, &self.vt.c, tid, NULL):
                     bitset_set(row, tid)
                     stack_truncate(&self.st, base)
         return 0
@@ -819,11 +963,11 @@ cdef class GrammarMatcher:
         base = self.st.depth
         try:
             if fill_cost(&job) * n < nogil_min_cost():
-                done = traverse_tree(&job, self.is_stop, self.terminate_without_stop_token,
+                done = traverse_tree(&job, self.terminate_without_stop_token,
                                      &nxt_v[0], &sib_v[0], &tok_v[0], n, row0, stride, &work_v[0], limit)
             else:
                 with nogil:
-                    done = traverse_tree(&job, self.is_stop, self.terminate_without_stop_token,
+                    done = traverse_tree(&job, self.terminate_without_stop_token,
                                          &nxt_v[0], &sib_v[0], &tok_v[0], n, row0, stride,
                                          &work_v[0], limit)
         finally:
@@ -848,8 +992,9 @@ cdef class GrammarMatcher:
         cdef int32_t node, s
         cdef const AutomatonC* a = &self.at.c
         out = bytearray()
-        if self.terminated:
+        if self.terminated or self.guard.crossed:
             return ""
+        self.guard.work = 0
         try:
             while len(out) < _MAX_JUMP_FORWARD_BYTES:
                 d = self.st.depth - 1
@@ -881,7 +1026,7 @@ cdef class GrammarMatcher:
                         lo = i
                 if lo < 0:
                     break  # the class holds several bytes
-                if stack_step(&self.st, a, <uint8_t>lo) == 0:
+                if guarded_step(&self.st, a, <uint8_t>lo, &self.guard) == 0:
                     break
                 out.append(lo)
         finally:
@@ -932,6 +1077,17 @@ cdef class GrammarMatcher:
         finally:
             self._leave()
 
+    def _memory_bytes(self):
+        """Bytes this matcher holds on the heap besides the Python object itself: its parse
+        stack (arena, hash table, history), token history and stop ids.  Nothing scales with
+        the vocabulary (the compiled grammar and fill buffers are shared)."""
+        self._enter()
+        try:
+            return int(stack_memory_bytes(&self.st) + self.cap_tokens * sizeof(intp_t)
+                       + max(1, self.n_stop) * sizeof(int32_t))
+        finally:
+            self._leave()
+
     def _debug_arena_nodes(self):
         self._check_ready()
         return self.st.n_nodes
@@ -951,6 +1107,26 @@ cdef class GrammarMatcher:
         terminated = self.terminated or (self.terminate_without_stop_token and self._can_end())
         return (f"<GrammarMatcher tokens={self.n_tokens} terminated={terminated} "
                 f"tops={len(self._top_states())}>")
+
+
+_LIMIT_NAMES = {XM_LIMIT_TOPS: "max_stack_tops", XM_LIMIT_WORK: "max_work_per_call",
+                XM_LIMIT_DEPTH: "max_stack_depth"}
+_LIMIT_TEXT = {
+    XM_LIMIT_TOPS: "the parser state grew past {} stack tops (an ambiguous grammar)",
+    XM_LIMIT_WORK: "one call needed more than {} units of parsing work",
+    XM_LIMIT_DEPTH: "a parse stack grew deeper than {} frames",
+}
+
+
+def _limit_error(int crossed, limits):
+    """The RuntimeLimitError for a crossed-limit code (None for none)."""
+    if crossed == XM_LIMIT_NONE:
+        return None
+    name = _LIMIT_NAMES[crossed]
+    return RuntimeLimitError(
+        f"GrammarMatcher crossed RuntimeLimits.{name}: "
+        f"{_LIMIT_TEXT[crossed].format(getattr(limits, name))}; it rejects every token until "
+        "reset() or rollback()", limit=name)
 
 
 def _as_float(value, what):

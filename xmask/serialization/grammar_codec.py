@@ -16,22 +16,25 @@ EBNF printer is not used: it cannot spell raw-byte classes or non-UTF-8 literals
 
 Example::
 
-    >>> from xmask.grammar.ir import Grammar
-    >>> g = Grammar.from_ebnf('root ::= "a" [0-9]* | item\\nitem ::= "b"')
-    >>> grammar_from_body(grammar_to_body(g), "Grammar") == g
+    >>> from xmask.grammar.ebnf import parse_ebnf
+    >>> g = parse_ebnf('root ::= "a" [0-9]* | item\\nitem ::= "b"')
+    >>> rules_from_body(grammar_to_body(g), "Grammar") == (g.rules, g.root, {})
     True
+
+Grammars are rebuilt from the rule table by :func:`xmask.grammar.ir.grammar_from_body` (this
+module sits below the IR's ``Grammar``, which serializes itself with it).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
-from ..errors import DeserializeFormatError, GrammarError
-from ..grammar.ir import Bytes, CharClass, Choice, Grammar, Repeat, RuleRef, Seq, TokenSet
+from ..errors import DeserializeFormatError
+from ..grammar.ir_expr import Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, TokenSet
 from .fields import get_list, get_str
 from .format import format_error
 
-__all__ = ["grammar_from_body", "grammar_to_body"]
+__all__ = ["grammar_to_body", "rules_from_body"]
 
 
 def _children(expr) -> tuple:
@@ -42,8 +45,9 @@ def _children(expr) -> tuple:
     return ()
 
 
-def grammar_to_body(grammar: Grammar) -> Dict[str, Any]:
-    """The JSON-ready form of ``grammar`` (see the module docstring)."""
+def grammar_to_body(grammar) -> Dict[str, Any]:
+    """The JSON-ready form of ``grammar`` (a :class:`~xmask.grammar.ir.Grammar`; see the module
+    docstring)."""
     nodes: List[list] = []
     interned: Dict[tuple, int] = {}  # encoded node -> index (structural sharing)
     index_of: Dict[int, int] = {}  # id(expr) -> index (each object walked once)
@@ -89,7 +93,10 @@ def grammar_to_body(grammar: Grammar) -> Dict[str, Any]:
         return index_of[id(root)]
 
     rules = [[name, add(expr)] for name, expr in grammar]
-    return {"root": grammar.root, "rules": rules, "nodes": nodes}
+    body = {"root": grammar.root, "rules": rules, "nodes": nodes}
+    if grammar.captures:  # optional: absent in grammars without capture attributes
+        body["captures"] = [[r, name] for r, name in grammar.captures.items()]
+    return body
 
 
 def _int(v, where: str) -> int:
@@ -137,9 +144,10 @@ def _decode_node(node, built: list, where: str):
     raise format_error(where, f"malformed node {str(node)[:80]}")
 
 
-def grammar_from_body(body: Any, where: str) -> Grammar:
-    """Rebuild a Grammar from :func:`grammar_to_body` output; every malformed piece raises
-    ``DeserializeFormatError`` naming its place (``where`` is the body's own path)."""
+def rules_from_body(body: Any, where: str) -> Tuple[Dict[str, Expr], str, Dict[str, str]]:
+    """The rules, root name and captures (rule -> capture name) of :func:`grammar_to_body` output; every malformed piece raises
+    ``DeserializeFormatError`` naming its place (``where`` is the body's own path).  Whether
+    every referenced rule exists is the ``Grammar`` constructor's check."""
     root = get_str(body, "root", where)
     raw_nodes = get_list(body, "nodes", where)
     built: list = []
@@ -153,7 +161,13 @@ def grammar_from_body(body: Any, where: str) -> Grammar:
         if entry[0] in rules:
             raise format_error(at, f"rule {entry[0]!r} is defined twice")
         rules[entry[0]] = built[_ref(entry[1], len(built), at)]
-    try:
-        return Grammar(rules, root=root)
-    except GrammarError as exc:
-        raise format_error(where, str(exc)) from None
+    captures = {}
+    raw = body.get("captures", []) if isinstance(body, dict) else []
+    if not isinstance(raw, list):
+        raise format_error(f"{where}.captures", "expected a list of [rule, capture name]")
+    for i, entry in enumerate(raw):
+        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+                and entry[0] in rules):
+            raise format_error(f"{where}.captures[{i}]", "expected [defined rule, capture name]")
+        captures[entry[0]] = entry[1]
+    return rules, root, captures

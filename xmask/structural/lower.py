@@ -39,9 +39,12 @@ from typing import Dict, List, Tuple
 from ..compiler.special_literals import special_texts
 from ..errors import GrammarLimitError, InvalidStructuralTagError, XmaskError
 from ..grammar.combine import RuleNamer, embed_grammar
+from ..grammar.ebnf import parse_ebnf
 from ..grammar.free_text import FreeText, lower_free_text
 from ..grammar.ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, \
     TokenSet
+from ..grammar.json_schema import json_schema_to_grammar
+from ..grammar.regex import regex_to_grammar
 from . import spec as S
 
 __all__ = ["structural_tag_to_grammar", "schema_grammar"]
@@ -85,8 +88,8 @@ def schema_grammar(fmt) -> Grammar:
     if excludes:
         raise InvalidStructuralTagError("json_schema 'excludes' are not supported yet",
                                         f"{fmt.path}.excludes")
-    return Grammar.from_json_schema(fmt.json_schema, any_whitespace=True, strict_mode=True,
-                                    max_whitespace_cnt=max_ws, any_order=any_order)
+    return json_schema_to_grammar(fmt.json_schema, any_whitespace=True, strict_mode=True,
+                                  max_whitespace_cnt=max_ws, any_order=any_order)
 
 
 class _Lowerer:
@@ -94,6 +97,7 @@ class _Lowerer:
         self.rules: Dict[str, Expr] = {"root": EPSILON}
         self.names = RuleNamer(self.rules)
         self.info = tokenizer_info
+        self.captures: Dict[str, str] = {}  # of embedded EBNF grammars (capture attributes)
 
     # ---------------------------------------------------------------- helpers
 
@@ -107,7 +111,7 @@ class _Lowerer:
             g = make()
         except XmaskError as e:
             raise _wrap(e, path) from e
-        return embed_grammar(self.rules, g, self.names, hint)
+        return embed_grammar(self.rules, g, self.names, hint, self.captures)
 
     def token_id(self, tok, path: str) -> int:
         if self.info is None:
@@ -155,10 +159,10 @@ class _Lowerer:
     _qwenxmlparameter = _jsonschema
 
     def _grammartext(self, f: S.GrammarText, ends):
-        return self.embed(lambda: Grammar.from_ebnf(f.grammar), f"{f.path}.grammar", "grammar")
+        return self.embed(lambda: parse_ebnf(f.grammar), f"{f.path}.grammar", "grammar")
 
     def _regex(self, f: S.Regex, ends):
-        return self.embed(lambda: Grammar.from_regex(f.pattern), f"{f.path}.pattern", "regex")
+        return self.embed(lambda: regex_to_grammar(f.pattern), f"{f.path}.pattern", "regex")
 
     def _anytext(self, f: S.AnyText, ends):
         if f.max_tokens is not None:
@@ -306,4 +310,4 @@ def structural_tag_to_grammar(structural_tag, tokenizer_info=None) -> Grammar:
         S.parse_structural_tag(structural_tag)
     low = _Lowerer(tokenizer_info)
     low.rules["root"] = low.lower(st.format, ())
-    return Grammar(low.rules, "root")
+    return Grammar(low.rules, "root", captures=low.captures)

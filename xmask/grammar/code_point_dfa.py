@@ -1,0 +1,680 @@
+"""Deterministic automata over Unicode code points and the operations on them.
+
+A :class:`Dfa` reads code points (the JSON Schema converter's patterns, key sets, length
+limits and number texts are all languages of characters, not bytes; the compiler lowers the
+emitted IR to bytes later).  Its edges are sorted, disjoint code point intervals, so an
+automaton over all of Unicode stays small.
+
+* build: :func:`dfa_explore` (from a successor function), :func:`dfa_from_step` (from a
+  step function), :func:`dfa_literals` (a word list), :func:`dfa_word_complement`
+  (everything but a word list);
+* combine: :func:`dfa_product` (and / or / difference), :func:`dfa_complement`,
+  :func:`dfa_with_length` (restrict the length);
+* :func:`dfa_minimize`: the canonical minimal automaton (what every operation returns, but
+  the two explorations);
+* helpers for code building its own automata: :func:`merge_edges`, :func:`split_points`.
+
+Conversions from and to IR expressions are in :mod:`.dfa_expr`.
+
+Example::
+
+    >>> ab = dfa_literals(["a", "ab"])
+    >>> not_a = dfa_complement(dfa_literals(["a"]))
+    >>> d = dfa_product(ab, not_a, "and")
+    >>> [d.matches(w) for w in ("a", "ab", "b")], d.n_states
+    ([False, True, False], 3)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import _deadline as deadline
+from .._graph import order_if_acyclic
+from ..compiler._partition import refine_round
+from ..errors import GrammarLimitError
+from .ir import MAX_CODE_POINT, complement_ranges, merge_ranges
+
+__all__ = [
+    "Dfa",
+    "MAX_DFA_STATES",
+    "UNICODE_SCALARS",
+    "dfa_complement",
+    "dfa_explore",
+    "dfa_from_step",
+    "dfa_literals",
+    "dfa_minimize",
+    "dfa_product",
+    "dfa_with_length",
+    "dfa_word_complement",
+    "merge_edges",
+    "split_points",
+]
+
+#: Cap on states of any DFA built here (GrammarLimitError beyond).
+MAX_DFA_STATES = 20_000
+
+#: Every Unicode scalar value (code points without the surrogates), as ``(lo, hi)`` ranges.
+UNICODE_SCALARS = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
+
+
+class Dfa:
+    """A DFA over code points: ``edges[q]`` is a sorted tuple of disjoint ``(lo, hi, target)``;
+    missing symbols go to an implicit dead state.  State 0 is the start state."""
+
+    __slots__ = ("edges", "accept", "minimal")
+
+    def __init__(self, edges: List[Tuple[Tuple[int, int, int], ...]], accept: List[bool],
+                 minimal: bool = False):
+        self.edges = edges
+        self.accept = accept
+        # set only by dfa_minimize: its output is canonical (minimizing it again is the identity)
+        self.minimal = minimal
+
+    @property
+    def n_states(self) -> int:
+        return len(self.accept)
+
+    def step(self, q: int, cp: int) -> int:
+        for lo, hi, t in self.edges[q]:
+            if lo <= cp <= hi:
+                return t
+            if lo > cp:
+                break
+        return -1
+
+    def matches(self, text: str) -> bool:
+        q = 0
+        for ch in text:
+            q = self.step(q, ord(ch))
+            if q < 0:
+                return False
+        return self.accept[q]
+
+    def is_empty(self) -> bool:
+        return not any(self.accept[q] for q in self._reachable())
+
+    def _reachable(self) -> List[int]:
+        seen, stack = {0}, [0]
+        while stack:
+            q = stack.pop()
+            for _, _, t in self.edges[q]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return sorted(seen)
+
+    def length_bounds(self) -> Tuple[Optional[int], Optional[int]]:
+        """(shortest, longest) accepted length; longest is None when unbounded; (None, None)
+        when the language is empty."""
+        live = self._live()
+        if 0 not in live:
+            return None, None
+        # shortest: BFS
+        dist = {0: 0}
+        frontier = [0]
+        shortest = None
+        while frontier and shortest is None:
+            nxt = []
+            for q in frontier:
+                if self.accept[q]:
+                    shortest = dist[q]
+                    break
+                for _, _, t in self.edges[q]:
+                    if t in live and t not in dist:
+                        dist[t] = dist[q] + 1
+                        nxt.append(t)
+            frontier = nxt
+        # longest: DAG longest path over live states, None on a cycle
+        order: List[int] = []
+        state: Dict[int, int] = {}
+        stack = [(0, 0)]
+        while stack:
+            q, i = stack.pop()
+            if i == 0:
+                if state.get(q) == 1:
+                    return shortest, None
+                if state.get(q) == 2:
+                    continue
+                state[q] = 1
+            succ = [t for _, _, t in self.edges[q] if t in live]
+            if i < len(succ):
+                stack.append((q, i + 1))
+                t = succ[i]
+                if state.get(t) == 1:
+                    return shortest, None
+                if state.get(t) != 2:
+                    stack.append((t, 0))
+            else:
+                state[q] = 2
+                order.append(q)
+        longest: Dict[int, int] = {}
+        for q in order:  # successors first
+            best = 0 if self.accept[q] else -1
+            for _, _, t in self.edges[q]:
+                if t in longest and longest[t] >= 0:
+                    best = max(best, longest[t] + 1)
+            longest[q] = best
+        return shortest, longest[0]
+
+    def _live(self) -> set:
+        """States that can reach an accepting state."""
+        rev: Dict[int, List[int]] = {}
+        for q, es in enumerate(self.edges):
+            for _, _, t in es:
+                rev.setdefault(t, []).append(q)
+        live = {q for q, a in enumerate(self.accept) if a}
+        stack = list(live)
+        while stack:
+            q = stack.pop()
+            for p in rev.get(q, ()):
+                if p not in live:
+                    live.add(p)
+                    stack.append(p)
+        return live
+
+
+_DENSE_MINIMIZE_CELLS = 16_000_000  # int32 cells (64 MB) for the minimizer's transition table
+
+
+def merge_edges(pairs) -> Tuple[Tuple[int, int, int], ...]:
+    """Sort and fuse adjacent ``(lo, hi, target)`` intervals with the same target.
+
+    Example::
+
+        >>> merge_edges([(3, 5, 1), (0, 2, 1), (6, 6, 2)])
+        ((0, 5, 1), (6, 6, 2))
+    """
+    out: List[Tuple[int, int, int]] = []
+    for lo, hi, t in sorted(pairs):
+        if out and out[-1][2] == t and out[-1][1] + 1 == lo:
+            out[-1] = (out[-1][0], hi, t)
+        else:
+            out.append((lo, hi, t))
+    return tuple(out)
+
+
+def dfa_from_step(start: Hashable, step: Callable, accepting: Callable,
+                  alphabet: Sequence[Tuple[int, int]], max_states: int = MAX_DFA_STATES) -> Dfa:
+    """Explore the automaton ``step(state, code_point) -> state | None`` from ``start``.
+
+    ``step`` must be constant over each ``alphabet`` interval (it is called with the
+    interval's low end).  ``None`` is the dead state.
+
+    Example::
+
+        >>> even_as = dfa_from_step(0, lambda n, cp: 1 - n, lambda n: n == 0, [(97, 97)])
+        >>> [even_as.matches("a" * k) for k in range(4)]
+        [True, False, True, False]
+    """
+    def moves(key):
+        for lo, hi in alphabet:
+            nxt = step(key, lo)
+            if nxt is not None:
+                yield lo, hi, nxt
+
+    return dfa_explore(start, moves, accepting, max_states)
+
+
+def dfa_explore(start: Hashable, moves: Callable, accepting: Callable,
+                max_states: int = MAX_DFA_STATES, what: str = "automaton", fuse: bool = True) -> Dfa:
+    """The DFA of the states reachable from ``start`` (hashable keys, numbered in discovery
+    order), where ``moves(state)`` yields its edges ``(lo, hi, next state)`` in code point
+    order and ``accepting(state)`` says whether it accepts; ``GrammarLimitError`` ("``what``
+    exceeds ...") beyond ``max_states`` states.  ``fuse``: merge adjacent edges (not needed
+    before minimizing).  Not minimized.
+
+    Example::
+
+        >>> d = dfa_explore(0, lambda n: [(97, 97, n + 1)] if n < 2 else [], lambda n: n == 2)
+        >>> d.n_states, d.matches("aa"), d.matches("a")
+        (3, True, False)
+    """
+    ids: Dict[Hashable, int] = {start: 0}
+    keys = [start]
+    edges: List[Tuple[Tuple[int, int, int], ...]] = []
+    i = 0
+    while i < len(keys):
+        if not i & 255:
+            deadline.check()
+        out = []
+        for lo, hi, nxt in moves(keys[i]):
+            t = ids.get(nxt)
+            if t is None:
+                if len(keys) >= max_states:
+                    raise GrammarLimitError(f"{what} exceeds {max_states} states")
+                t = ids[nxt] = len(keys)
+                keys.append(nxt)
+            out.append((lo, hi, t))
+        edges.append(merge_edges(out) if fuse else tuple(out))
+        i += 1
+    return Dfa(edges, [bool(accepting(k)) for k in keys])
+
+
+def split_points(interval_lists) -> List[Tuple[int, int]]:
+    """The coarsest sorted, disjoint intervals over which every ``(lo, hi)`` range of every
+    list in ``interval_lists`` is either fully in or fully out (gaps between ranges included).
+
+    Example::
+
+        >>> split_points([[(0, 9)], [(5, 20)]])
+        [(0, 4), (5, 9), (10, 20)]
+    """
+    cuts = set()
+    for ranges in interval_lists:
+        for lo, hi in ranges:
+            cuts.add(lo)
+            cuts.add(hi + 1)
+    pts = sorted(cuts)
+    return [(pts[i], pts[i + 1] - 1) for i in range(len(pts) - 1)]
+
+
+def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STATES) -> Dfa:
+    """Product automaton; ``mode`` is ``"and"``, ``"or"`` or ``"diff"`` (a and not b).
+
+    The edges of a pair of states come from one merge walk over both sorted edge lists; the
+    minimized result does not depend on how the pairs are explored, only which are reachable
+    (their number is what ``max_states`` caps).
+
+    Example::
+
+        >>> d = dfa_product(dfa_literals(["a", "b"]), dfa_literals(["b", "c"]), "diff")
+        >>> [d.matches(w) for w in "abc"]
+        [True, False, False]
+    """
+    need_a = mode != "or"  # intervals a does not cover lead nowhere ("and", "diff")
+    need_b = mode == "and"
+
+    def moves(key):
+        p, q = key
+        ea = a.edges[p] if p >= 0 else ()
+        eb = b.edges[q] if q >= 0 else ()
+        # walk the union of cut points of ea and eb in code point order
+        ia = ib = 0
+        na, nb = len(ea), len(eb)
+        pos = min(ea[0][0] if na else 1 << 30, eb[0][0] if nb else 1 << 30)
+        while ia < na or ib < nb:
+            # the interval starting at pos: its end and the targets on each side
+            if ia < na and ea[ia][1] < pos:
+                ia += 1
+                continue
+            if ib < nb and eb[ib][1] < pos:
+                ib += 1
+                continue
+            end = 1 << 30
+            ta = tb = -1
+            if ia < na:
+                lo, hi, t = ea[ia]
+                if lo <= pos:
+                    ta, end = t, hi
+                else:
+                    end = lo - 1
+            if ib < nb:
+                lo, hi, t = eb[ib]
+                if lo <= pos:
+                    tb = t
+                    end = min(end, hi)
+                else:
+                    end = min(end, lo - 1)
+            if not ((need_a and ta < 0) or (need_b and tb < 0) or (ta < 0 and tb < 0)):
+                yield pos, end, (ta, tb)
+            pos = end + 1
+            if ia < na and ea[ia][1] < pos:
+                ia += 1
+            if ib < nb and eb[ib][1] < pos:
+                ib += 1
+            nxt = min(ea[ia][0] if ia < na else 1 << 30, eb[ib][0] if ib < nb else 1 << 30)
+            pos = max(pos, nxt)
+
+    def acc(p, q):
+        fa = p >= 0 and a.accept[p]
+        fb = q >= 0 and b.accept[q]
+        if mode == "and":
+            return fa and fb
+        if mode == "or":
+            return fa or fb
+        return fa and not fb
+
+    return dfa_minimize(dfa_explore((0, 0), moves, lambda k: acc(*k), max_states, "automaton product",
+                                 fuse=False))
+
+
+def dfa_complement(a: Dfa, universe=UNICODE_SCALARS) -> Dfa:
+    """Strings over ``universe`` (default: all Unicode scalar values) not accepted by ``a``.
+
+    Example::
+
+        >>> d = dfa_complement(dfa_literals(["a"]), universe=[(97, 98)])
+        >>> [d.matches(w) for w in ("", "a", "b", "aa")]
+        [True, False, True, True]
+    """
+    n = a.n_states
+    sink = n
+    edges = []
+    for q in range(n + 1):
+        own = a.edges[q] if q < n else ()
+        out = list(own)
+        covered = [(lo, hi) for lo, hi, _ in own]
+        for lo, hi in complement_ranges(merge_ranges(covered), universe):
+            out.append((lo, hi, sink))
+        edges.append(merge_edges(out))
+    accept = [not x for x in a.accept] + [True]
+    return dfa_minimize(Dfa(edges, accept))
+
+
+def dfa_minimize(a: Dfa) -> Dfa:
+    """Remove unreachable and dead states and merge equivalent ones.
+
+    The result is canonical (states numbered in BFS order from the start, edges fused), so
+    minimizing it again returns it unchanged: it is flagged ``minimal`` and returned as is.
+
+    Example::
+
+        >>> d = Dfa([((97, 97, 1), (98, 98, 2)), (), ()], [False, True, True])
+        >>> m = dfa_minimize(d)
+        >>> m.n_states, m.edges[0], dfa_minimize(m) is m
+        (2, ((97, 98, 1),), True)
+    """
+    if a.minimal:
+        return a
+    a_edges = a.edges
+    # reachable states, in discovery order, and their predecessors (for liveness)
+    seen = {0}
+    stack = [0]
+    preds: Dict[int, List[int]] = {}
+    while stack:
+        q = stack.pop()
+        for _, _, t in a_edges[q]:
+            pl = preds.get(t)
+            if pl is None:
+                preds[t] = [q]
+            else:
+                pl.append(q)
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    a_accept = a.accept
+    live = {q for q in seen if a_accept[q]}
+    stack = list(live)
+    while stack:
+        for p in preds.get(stack.pop(), ()):
+            if p not in live:
+                live.add(p)
+                stack.append(p)
+    if 0 not in live:
+        return Dfa([()], [False], minimal=True)
+    keep = sorted(live)  # (live states were all reached from the start)
+    index = {q: i for i, q in enumerate(keep)}
+    edges = [[(lo, hi, index[t]) for lo, hi, t in a_edges[q] if t in index] for q in keep]
+    accept = [a_accept[q] for q in keep]
+    block = _acyclic_blocks(edges, accept)
+    if block is None:
+        block = _moore_blocks(edges, accept)
+    return _canonical(edges, accept, block)
+
+
+def _canonical(edges, accept, block) -> Dfa:
+    """The DFA of the blocks of a trimmed DFA (``block[q]``: the class of state q), states
+    numbered in BFS order from the start (the edges of each state in code point order) and
+    edges fused: the canonical form every minimal DFA is returned in."""
+    order = {block[0]: 0}
+    queue = [0]
+    rep: Dict[int, int] = {block[0]: 0}
+    head = 0
+    while head < len(queue):
+        q = queue[head]
+        head += 1
+        for _, _, t in edges[q]:
+            bt = block[t]
+            if bt not in order:
+                order[bt] = len(order)
+                rep[bt] = t
+                queue.append(t)
+    new_edges: List[tuple] = [()] * len(order)
+    new_accept = [False] * len(order)
+    for b, q in rep.items():
+        new_edges[order[b]] = merge_edges((lo, hi, order[block[t]]) for lo, hi, t in edges[q])
+        new_accept[order[b]] = accept[q]
+    return Dfa(new_edges, new_accept, minimal=True)
+
+
+def _acyclic_blocks(edges, accept) -> Optional[List[int]]:
+    """Equivalence blocks of a trimmed DFA whose only cycles are self-loops (tries, key
+    complements, bounded lengths), in one pass; None when there is a longer cycle.
+
+    States are classified successors first.  A state joins a block when its signature
+    (acceptance and fused edges with targets replaced by their blocks) equals the block's, an
+    edge into the block itself (a self-loop, or an edge to a member: a state can equal a
+    successor, e.g. ``a -> a*``) counting as "same block".  The relation "q and the block" is
+    then closed under transitions, so it is exactly language equivalence.
+    """
+    n = len(accept)
+    order = order_if_acyclic([[t for _, _, t in es] for es in edges])
+    if order is None:
+        return None
+    block = [-1] * n
+    sigs: Dict[tuple, int] = {}
+    uses: List[frozenset] = []  # per block: the other blocks its signature names
+    for q in order:  # successors first
+        es = edges[q]
+        acc = accept[q]
+        sig = (acc, merge_edges([(lo, hi, -1 if t == q else block[t]) for lo, hi, t in es]))
+        b = sigs.get(sig)
+        if b is None:
+            succ = {block[t] for _, _, t in es if t != q}
+            for c in succ:
+                # q can equal its successor's block c only if both name the same other blocks
+                if uses[c] != succ - {c}:
+                    continue
+                alt = (acc, merge_edges([(lo, hi, -1 if t == q or block[t] == c else block[t])
+                                          for lo, hi, t in es]))
+                if sigs.get(alt) == c:
+                    b = c
+                    break
+            else:
+                b = sigs[sig] = len(sigs)
+                uses.append(frozenset(succ))
+        block[q] = b
+    return block
+
+
+def _moore_blocks(edges, accept) -> List[int]:
+    """Equivalence blocks of a trimmed DFA (Moore refinement until stable).
+
+    Rounds run in the Cython kernel over a dense ``states x symbol-classes`` table (a
+    pattern x length product needs as many rounds as its length); a table too large for memory
+    falls back to hashing each state's merged edge signature in Python.  Both are exact.
+    """
+    n = len(accept)
+    cuts = sorted({x for es in edges for lo, hi, _ in es for x in (lo, hi + 1)})
+    width = max(len(cuts) - 1, 1)
+    block = np.asarray(accept, dtype=np.int64)
+    n_blocks = len(set(accept))
+    if n * width <= _DENSE_MINIMIZE_CELLS:
+        col = {c: i for i, c in enumerate(cuts)}
+        table = np.full((n, width), -1, dtype=np.int32)
+        for q, es in enumerate(edges):
+            row = table[q]
+            for lo, hi, t in es:
+                row[col[lo]:col[hi + 1]] = t
+        while True:
+            new_block = refine_round(block, table)
+            m = int(new_block.max()) + 1 if n else 0
+            if m == n_blocks:
+                return new_block.tolist()
+            block, n_blocks = new_block, m
+    blk = block.tolist()
+    while True:
+        sigs: Dict[tuple, int] = {}
+        new_blk = []
+        for q in range(n):
+            sig = (blk[q], merge_edges((lo, hi, blk[t]) for lo, hi, t in edges[q]))
+            b = sigs.get(sig)
+            if b is None:
+                b = sigs[sig] = len(sigs)
+            new_blk.append(b)
+        if len(sigs) == n_blocks:
+            return new_blk
+        blk, n_blocks = new_blk, len(sigs)
+
+
+def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
+                    max_states: int = MAX_DFA_STATES) -> Dfa:
+    """Strings of ``a`` whose length (in code points) lies in ``[min_len, max_len]``.
+
+    The product of ``a`` with a length counter (saturating at ``max_len``, or at ``min_len``
+    when unbounded), explored along ``a``'s own edges; ``max_states`` caps its reachable
+    states.
+
+    Example::
+
+        >>> d = dfa_with_length(dfa_complement(dfa_literals([]), [(97, 97)]), 1, 2)
+        >>> [d.matches("a" * k) for k in range(4)]
+        [False, True, True, False]
+    """
+    cap = max_len if max_len is not None else min_len
+    a_edges = a.edges
+    ids = {(0, 0): 0}
+    keys = [(0, 0)]
+    edges = []
+    i = 0
+    while i < len(keys):  # (dfa_explore's loop, inlined: this one runs up to max_states times)
+        if not i & 255:
+            deadline.check()
+        q, n = keys[i]
+        out = []
+        if max_len is None or n < max_len:
+            n2 = n + 1 if n < cap else cap
+            for lo, hi, t in a_edges[q]:
+                s = ids.get((t, n2))
+                if s is None:
+                    if len(keys) >= max_states:
+                        raise GrammarLimitError(f"automaton exceeds {max_states} states")
+                    s = ids[(t, n2)] = len(keys)
+                    keys.append((t, n2))
+                out.append((lo, hi, s))
+        edges.append(tuple(out))
+        i += 1
+    accept = a.accept
+    return dfa_minimize(Dfa(edges, [accept[q] and n >= min_len for q, n in keys]))
+
+
+def dfa_literals(words: Sequence[str]) -> Dfa:
+    """The DFA (a minimized trie) accepting exactly ``words``.
+
+    Example::
+
+        >>> d = dfa_literals(["ab", "b"])
+        >>> [d.matches(w) for w in ("ab", "b", "a")], d.n_states
+        ([True, True, False], 3)
+    """
+    trie, accept = _trie(words)
+    edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
+    return dfa_minimize(Dfa(edges, accept))
+
+
+def _trie(words: Sequence[str]) -> Tuple[List[Dict[int, int]], List[bool]]:
+    """(children: code point -> node, per node; whether a word ends there); node 0 is the
+    root and every child has a larger number than its parent."""
+    trie: List[Dict[int, int]] = [{}]
+    is_word = [False]
+    for w in words:
+        q = 0
+        for ch in w:
+            cp = ord(ch)
+            nxt = trie[q].get(cp)
+            if nxt is None:
+                nxt = trie[q][cp] = len(trie)
+                trie.append({})
+                is_word.append(False)
+            q = nxt
+        is_word[q] = True
+    return trie, is_word
+
+
+def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]]) -> Dfa:
+    """The minimal DFA of the strings over ``alphabet`` (sorted, disjoint ``(lo, hi)``
+    ranges) that are not in ``words``, every character of which must lie in
+    ``alphabet``; built directly, in the canonical form of :func:`dfa_minimize`.
+
+    Equal to ``dfa_minimize`` of ``dfa_complement(dfa_literals(words))`` restricted to
+    ``alphabet``: the states are the trie nodes merged by their sets of word endings (two
+    nodes are equivalent iff those are equal, as the sets are finite) plus one state
+    accepting everything; all are live and pairwise different, so nothing else merges.
+
+    Example::
+
+        >>> d = dfa_word_complement(["ab"], [(97, 98)])
+        >>> [d.matches(w) for w in ("", "a", "ab", "abb", "b")]
+        [True, True, False, True, True]
+    """
+    children, is_word = _trie(words)
+    # trie nodes -> classes, children first (a child has a larger id than its parent); per
+    # class, the sorted (code point, class) children and the word flag of its first node
+    n = len(children)
+    cls = [0] * n
+    sigs: Dict[tuple, int] = {}
+    class_kids: List[tuple] = []
+    class_word: List[bool] = []
+    for q in range(n - 1, -1, -1):
+        ch = children[q]
+        if len(ch) == 1:
+            ks = tuple((cp, cls[t]) for cp, t in ch.items())
+        else:
+            ks = tuple(sorted([(cp, cls[t]) for cp, t in ch.items()]))
+        sig = (is_word[q], ks)
+        c = sigs.get(sig)
+        if c is None:
+            c = sigs[sig] = len(sigs)
+            class_kids.append(ks)
+            class_word.append(is_word[q])
+        cls[q] = c
+    # states in BFS order from the root (edges in code point order, fused), as _canonical
+    # numbers them; class ``univ`` accepts everything
+    univ = len(sigs)
+    ids = {cls[0]: 0}
+    queue = [cls[0]]
+    edges: List[tuple] = []
+    accept: List[bool] = []
+    head = 0
+    while head < len(queue):
+        c = queue[head]
+        head += 1
+        out: List[Tuple[int, int, int]] = []
+        if c == univ:
+            ks: tuple = ()
+            accept.append(True)
+        else:
+            ks = class_kids[c]
+            accept.append(not class_word[c])
+        i, nk = 0, len(ks)
+        for lo, hi in alphabet:
+            pos = lo
+            while pos <= hi:
+                if i < nk and ks[i][0] <= hi:
+                    cp, t = ks[i]
+                    if cp < pos:
+                        raise ValueError(f"character {chr(cp)!r} of a word is outside the alphabet")
+                    if cp > pos:  # a gap: to the accept-all state
+                        t, cp = univ, cp - 1
+                    else:
+                        i += 1
+                else:
+                    t, cp = univ, hi
+                tid = ids.get(t)
+                if tid is None:
+                    tid = ids[t] = len(queue)
+                    queue.append(t)
+                if out and out[-1][2] == tid and out[-1][1] + 1 == pos:
+                    out[-1] = (out[-1][0], cp, tid)
+                else:
+                    out.append((pos, cp, tid))
+                pos = cp + 1
+        if i < nk:
+            raise ValueError(f"character {chr(ks[i][0])!r} of a word is outside the alphabet")
+        edges.append(tuple(out))
+    return Dfa(edges, accept, minimal=True)
+
+

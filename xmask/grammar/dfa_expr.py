@@ -1,0 +1,329 @@
+"""IR expressions <-> code-point DFAs.
+
+* :func:`dfa_from_expr`: the minimal DFA of an expression without rule references (Thompson
+  NFA, then subset construction over code point intervals);
+* :func:`dfa_to_expr`: a DFA emitted as IR -- inline where the automaton is a tree with
+  self-loops, named rules (in a :class:`~.rule_sink.RuleSink`) for states on longer cycles
+  and for large shared states.
+
+Example::
+
+    >>> from xmask.grammar.ir import Bytes, CharClass, Grammar, Repeat, Seq
+    >>> d = dfa_from_expr(Seq((Bytes(b"a"), Repeat(CharClass(((0x30, 0x39),)), 0, None))))
+    >>> [d.matches(w) for w in ("a", "a42", "4")]
+    [True, True, False]
+    >>> print(Grammar({"root": dfa_to_expr(d, None)}))
+    root ::= "a" [0-9]*
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Tuple
+
+from .._graph import order_if_acyclic, strongly_connected_components
+from ..errors import GrammarLimitError
+from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_explore, dfa_minimize, split_points
+from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
+from .rule_sink import RuleSink
+
+__all__ = ["MAX_NFA_STATES", "dfa_from_expr", "dfa_to_expr"]
+
+#: Cap on NFA states while converting an expression to a DFA.
+MAX_NFA_STATES = 100_000
+
+
+class _Nfa:
+    __slots__ = ("eps", "sym")
+
+    def __init__(self):
+        self.eps: List[List[int]] = []
+        self.sym: List[List[Tuple[Tuple[Tuple[int, int], ...], int]]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise GrammarLimitError(f"regular expression expands to more than {MAX_NFA_STATES} states")
+        self.eps.append([])
+        self.sym.append([])
+        return len(self.eps) - 1
+
+    def build(self, e: Expr, s: int) -> int:
+        if isinstance(e, Bytes):
+            text = e.data.decode("utf-8")
+            for ch in text:
+                t = self.new()
+                self.sym[s].append((((ord(ch), ord(ch)),), t))
+                s = t
+            return s
+        if isinstance(e, CharClass):
+            if e.byte_level:
+                raise ValueError("byte-level character classes have no code point meaning")
+            t = self.new()
+            rs = e.positive_ranges()
+            if rs:
+                self.sym[s].append((rs, t))
+            return t
+        if isinstance(e, Seq):
+            for item in e.items:
+                s = self.build(item, s)
+            return s
+        if isinstance(e, Choice):
+            end = self.new()
+            for item in e.items:
+                b = self.new()
+                self.eps[s].append(b)
+                self.eps[self.build(item, b)].append(end)
+            return end
+        if isinstance(e, Repeat):
+            for _ in range(e.min):
+                s = self.build(e.item, s)
+            if e.max is None:
+                loop = self.new()
+                self.eps[s].append(loop)
+                self.eps[self.build(e.item, loop)].append(loop)
+                return loop
+            end = self.new()
+            for _ in range(e.max - e.min):
+                self.eps[s].append(end)
+                s = self.build(e.item, s)
+            self.eps[s].append(end)
+            return end
+        raise ValueError(f"cannot build an automaton for {type(e).__name__}")
+
+
+def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
+    """The minimal DFA of ``expr``, an expression without rule references (``ValueError`` for
+    one, and for byte-level classes), by subset construction over code point intervals.
+
+    Example::
+
+        >>> d = dfa_from_expr(Repeat(Bytes(b"ab"), 1, None))
+        >>> [d.matches(w) for w in ("ab", "abab", "aba", "")]
+        [True, True, False, False]
+    """
+    nfa = _Nfa()
+    start = nfa.new()
+    end = nfa.build(expr, start)
+
+    def closure(states) -> frozenset:
+        seen = set(states)
+        stack = list(states)
+        while stack:
+            q = stack.pop()
+            for t in nfa.eps[q]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def moves(cur):
+        sym = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
+        if sym:
+            for lo, hi in split_points([rs for rs, _ in sym]):
+                targets = [t for rs, t in sym if _in_ranges(lo, rs)]
+                if targets:
+                    yield lo, hi, closure(targets)
+
+    return dfa_minimize(dfa_explore(closure([start]), moves, lambda k: end in k, max_states,
+                                    "regular expression DFA"))
+
+
+
+def _in_ranges(cp: int, ranges) -> bool:
+    for lo, hi in ranges:
+        if lo <= cp <= hi:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- DFA -> IR
+
+def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
+                label: Optional[Callable[[Tuple[Tuple[int, int], ...]], Expr]] = None) -> Optional[Expr]:
+    """Emit a (minimized) DFA as IR.  Returns None for the empty language.
+
+    ``label`` maps a code point set to the expression of one symbol (default: a
+    :class:`CharClass`).  States on cycles other than self-loops, and states with several
+    predecessors whose expansion is large, become rules in ``sink`` (a ``ValueError`` if
+    ``sink`` is None and a rule is needed).
+
+    Example::
+
+        >>> from xmask.grammar.code_point_dfa import dfa_literals
+        >>> dfa_to_expr(dfa_literals(["ab", "ac"]), None)
+        Seq(items=(Bytes(data=b'a'), CharClass(ranges=((98, 99),), negated=False, byte_level=False)))
+    """
+    a = dfa_minimize(a)
+    if not a.accept[0] and not a.edges[0]:
+        return None
+    if label is None:
+        # the default labels are shared by every call (the same character classes recur)
+        label, memo_lab, memo_size = _plain_label, _PLAIN_LABELS, _PLAIN_SIZES
+        if len(memo_lab) > 8192:
+            memo_lab.clear()
+            memo_size.clear()
+    else:
+        memo_lab, memo_size = {}, {}
+    n = a.n_states
+    # group edges by target
+    grouped: List[List[Tuple[int, Tuple[Tuple[int, int], ...]]]] = []
+    indeg = [0] * n
+    for q in range(n):
+        by_t: Dict[int, List[Tuple[int, int]]] = {}
+        for lo, hi, t in a.edges[q]:
+            by_t.setdefault(t, []).append((lo, hi))
+        grouped.append([(t, tuple(rs)) for t, rs in by_t.items()])
+        for t in by_t:
+            if t != q:
+                indeg[t] += 1
+    order = _acyclic_order(n, grouped)
+    if order is None:
+        cyc = _cyclic_states(n, grouped)
+        order = _topo_order(n, grouped, cyc)
+    else:
+        cyc = set()  # (the usual case: key tries, bounded strings)
+    size: Dict[int, int] = {}
+    needs_rule = [False] * n
+    for q in cyc:
+        needs_rule[q] = True
+    # sizes bottom-up (acyclic part), deciding rules for shared big states
+    def lab_size(rs) -> int:
+        sz = memo_size.get(rs)
+        if sz is None:
+            e = memo_lab.get(rs)
+            if e is None:
+                e = memo_lab[rs] = label(rs)
+            sz = memo_size[rs] = _expr_size(e)
+        return sz
+
+    for q in order:
+        s = 1
+        for t, rs in grouped[q]:
+            ls = lab_size(rs)
+            if t == q or needs_rule[t]:
+                s += 1 + ls
+            else:
+                s += ls + size[t]
+        size[q] = s
+        if indeg[q] > 1 and s > 12 and q != 0:
+            needs_rule[q] = True
+    names: Dict[int, str] = {}
+    for q in range(n):
+        if needs_rule[q] and q != 0:
+            if sink is None:
+                raise ValueError("this automaton needs rules; pass a RuleSink")
+            names[q] = sink.fresh(f"{hint}_s{q}")
+    memo: Dict[int, Expr] = {}
+
+    def lab(rs):
+        e = memo_lab.get(rs)
+        if e is None:
+            e = memo_lab[rs] = label(rs)
+        return e
+
+    def body(q: int) -> Expr:
+        loop = None
+        alts = []
+        for t, rs in grouped[q]:
+            if t == q:
+                loop = Repeat(lab(rs), 0, None)
+            else:
+                alts.append(make_seq([lab(rs), ref(t)]))
+        if a.accept[q]:
+            alts.append(EPSILON)
+        rest = make_choice(alts) if alts else None
+        if rest is None:
+            # only a self-loop and not accepting: cannot happen in a minimized, live DFA
+            rest = EPSILON
+        return make_seq([loop, rest]) if loop is not None else rest
+
+    def ref(t: int) -> Expr:
+        if t in names:
+            return RuleRef(names[t])
+        e = memo.get(t)
+        if e is None:
+            e = memo[t] = body(t)
+        return e
+
+    for q in order:  # build acyclic inline parts bottom-up (no deep recursion)
+        if q not in names and q != 0:
+            ref(q)
+    for q, name in names.items():
+        sink.define(name, body(q))
+    if 0 in cyc:
+        name0 = sink.fresh(f"{hint}_s0") if sink is not None else None
+        if name0 is None:
+            raise ValueError("this automaton needs rules; pass a RuleSink")
+        sink.define(name0, body(0))
+        out: Expr = RuleRef(name0)
+    else:
+        out = body(0)
+    # body and ref call each other: a reference cycle that would keep this call's tables alive
+    # until the cyclic GC runs (and make that collection, which stalls every thread, longer)
+    body = ref = None  # noqa: F841
+    return out
+
+
+def _expr_size(e: Expr, cap: int = 10_000) -> int:
+    """Node count of an expression (saturating at ``cap``)."""
+    n = 0
+    stack = [e]
+    while stack and n < cap:
+        x = stack.pop()
+        n += 1
+        if isinstance(x, (Seq, Choice)):
+            stack.extend(x.items)
+        elif isinstance(x, Repeat):
+            stack.append(x.item)
+    return n
+
+
+_PLAIN_LABELS: Dict[tuple, Expr] = {}
+_PLAIN_SIZES: Dict[tuple, int] = {}
+
+
+def _plain_label(ranges) -> Expr:
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1] and not 0xD800 <= ranges[0][0] <= 0xDFFF:
+        return Bytes(chr(ranges[0][0]).encode("utf-8"))
+    return CharClass(tuple(ranges))
+
+
+def _cyclic_states(n: int, grouped) -> set:
+    """States on a cycle of length >= 2 (self-loops are emitted as repeats)."""
+    succ = [[t for t, _ in grouped[q] if t != q] for q in range(n)]
+    out: set = set()
+    for comp in strongly_connected_components(range(n), succ.__getitem__):
+        if len(comp) > 1:
+            out.update(comp)
+    return out
+
+
+def _acyclic_order(n: int, grouped) -> Optional[List[int]]:
+    """Successors-first order of the states when the only cycles are self-loops (the order
+    :func:`_topo_order` gives then); None when there is a longer cycle."""
+    return order_if_acyclic([[t for t, _ in g] for g in grouped])
+
+
+
+
+def _topo_order(n: int, grouped, cyc: set) -> List[int]:
+    """Successors-first order; edges into cyclic states are cut."""
+    order: List[int] = []
+    done = set()
+    for root in range(n):
+        if root in done:
+            continue
+        stack = [(root, 0)]
+        while stack:
+            q, i = stack.pop()
+            if i == 0 and q in done:
+                continue
+            succ = [t for t, _ in grouped[q] if t != q and t not in cyc]
+            if i < len(succ):
+                stack.append((q, i + 1))
+                if succ[i] not in done:
+                    stack.append((succ[i], 0))
+            else:
+                if q not in done:
+                    done.add(q)
+                    order.append(q)
+    return order

@@ -1,0 +1,304 @@
+"""The expressions of the grammar IR: immutable, hashable trees of seven node kinds.
+
+* ``Bytes(b"...")``          a literal byte string (``Bytes(b"")`` is the empty string / epsilon)
+* ``CharClass(ranges, negated)``  one UTF-8 encoded character whose code point lies in
+  ``ranges`` (sorted, merged, inclusive ``(lo, hi)`` pairs); ``negated`` flips the set within
+  ``[0, 0x10FFFF]`` minus surrogates.  A class whose ranges all lie in ``[0, 0xFF]`` may be
+  flagged ``byte_level=True``: then it matches one raw *byte* instead of one UTF-8 character.
+* ``Seq(items)``             concatenation (empty tuple = epsilon)
+* ``Choice(items)``          alternation (at least one item)
+* ``RuleRef(name)``          reference to another rule
+* ``Repeat(item, min, max)`` ``item`` repeated ``min``..``max`` times (``max=None``: unbounded)
+* ``TokenSet(ids, negated)``  one whole *token* (not bytes) whose id is in ``ids`` (sorted,
+  unique, non-negative); ``negated`` flips the set within the vocabulary.  XGrammar's
+  ``Token(...)`` / ``ExcludeToken(...)``: it matches at a token boundary only, and may name
+  special tokens that no byte-level element ever allows.
+
+Also here: the walks over an expression (:func:`iter_nodes`, :func:`iter_refs`), the
+simplifying constructors every front end builds with (:func:`make_seq`, :func:`make_choice`)
+and code point range arithmetic.  A whole grammar (a rule table) is :class:`~.ir.Grammar`;
+:mod:`.ir` re-exports every name here.
+
+Example::
+
+    >>> make_seq([Bytes(b"a"), Seq((Bytes(b"b"), RuleRef("x")))])
+    Seq(items=(Bytes(data=b'ab'), RuleRef(name='x')))
+    >>> sorted(set(iter_refs(make_choice([RuleRef("x"), Repeat(RuleRef("y"), 0, None)]))))
+    ['x', 'y']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Tuple, Union
+
+__all__ = [
+    "Bytes",
+    "CharClass",
+    "Choice",
+    "EPSILON",
+    "Expr",
+    "MAX_CODE_POINT",
+    "Repeat",
+    "RuleRef",
+    "SURROGATES",
+    "Seq",
+    "TokenSet",
+    "complement_ranges",
+    "intersect_ranges",
+    "iter_nodes",
+    "iter_refs",
+    "make_choice",
+    "make_seq",
+    "merge_ranges",
+]
+
+
+MAX_CODE_POINT = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+
+
+class _Node:
+    """Base of the node kinds: a node caches its hash (the value the dataclass would compute),
+    as converters put deep trees in sets and dict keys again and again.  The cache is not
+    part of the pickled state (string hashes differ between processes).  Each kind writes its
+    fields in its own ``__init__`` (half the cost of the frozen dataclass one; converters
+    build many thousands of nodes)."""
+
+    _FIELDS: Tuple[str, ...] = ()
+
+    def _cached_hash(self) -> int:
+        d = self.__dict__
+        h = d.get("_h")
+        if h is None:
+            h = d["_h"] = hash(tuple([getattr(self, f) for f in self._FIELDS]))
+        return h
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_h"}
+
+
+@dataclass(frozen=True, init=False)
+class Bytes(_Node):
+    data: bytes
+
+    _FIELDS = ("data",)
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, data: bytes):
+        self.__dict__["data"] = data
+
+
+@dataclass(frozen=True, init=False)
+class CharClass(_Node):
+    ranges: Tuple[Tuple[int, int], ...]
+    negated: bool = False
+    byte_level: bool = False
+
+    _FIELDS = ("ranges", "negated", "byte_level")
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, ranges: Tuple[Tuple[int, int], ...], negated: bool = False,
+                 byte_level: bool = False):
+        d = self.__dict__
+        d["ranges"] = ranges = merge_ranges(ranges)
+        d["negated"] = negated
+        d["byte_level"] = byte_level
+        limit = 0xFF if byte_level else MAX_CODE_POINT
+        for lo, hi in ranges:
+            if lo < 0 or hi > limit or lo > hi:
+                raise ValueError(f"bad character range {lo:#x}-{hi:#x}")
+
+    def positive_ranges(self) -> Tuple[Tuple[int, int], ...]:
+        """The matched code points (or bytes) as sorted, merged inclusive ranges."""
+        if self.byte_level:
+            universe = ((0, 0xFF),)
+        else:
+            universe = ((0, SURROGATES[0] - 1), (SURROGATES[1] + 1, MAX_CODE_POINT))
+        base = complement_ranges(self.ranges, universe) if self.negated else self.ranges
+        return intersect_ranges(base, universe)
+
+
+@dataclass(frozen=True, init=False)
+class Seq(_Node):
+    items: Tuple["Expr", ...]
+
+    _FIELDS = ("items",)
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, items: Tuple["Expr", ...]):
+        self.__dict__["items"] = items
+
+
+@dataclass(frozen=True, init=False)
+class Choice(_Node):
+    items: Tuple["Expr", ...]
+
+    _FIELDS = ("items",)
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, items: Tuple["Expr", ...]):
+        self.__dict__["items"] = items
+
+
+@dataclass(frozen=True, init=False)
+class RuleRef(_Node):
+    name: str
+
+    _FIELDS = ("name",)
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, name: str):
+        self.__dict__["name"] = name
+
+
+@dataclass(frozen=True, init=False)
+class Repeat(_Node):
+    item: "Expr"
+    min: int
+    max: Optional[int]
+
+    _FIELDS = ("item", "min", "max")
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, item: "Expr", min: int, max: Optional[int]):  # noqa: A002 (field names)
+        d = self.__dict__
+        d["item"] = item
+        d["min"] = min
+        d["max"] = max
+        if min < 0 or (max is not None and max < min):
+            raise ValueError(f"bad repeat bounds {{{min},{max}}}")
+
+
+@dataclass(frozen=True, init=False)
+class TokenSet(_Node):
+    ids: Tuple[int, ...]
+    negated: bool = False
+
+    _FIELDS = ("ids", "negated")
+    __hash__ = _Node._cached_hash
+
+    def __init__(self, ids, negated: bool = False):
+        ids = tuple(sorted(set(ids)))
+        for i in ids:
+            if type(i) is not int or i < 0:
+                raise ValueError(f"bad token id {i!r}: token ids are non-negative integers")
+        d = self.__dict__
+        d["ids"] = ids
+        d["negated"] = bool(negated)
+
+
+Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat, TokenSet]
+
+EPSILON = Seq(())
+
+
+
+def make_seq(items) -> Expr:
+    """Concatenation with light simplification: flatten nested ``Seq``, drop empty literals,
+    fuse adjacent ``Bytes``, unwrap a single item; the empty sequence is ``Seq(())``."""
+    out: List[Expr] = []
+    for item in items:
+        t = type(item)  # (exact types: the node kinds are never subclassed)
+        if t is not Seq and t is not Bytes:
+            out.append(item)
+            continue
+        for p in (item.items if t is Seq else (item,)):
+            if type(p) is Bytes:
+                if not p.data:
+                    continue
+                if out and type(out[-1]) is Bytes:
+                    out[-1] = Bytes(out[-1].data + p.data)
+                    continue
+            out.append(p)
+    if not out:
+        return EPSILON
+    if len(out) == 1:
+        return out[0]
+    return Seq(tuple(out))
+
+
+def make_choice(items) -> Expr:
+    """Alternation with light simplification: flatten nested ``Choice``, unwrap one item."""
+    out: List[Expr] = []
+    for item in items:
+        if type(item) is Choice:
+            out.extend(item.items)
+        else:
+            out.append(item)
+    if len(out) == 1:
+        return out[0]
+    return Choice(tuple(out))
+
+
+def iter_nodes(expr: Expr) -> Iterator[Expr]:
+    """Yield every distinct sub-expression object of ``expr`` (itself included), each once.
+
+    Sub-expression objects shared inside ``expr`` are visited once: converters share them
+    freely, and walking such a DAG as a tree can take exponential time.
+
+    Example::
+
+        >>> [type(e).__name__ for e in iter_nodes(Seq((Bytes(b"a"), RuleRef("b"))))]
+        ['Seq', 'RuleRef', 'Bytes']
+    """
+    stack = [expr]
+    seen = {id(expr)}
+    while stack:
+        e = stack.pop()
+        yield e
+        if isinstance(e, (Seq, Choice)):
+            items = e.items
+        elif isinstance(e, Repeat):
+            items = (e.item,)
+        else:
+            continue
+        for item in items:
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.append(item)
+
+
+def iter_refs(expr: Expr) -> Iterator[str]:
+    """Yield the rule names referenced inside ``expr`` (a name may repeat; shared
+    sub-expressions are visited once, see :func:`iter_nodes`)."""
+    for e in iter_nodes(expr):
+        if isinstance(e, RuleRef):
+            yield e.name
+
+
+
+def merge_ranges(ranges) -> Tuple[Tuple[int, int], ...]:
+    out = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def complement_ranges(ranges, universe) -> Tuple[Tuple[int, int], ...]:
+    out = []
+    for ulo, uhi in universe:
+        cur = ulo
+        for lo, hi in ranges:
+            if hi < cur or lo > uhi:
+                continue
+            if lo > cur:
+                out.append((cur, lo - 1))
+            cur = max(cur, hi + 1)
+        if cur <= uhi:
+            out.append((cur, uhi))
+    return merge_ranges(out)
+
+
+def intersect_ranges(a, b) -> Tuple[Tuple[int, int], ...]:
+    out = []
+    for alo, ahi in a:
+        for blo, bhi in b:
+            lo, hi = max(alo, blo), min(ahi, bhi)
+            if lo <= hi:
+                out.append((lo, hi))
+    return merge_ranges(out)
