@@ -31,7 +31,7 @@ from xmask.runtime._intseq cimport cmp_i32
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
     StackC, grow_array, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
-    stack_truncate, stack_set_contains,
+    stack_truncate, stack_set_contains, stack_reaches_bottom,
 )
 
 from xmask.errors import GrammarLimitError
@@ -114,14 +114,10 @@ cdef void scratch_free(ClassifyScratch* s) noexcept nogil:
 
 cdef bint _inside_rule(const StackC* st) noexcept nogil:
     # Whether a path of the newest top set is still inside the walked rule (or just ended it):
-    # its parent chain ends at BOTTOM rather than CONTEXT.
+    # it ends at BOTTOM rather than CONTEXT.
     cdef intp_t i
-    cdef int32_t x
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
-        x = st.tops[i]
-        while x >= 2:
-            x = st.node_parent[x]
-        if x == 0:
+        if stack_reaches_bottom(st, st.tops[i]):
             return True
     return False
 
