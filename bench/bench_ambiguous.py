@@ -3,7 +3,7 @@
 
 A persistent parse stack that keeps every parse apart holds 2^n stacks after n bytes of
 ``root ::= y "b" | z "c" | "d"; y ::= "a" root; z ::= "a" root``; xmask's stack merges stacks
-with the same top state (a GSS, see xmask/runtime/_stack.pyx), so a byte costs at most
+with the same top state (a GSS, see xmask/runtime/_stack_gss.pyx), so a byte costs at most
 O(states x parents).  For each family and n in --sizes this measures, on a real tokenizer:
 
 * accept: ``accept_string`` of the n-byte input (total, and per byte);
@@ -83,7 +83,7 @@ def measure(accept, fill, data, reps):
 class XmaskRun:
     def __init__(self, tok_path, merge=True):
         import xmask
-        from xmask.runtime import _stack
+        from xmask.runtime import _stack_gss as _stack
 
         self.xmask, self.stack = xmask, _stack
         self.merge = merge
