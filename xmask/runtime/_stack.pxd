@@ -124,10 +124,25 @@ cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil
 cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil
 # one step (the steps are in _stack_gss.pxd): a fresh epoch and per-state scratch, the plain
 # closure of one seed
-cdef int stack_next_epoch(StackC* st) except -1 nogil
-cdef int stack_begin(StackC* st, const AutomatonC* a) except -1 nogil
+cdef int stack_epoch_wrapped(StackC* st) except -1 nogil
+cdef int stack_grow_lv(StackC* st, const AutomatonC* a) except -1 nogil
 cdef int stack_plain_seed(StackC* st, const AutomatonC* a, int32_t s, int32_t parent,
                           intp_t max_conflicts, intp_t* conflicts) except -1 nogil
+
+
+cdef inline int stack_next_epoch(StackC* st) except -1 nogil:
+    # A fresh epoch: every stamp of an earlier one stops matching.
+    st.epoch += 1
+    if st.epoch == 0:
+        stack_epoch_wrapped(st)
+    return 0
+
+
+cdef inline int stack_begin(StackC* st, const AutomatonC* a) except -1 nogil:
+    # Start a step: per-state scratch for this automaton, a fresh epoch.
+    if st.cap_lv < a.n_states:
+        stack_grow_lv(st, a)
+    return stack_next_epoch(st)
 
 
 cdef inline int ensure_array(void** ptr, intp_t* cap, intp_t need, size_t elem) except -1 nogil:

@@ -316,29 +316,26 @@ cdef int32_t stack_parent_of(StackC* st, int32_t* ids, intp_t n) except -1 nogil
 
 # ---- one step: shared parts (used by _stack_gss too) ---------------------------------------
 
-cdef int stack_next_epoch(StackC* st) except -1 nogil:
-    st.epoch += 1
-    if st.epoch == 0:  # wrapped: old stamps could collide
-        memset(st.mark, 0, <size_t>st.cap_nodes * sizeof(uint32_t))
-        if st.lv != NULL:
-            memset(st.lv, 0, <size_t>st.cap_lv * sizeof(LvState))
-        if st.lr != NULL:
-            memset(st.lr, 0, <size_t>st.cap_lr * sizeof(LvRet))
-        if st.pair_stamp != NULL:
-            memset(st.pair_stamp, 0, <size_t>st.pair_cap * sizeof(uint32_t))
-        st.epoch = 1
+cdef int stack_epoch_wrapped(StackC* st) except -1 nogil:
+    # The epoch wrapped to 0 (stack_next_epoch): old stamps could collide, clear them.
+    memset(st.mark, 0, <size_t>st.cap_nodes * sizeof(uint32_t))
+    if st.lv != NULL:
+        memset(st.lv, 0, <size_t>st.cap_lv * sizeof(LvState))
+    if st.lr != NULL:
+        memset(st.lr, 0, <size_t>st.cap_lr * sizeof(LvRet))
+    if st.pair_stamp != NULL:
+        memset(st.pair_stamp, 0, <size_t>st.pair_cap * sizeof(uint32_t))
+    st.epoch = 1
     return 0
 
 
-cdef int stack_begin(StackC* st, const AutomatonC* a) except -1 nogil:
-    # Start a step: per-state scratch for this automaton, a fresh epoch.
-    cdef intp_t old
-    if st.cap_lv < a.n_states:
-        old = st.cap_lv
-        grow_array(<void**>&st.lv, &st.cap_lv, a.n_states, sizeof(LvState))
-        memset(st.lv + old, 0, <size_t>(st.cap_lv - old) * sizeof(LvState))
-    stack_next_epoch(st)
+cdef int stack_grow_lv(StackC* st, const AutomatonC* a) except -1 nogil:
+    # Per-state scratch for every state of `a` (stack_begin), the new part zeroed.
+    cdef intp_t old = st.cap_lv
+    grow_array(<void**>&st.lv, &st.cap_lv, a.n_states, sizeof(LvState))
+    memset(st.lv + old, 0, <size_t>(st.cap_lv - old) * sizeof(LvState))
     return 0
+
 
 # ---- the plain closure ------------------------------------------------------------------------
 
