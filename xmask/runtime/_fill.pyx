@@ -269,6 +269,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef const CacheEntryC* e
     cdef const CacheEntryC* single = NULL
     cdef bint can_end = False
+    cdef double deadline = 0.0  # of the lazy classifications this fill makes (one for all)
     cdef intp_t pos_words = (v.n_sorted + 31) >> 5
     cdef xm_fill_tls* tls
     memset(row, 0, <size_t>n_words * sizeof(word_t))
@@ -299,7 +300,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 continue
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
-            e = cache_entry(c, j.a, v, st.node_state[node])
+            e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
             n_real += 1
             single = e
             ids = e.data

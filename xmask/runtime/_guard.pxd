@@ -6,7 +6,8 @@
 # the input were rejected.  Checked after each step: a call overshoots a cap by at most one step.
 from xmask.runtime._types cimport int32_t, uint8_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
-from xmask.runtime._stack cimport StackC, stack_step, stack_token_step, stack_truncate
+from xmask.runtime._stack cimport StackC, stack_truncate
+from xmask.runtime._stack_gss cimport stack_step, stack_token_step
 
 cdef enum:
     XM_LIMIT_NONE = 0
