@@ -75,6 +75,14 @@ class Worker:
                 msg = "error:" + traceback.format_exc()[-20000:].replace("\n", "\\n")
             os.write(out, (msg + "\n").encode("utf-8", "backslashreplace"))
 
+    def close(self):
+        """End the worker and reap it, so its peak RSS counts in RUSAGE_CHILDREN."""
+        if self.pid is not None:
+            os.close(self.send)  # the worker reads EOF and exits
+            os.waitpid(self.pid, 0)
+            os.close(self.recv)
+            self.pid = None
+
     def _kill(self):
         os.kill(self.pid, signal.SIGKILL)
         self._reap()
@@ -152,6 +160,7 @@ def main(argv):
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
+    finish = lambda: None  # noqa: E731
     if target == "matcher":
         import fuzz_matcher
 
@@ -172,12 +181,14 @@ def main(argv):
         target_run = fuzz_frontends.RUNS[target]
 
         worker = Worker(target_run, ctx)
+        finish = worker.close
 
         def run(example):
             return worker(example, (2 * deadline + 10) * SLOWDOWN)
 
     counts = collections.Counter()
     slowest = [0.0, ""]
+    blowups = []  # the first few examples whose walk ran past WALK_SECONDS
     current = open(os.path.join(outdir, "current.txt"), "w", encoding="utf-8",
                    errors="backslashreplace")
 
@@ -195,6 +206,8 @@ def main(argv):
         result = run(example)
         took = time.monotonic() - t
         counts[result] += 1
+        if result.startswith("runtime blow-up") and len(blowups) < 5:
+            blowups.append(shown[:3000])
         if took > slowest[0]:
             slowest[:] = [took, shown[:300]]
         if sum(counts.values()) % 500 == 0:  # long runs: counts so far
@@ -210,10 +223,12 @@ def main(argv):
     except Exception:  # a finding: hypothesis re-raises the (shrunk) failing example's error
         traceback.print_exc()
         status = "failed"
+    finish()
     summary = {
         "target": target, "status": status, "examples": sum(counts.values()),
         "outcomes": dict(counts.most_common()), "seconds": round(time.monotonic() - t0, 1),
         "slowest_seconds": round(slowest[0], 2), "slowest_example": slowest[1],
+        "blowup_examples": blowups,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "peak_rss_mb_examples": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024,
     }
