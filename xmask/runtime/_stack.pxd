@@ -83,6 +83,15 @@ ctypedef struct StackC:
                              # xmask.set_max_recursion_depth); 0 = unbounded (the cache builder)
     intp_t work_count        # closure items handled since stack_init (never reset): a measure
                              # of work for callers that bound it
+    # bounds on one step (start, byte, token edge), set by the caller (0 = none): a step that
+    # handles more than step_budget closure items, or is still running at monotonic time
+    # step_deadline, is abandoned: nothing is appended, 0 is returned and step_over is set.
+    # Without them one step of a grammar whose nullable calls nest in big repeats (e.g.
+    # root ::= "" | [a-z] ("" root){10000}) meets states x parents = 10^8 items (seconds, GBs).
+    intp_t step_budget
+    double step_deadline
+    intp_t step_base         # work_count when the current step began
+    bint step_over           # the last step was abandoned by step_budget / step_deadline
     # scratch of one step (not copied by stack_clone)
     LvState* lv              # [cap_lv] per automaton state
     intp_t cap_lv

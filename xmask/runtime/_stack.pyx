@@ -26,6 +26,7 @@ from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t,
 from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._tables cimport AutomatonC
 from xmask.runtime._intseq cimport sort_unique
+from xmask.runtime._clock cimport monotonic_seconds
 
 cdef enum:
     LV_POPPED = 1            # the return frame was popped to in this step (it is active too)
@@ -395,7 +396,20 @@ cdef int _begin(StackC* st, const AutomatonC* a) except -1 nogil:
         grow_array(<void**>&st.lv, &st.cap_lv, a.n_states, sizeof(LvState))
         memset(st.lv + old, 0, <size_t>(st.cap_lv - old) * sizeof(LvState))
     _next_epoch(st)
+    st.step_base = st.work_count
+    st.step_over = False
     return 0
+
+
+cdef inline bint _over(StackC* st, intp_t done) noexcept nogil:
+    # Whether the current step passed its bounds (StackC.step_budget / step_deadline), with
+    # `done` items not yet added to work_count; the clock is read every 4,096 items (~0.1 ms).
+    cdef intp_t n = st.work_count + done - st.step_base
+    if st.step_budget > 0 and n > st.step_budget:
+        st.step_over = True
+    elif st.step_deadline > 0 and (n & 4095) == 0 and monotonic_seconds() > st.step_deadline:
+        st.step_over = True
+    return st.step_over
 
 
 cdef inline int _open_set(StackC* st) except -1 nogil:
@@ -425,6 +439,9 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work,
             continue
         st.mark[x] = epoch
         done += 1
+        if _over(st, done):
+            st.work_count += done
+            return 1  # the caller sees step_over and abandons the step
         if x < 2:  # a sentinel: no edges of its own
             _emit(st, x)
             continue
@@ -631,6 +648,8 @@ cdef int _gss_run(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogi
         s = st.items[it].state
         p = st.items[it].val
         st.work_count += 1
+        if _over(st, 0):
+            return 0  # abandoned (step_over): the caller discards the step
         dp = st.node_depth[p] if p >= 0 else st.lr[-2 - p].depth
         k_end = a.call_offsets[s + 1]
         k = a.call_offsets[s]
@@ -731,6 +750,8 @@ cdef inline int _seed(StackC* st, const AutomatonC* a, int32_t s, int32_t parent
 cdef int _gss_finish(StackC* st, const AutomatonC* a, intp_t n_work,
                      intp_t dedupe_from) except -1 nogil:
     _gss_run(st, a, n_work)
+    if st.step_over:
+        return 0
     return _gss_emit(st, a, dedupe_from)
 
 
@@ -758,11 +779,13 @@ cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* sta
     begin = st.set_start[st.depth]
     if not merged:
         merged = _start_pass(st, a, states, n, parent, False, &conflicts)
-    if merged:
+    if merged and not st.step_over:
         st.n_tops = begin
         _gss_begin(st, a)
         _start_pass(st, a, states, n, parent, True, &n_work)
         _gss_finish(st, a, n_work, -1)
+    if st.step_over:
+        st.n_tops = begin  # an empty set: nothing can be read from it
     st.depth += 1
     st.set_start[st.depth] = st.n_tops
     return st.n_tops - begin
@@ -811,11 +834,13 @@ cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 
     end = st.set_start[st.depth]
     if not merged:
         merged = _step_pass(st, a, begin, end, cls, False, &conflicts)
-    if merged:
+    if merged and not st.step_over:
         st.n_tops = end
         _gss_begin(st, a)
         _step_pass(st, a, begin, end, cls, True, &n_work)
         _gss_finish(st, a, n_work, -1)
+    if st.step_over:
+        st.n_tops = end
     if st.n_tops == end:
         return 0
     st.depth += 1
@@ -874,11 +899,13 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
     end = st.n_tops
     if not merged:
         merged = _token_pass(st, a, from_depth - 1, tid, False, &conflicts)
-    if merged:
+    if merged and not st.step_over:
         st.n_tops = end
         _gss_begin(st, a)
         _token_pass(st, a, from_depth - 1, tid, True, &n_work)
         _gss_finish(st, a, n_work, begin if merge else -1)
+    if st.step_over:
+        st.n_tops = end
     if st.n_tops == end:
         return 0
     if not merge:
