@@ -39,7 +39,7 @@ cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
 
 cdef intp_t _nogil_min_cost = 20000
-# Work units (RuntimeLimits) of one byte step in JSON-like grammars (1-8 on Llama-3): a fill whose
+# Work units (RuntimeLimits) of one byte step in JSON-like grammars (1-6 on Llama-3): a fill whose
 # matcher's steps cost more (an ambiguous grammar's closure through thousands of frames) checks
 # each uncertain token that many times slower, which fill_cost scales by.
 cdef intp_t _PLAIN_BYTE_WORK = 16

@@ -1,5 +1,7 @@
 # Runtime limits of one matcher call (xmask.RuntimeLimits): byte steps taken through
-# guarded_step / guarded_token_step are counted and checked; crossing a cap records which one in
+# guarded_step / guarded_token_step are counted and checked (a step's units: 1, plus the closure
+# items it handled, plain nodes or GSS (state, parent) pairs, see StackC.work_count, plus the
+# stack nodes it created); crossing a cap records which one in
 # GuardC.crossed and makes the step fail (nothing appended), so the caller's call unwinds as if
 # the input were rejected.  Checked after each step: a call overshoots a cap by at most one step,
 # except the work cap, which also bounds the closure items inside a step (StackC.step_budget).
@@ -70,7 +72,7 @@ cdef inline intp_t guarded_step(StackC* st, const AutomatonC* a, uint8_t byte,
     nodes = st.n_nodes
     items = _budget(g, st)
     r = stack_step(st, a, byte)
-    g.work += 1 + r + (st.n_nodes - nodes) + (st.work_count - items)
+    g.work += 1 + (st.work_count - items) + (st.n_nodes - nodes)
     if _step_over(g, st):
         return 0
     if r > 0 and _guard_check(g, st, r):
@@ -91,7 +93,7 @@ cdef inline intp_t guarded_token_step(StackC* st, const AutomatonC* a, intp_t fr
     nodes = st.n_nodes
     items = _budget(g, st)
     r = stack_token_step(st, a, from_depth, tid, merge)
-    g.work += r + (st.n_nodes - nodes) + (st.work_count - items)
+    g.work += (st.work_count - items) + (st.n_nodes - nodes)
     if _step_over(g, st):
         return 0
     if r > 0 and _guard_check(g, st, r):

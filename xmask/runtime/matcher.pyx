@@ -46,7 +46,7 @@ cdef word_t _EMPTY_ROW[1]  # the row of a vocabulary of 0 tokens (0 words are wr
 # unless the predicted work is large: an accept releases the GIL when the matcher's work per
 # byte in its last accept (GrammarMatcher.byte_work) times the input's bytes reaches
 # _ACCEPT_NOGIL_WORK units (~20-200 us at 10-100 ns a unit; the fill threshold, nogil_min_cost,
-# is ~60-200 us too).  JSON takes 1-8 units a byte: its accepts keep the GIL; an ambiguous
+# is ~60-200 us too).  JSON takes 1-6 units a byte: its accepts keep the GIL; an ambiguous
 # grammar's closure through thousands of frames costs thousands a byte and releases it.
 cdef intp_t _ACCEPT_NOGIL_BYTES = 4096
 cdef intp_t _ACCEPT_NOGIL_WORK = 2000
