@@ -55,7 +55,7 @@ class CompileLimits:
       backstop for what the size limits do not foresee (e.g. a recursive rule called from
       inside a 10,000-count repeat); every MaskBench schema that compiles needs far less.
       ``CompiledGrammar.precompute()`` runs under the same deadline, and a fill that
-      classifies a state of the lazy token-mask cache gives that state the same time;
+      classifies states of the lazy token-mask cache gives them together the same time;
     * ``max_compile_memory_bytes``: the largest tables of a compile, each checked as it grows,
       before the memory is taken: the NFA's edge arrays, the determinizer's transitions and
       subsets, and the parse stack of one token-mask classification (also when a fill

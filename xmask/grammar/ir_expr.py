@@ -198,25 +198,29 @@ def make_seq(items) -> Expr:
     """Concatenation with light simplification: flatten nested ``Seq``, drop empty literals,
     fuse adjacent ``Bytes``, unwrap a single item; the empty sequence is ``Seq(())``."""
     out: List[Expr] = []
-    run: List[bytes] = []  # adjacent literal bytes, joined once: fusing pairwise is quadratic
+    run: List[Bytes] = []  # adjacent literals, joined once: fusing pairwise is quadratic
     for item in items:     # (a 1 MB enum literal of 600k pieces took minutes)
         t = type(item)  # (exact types: the node kinds are never subclassed)
         for p in (item.items if t is Seq else (item,)):
             if type(p) is Bytes:
                 if p.data:
-                    run.append(p.data)
+                    run.append(p)
                 continue
             if run:
-                out.append(Bytes(b"".join(run)))
-                run.clear()
+                out.append(_joined(run))
+                run = []
             out.append(p)
     if run:
-        out.append(Bytes(b"".join(run)))
+        out.append(_joined(run))
     if not out:
         return EPSILON
     if len(out) == 1:
         return out[0]
     return Seq(tuple(out))
+
+
+def _joined(run: List[Bytes]) -> Bytes:
+    return run[0] if len(run) == 1 else Bytes(b"".join(b.data for b in run))
 
 
 def make_choice(items) -> Expr:

@@ -274,6 +274,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef intp_t top_begin = st.set_start[base - 1]
     cdef intp_t top_end = st.set_start[base]
     cdef intp_t i, k, n_real = 0
+    cdef double deadline = 0  # of the states this fill classifies (see cache_entry)
     cdef int32_t node
     cdef const int32_t* ids
     cdef const CacheEntryC* e
@@ -309,7 +310,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 continue
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
-            e = cache_entry(c, j.a, v, st.node_state[node])
+            e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
             n_real += 1
             single = e
             ids = e.data

@@ -170,12 +170,12 @@ cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const Automa
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                                       int32_t state) except NULL nogil:
+                                       int32_t state, double deadline) except NULL nogil:
     cdef ClassifyScratch s
     cdef CacheEntryC* e
     scratch_init(&s, v)
     try:
-        e = _classify_with(&s, c, a, v, state, 0.0)
+        e = _classify_with(&s, c, a, v, state, deadline)
     finally:
         scratch_free(&s)
     return _publish(c, state, e)
