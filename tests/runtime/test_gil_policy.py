@@ -110,3 +110,52 @@ def test_json_calls_keep_the_gil(llama):
 
     walk()  # classify the states first (a first fill of a state may release the GIL)
     assert _progress_during(walk, 5) == 0
+
+
+def test_threads_on_slow_steps_match_one_thread(llama):
+    # the released-GIL paths run in parallel on one compiled grammar: same traces as alone
+    import hashlib
+
+    compiled = llama.compiler.compile_grammar(DASHES)
+    voc = llama.info.decoded_vocab
+    dashes = [i for i, b in enumerate(voc) if b and set(b) == {45}]
+    b_tok = voc.index(b"b")
+
+    def script(seed):
+        rng = np.random.default_rng(seed)
+        m = _deep(compiled)
+        bm = np.zeros((1, llama.n_words), np.int32)
+        trace = []
+        for _ in range(40):
+            r = rng.random()
+            if r < 0.4:
+                trace.append(m.accept_token(int(rng.choice(dashes))))
+            elif r < 0.55:
+                trace.append(m.accept_token(b_tok))
+            elif r < 0.7:
+                trace.append(m.accept_string("-" * int(rng.integers(1, 60)) + "b"))
+            elif r < 0.85 and m.num_accepted_tokens > 0:
+                m.rollback(1)
+                trace.append("rollback")
+            else:
+                m.fill_next_token_bitmask(bm)
+                trace.append(hashlib.blake2b(bm.tobytes(), digest_size=8).hexdigest())
+        trace.append((m.num_accepted_tokens, m.limit_error is None))
+        return trace
+
+    alone = [script(s) for s in range(4)]
+    got, errors = [None] * 4, []
+
+    def body(i):
+        try:
+            got[i] = script(i)
+        except BaseException as e:  # reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=600)
+    assert not errors, errors
+    assert got == alone
