@@ -47,6 +47,10 @@ cdef extern from *:
 # deadline is overrun by at most one step.
 cdef intp_t _CHECK_EVERY = 256
 
+# Bytes one closure item of a parse step can hold (GSS item, pair-set slot at half load, work
+# list entry: ~50): the walk's memory bound, divided by this, bounds the items of one step.
+cdef intp_t _STEP_ITEM_BYTES = 64
+
 
 # The string-body shortcut of classify_entry (off only to test it against the full walk), and
 # the fewest shortcut tokens of a first byte worth a plain-text check instead of a walk.
@@ -132,9 +136,16 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     cdef bint ctx_has_ctx
     stack_reset(st, st.n_nodes > 1 << 16)
     st.bottom_cont = NULL
+    s.state = state
+    # one step's closure work is bounded too (a step's scratch is ~50 bytes per item): an
+    # ambiguous grammar can need seconds and GBs inside a single step, between two checks
+    st.step_budget = s.max_bytes // _STEP_ITEM_BYTES if s.max_bytes > 0 else 0
+    st.step_deadline = s.deadline
     # the caller contexts' top set, kept outside the history (node ids stay valid: no reset
     # drops nodes during this walk)
     stack_start_many(st, a, ctx, n_ctx, 1)
+    if st.step_over:
+        _step_over(s)
     n_ctx_tops = st.set_start[1]
     ctx_has_ctx = stack_set_contains(st, 0, 1)
     if n_ctx_tops > s.ctx_cap:
@@ -145,6 +156,8 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     st.bottom_cont = s.ctx_tops
     st.n_bottom_cont = n_ctx_tops
     stack_start(st, a, state)
+    if st.step_over:
+        _step_over(s)
     s.unc_prefix[0] = 0
     return ctx_has_ctx
 
@@ -167,6 +180,8 @@ cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp
             follow[b] != 0 and (stack_set_contains(st, d, 1)
                                 or (ctx_has_ctx and stack_set_contains(st, d, 0))))
         n = stack_step(st, a, b)
+        if n == 0 and st.step_over:
+            _step_over(s)
         if n > s.peak_tops:
             s.peak_tops = n
             if s.max_tops > 0 and n > s.max_tops:
@@ -213,6 +228,21 @@ cdef int _check_bounds(ClassifyScratch* s) except -1 nogil:
                 f"classifying automaton state {s.state} for the token-mask cache ran past the "
                 f"deadline (CompileLimits.max_compile_seconds)")
     return 0
+
+
+cdef int _step_over(ClassifyScratch* s) except -1 nogil:
+    # One parse step of the walk was abandoned by its bounds (set in _walk_start): raise.
+    if s.deadline > 0 and monotonic_seconds() > s.deadline:
+        with gil:
+            raise GrammarLimitError(
+                f"classifying automaton state {s.state} for the token-mask cache ran past the "
+                f"deadline (CompileLimits.max_compile_seconds) inside one parse step")
+    with gil:
+        raise GrammarLimitError(
+            f"classifying automaton state {s.state} for the token-mask cache needs more than "
+            f"{s.st.step_budget} closure items in one parse step (a budget of "
+            f"CompileLimits.max_compile_memory_bytes / {_STEP_ITEM_BYTES}): a highly ambiguous "
+            f"grammar, e.g. nullable rules called from a large repeat")
 
 
 cdef inline int _push(int32_t** buf, intp_t* cap, intp_t* n, intp_t pos) except -1 nogil:

@@ -22,6 +22,7 @@
 # closure in _stack_gss.pyx (_stack_gss.pxd).
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
+from xmask.runtime._clock cimport monotonic_seconds
 
 
 ctypedef struct LvState:
@@ -87,6 +88,15 @@ ctypedef struct StackC:
                              # bound it (RuntimeLimits.max_work_per_call): plain work-list items
                              # (repeats included), GSS (state, parent) pairs and the parent-set
                              # items the GSS closure reads
+    # bounds on one step (start, byte, token edge), set by the caller (0 = none): a step that
+    # handles more than step_budget closure items, or is still running at monotonic time
+    # step_deadline, is abandoned: nothing is appended, 0 is returned and step_over is set.
+    # Without them one step of a grammar whose nullable calls nest in big repeats (e.g.
+    # root ::= "" | [a-z] ("" root){10000}) meets states x parents = 10^8 items (seconds, GBs).
+    intp_t step_budget
+    double step_deadline
+    intp_t step_base         # work_count when the current step began
+    bint step_over           # the last step was abandoned by step_budget / step_deadline
     # scratch of one step (not copied by stack_clone)
     LvState* lv              # [cap_lv] per automaton state
     intp_t cap_lv
@@ -139,10 +149,23 @@ cdef inline int stack_next_epoch(StackC* st) except -1 nogil:
 
 
 cdef inline int stack_begin(StackC* st, const AutomatonC* a) except -1 nogil:
-    # Start a step: per-state scratch for this automaton, a fresh epoch.
+    # Start a step: per-state scratch for this automaton, a fresh epoch, its bounds' count.
     if st.cap_lv < a.n_states:
         stack_grow_lv(st, a)
+    st.step_base = st.work_count
+    st.step_over = False
     return stack_next_epoch(st)
+
+
+cdef inline bint stack_step_over(StackC* st, intp_t done) noexcept nogil:
+    # Whether the current step passed its bounds (StackC.step_budget / step_deadline), with
+    # `done` items not yet added to work_count; the clock is read every 4,096 items (~0.1 ms).
+    cdef intp_t n = st.work_count + done - st.step_base
+    if st.step_budget > 0 and n > st.step_budget:
+        st.step_over = True
+    elif st.step_deadline > 0 and (n & 4095) == 0 and monotonic_seconds() > st.step_deadline:
+        st.step_over = True
+    return st.step_over
 
 
 cdef inline int ensure_array(void** ptr, intp_t* cap, intp_t need, size_t elem) except -1 nogil:

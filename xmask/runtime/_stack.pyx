@@ -355,6 +355,9 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work, intp_t max_con
         n_work -= 1
         x = st.work[n_work]
         done += 1  # every work item counts (StackC.work_count), repeats included
+        if stack_step_over(st, done):
+            st.work_count += done
+            return 1  # the caller sees step_over and abandons the step
         if st.mark[x] == epoch:
             continue
         st.mark[x] = epoch

@@ -29,7 +29,7 @@ from xmask.runtime._tables cimport AutomatonC
 from xmask.runtime._stack cimport (
     StackC, LvState, LvRet, LvItem, grow_array, ensure_array, stack_node, stack_parent_of,
     stack_push_work, stack_emit, stack_open_set, stack_next_epoch, stack_begin,
-    stack_plain_seed, stack_set_contains,
+    stack_plain_seed, stack_set_contains, stack_step_over,
 )
 
 cdef enum:
@@ -227,6 +227,8 @@ cdef int _gss_run(StackC* st, const AutomatonC* a, intp_t n_work) except -1 nogi
         s = st.items[it].state
         p = st.items[it].val
         st.work_count += 1
+        if stack_step_over(st, 0):
+            return 0  # abandoned (step_over): the caller discards the step
         dp = st.node_depth[p] if p >= 0 else st.lr[-2 - p].depth
         k_end = a.call_offsets[s + 1]
         k = a.call_offsets[s]
@@ -326,6 +328,8 @@ cdef inline int _seed(StackC* st, const AutomatonC* a, int32_t s, int32_t parent
 cdef int _gss_finish(StackC* st, const AutomatonC* a, intp_t n_work,
                      intp_t dedupe_from) except -1 nogil:
     _gss_run(st, a, n_work)
+    if st.step_over:
+        return 0
     return _gss_emit(st, a, dedupe_from)
 
 
@@ -353,11 +357,13 @@ cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* sta
     begin = st.set_start[st.depth]
     if not merged:
         merged = _start_pass(st, a, states, n, parent, False, &conflicts)
-    if merged:
+    if merged and not st.step_over:
         st.n_tops = begin
         _gss_begin(st, a)
         _start_pass(st, a, states, n, parent, True, &n_work)
         _gss_finish(st, a, n_work, -1)
+    if st.step_over:
+        st.n_tops = begin  # an empty set: nothing can be read from it
     st.depth += 1
     st.set_start[st.depth] = st.n_tops
     return st.n_tops - begin
@@ -406,11 +412,13 @@ cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 
     end = st.set_start[st.depth]
     if not merged:
         merged = _step_pass(st, a, begin, end, cls, False, &conflicts)
-    if merged:
+    if merged and not st.step_over:
         st.n_tops = end
         _gss_begin(st, a)
         _step_pass(st, a, begin, end, cls, True, &n_work)
         _gss_finish(st, a, n_work, -1)
+    if st.step_over:
+        st.n_tops = end
     if st.n_tops == end:
         return 0
     st.depth += 1
@@ -460,11 +468,13 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
     end = st.n_tops
     if not merged:
         merged = _token_pass(st, a, from_depth - 1, tid, False, &conflicts)
-    if merged:
+    if merged and not st.step_over:
         st.n_tops = end
         _gss_begin(st, a)
         _token_pass(st, a, from_depth - 1, tid, True, &n_work)
         _gss_finish(st, a, n_work, begin if merge else -1)
+    if st.step_over:
+        st.n_tops = end
     if st.n_tops == end:
         return 0
     if not merge:
