@@ -7,7 +7,7 @@
 #   scripts/sanitize.sh all   [pytest args...]   # both, one after the other
 #
 # Without pytest args it runs the parts that drive the C core with hostile input:
-#   tests/runtime tests/fuzz tests/compiler tests/serialization
+#   tests/runtime tests/fuzz tests/compiler tests/serialization tests/structural
 # (a few minutes to build and 10-20 min to test per build on 2 cores; ASan runs ~2-3x slower).
 # The working tree is copied as it is (tracked and untracked files, not build products), so
 # uncommitted changes are checked too; the checkout itself is never rebuilt.  Data comes from
@@ -30,7 +30,7 @@ case "$mode" in asan|debug|all) ;; *) echo "usage: $0 asan|debug|all [pytest arg
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 data="${XMASK_DATA:-$(cd "$repo/.." && pwd)/shared/data}"
 if [ "$#" -eq 0 ]; then
-    set -- -q -x tests/runtime tests/fuzz tests/compiler tests/serialization
+    set -- -q -x tests/runtime tests/fuzz tests/compiler tests/serialization tests/structural
 fi
 
 run_one() {  # $1 = asan | debug, then the pytest args
