@@ -238,12 +238,12 @@ cdef int _check_bounds(ClassifyScratch* s) except -1 nogil:
 
 cdef int _step_over(ClassifyScratch* s) except -1 nogil:
     # One parse step of the walk was abandoned by its bounds (set in _walk_start): raise.
-    cdef bint late = s.deadline > 0 and monotonic_seconds() > s.deadline
-    with gil:
-        if late:
+    if s.deadline > 0 and monotonic_seconds() > s.deadline:
+        with gil:
             raise GrammarLimitError(
                 f"classifying automaton state {s.state} for the token-mask cache ran past the "
                 f"deadline (CompileLimits.max_compile_seconds) inside one parse step")
+    with gil:
         raise GrammarLimitError(
             f"classifying automaton state {s.state} for the token-mask cache needs more than "
             f"{s.st.step_budget} closure items in one parse step (a budget of "
