@@ -65,6 +65,10 @@ REPROS = {
     "wide_deadline": ("ebnf", _wide(4000, WIDE_TAIL), {"max_compile_seconds": 2,
                                                       "max_compile_memory_bytes": 1 << 40,
                                                       "max_classify_tops": 1 << 40}, 0),
+    # 2,000 distinct start states: the first fill classifies each (~3 ms apiece, ~6.5 s in all);
+    # they share one deadline, not one each
+    "wide_states_deadline": ("ebnf", _wide(2000, WIDE_TAIL, head=""),
+                             {"max_compile_seconds": 2}, 0),
     "wide_memory": ("ebnf", _wide(50, WIDE_PUSH), {"max_compile_memory_bytes": 8 << 20,
                                                    "max_compile_seconds": 30}, 0),
     # precompute on C threads: a walk past a limit raises the limit error (not MemoryError);
@@ -152,6 +156,13 @@ def test_wide_grammar_fill_stops_at_the_deadline(reports):
     _limit(r, "max_compile_seconds")
     assert r["phase"] == "fill", r
     assert "classifying automaton state" in r["message"], r
+
+
+def test_fill_meeting_many_new_states_stops_at_one_deadline(reports):
+    r = reports["wide_states_deadline"]
+    _limit(r, "max_compile_seconds")
+    # each state alone takes ~3 ms: only a deadline shared by the whole fill can stop it
+    assert r["phase"] == "fill", r
 
 
 def test_wide_grammar_fill_stops_at_the_memory_cap(reports):

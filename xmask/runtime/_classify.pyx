@@ -30,9 +30,10 @@ from xmask.runtime._bitset cimport bitset_set
 from xmask.runtime._intseq cimport cmp_i32
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
-    StackC, grow_array, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
-    stack_truncate, stack_set_contains, stack_reaches_bottom,
+    StackC, grow_array, stack_init, stack_free, stack_reset, stack_truncate, stack_set_contains,
+    stack_reaches_bottom, stack_memory_bytes,
 )
+from xmask.runtime._stack_gss cimport stack_start, stack_start_many, stack_step
 
 from xmask.errors import GrammarLimitError
 
@@ -194,19 +195,12 @@ cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp
     return -1
 
 
-cdef int64_t stack_bytes(const StackC* st) noexcept nogil:
-    """Bytes held by a stack's arrays (arena, hash table, history, work list)."""
-    return (st.cap_nodes * (3 * sizeof(int32_t) + sizeof(uint32_t))
-            + st.table_cap * sizeof(int32_t) + st.cap_tops * sizeof(int32_t)
-            + st.cap_depth * sizeof(intp_t) + st.cap_work * sizeof(int32_t))
-
-
 cdef int _check_bounds(ClassifyScratch* s) except -1 nogil:
     # The walk's bounds (see ClassifyScratch); raises GrammarLimitError past one.  The top-set
     # bound is exact (checked on every new peak), memory and the clock every _CHECK_EVERY
     # steps; one step holds at most max_classify_tops new tops, so memory passes its bound by
     # at most one step's growth.
-    cdef int64_t nbytes = stack_bytes(&s.st)
+    cdef int64_t nbytes = stack_memory_bytes(&s.st)  # parent sets and step scratch included
     cdef double now = monotonic_seconds()
     if now - s.last_check > 1e-3:
         s.check_every = 1

@@ -274,12 +274,12 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef intp_t top_begin = st.set_start[base - 1]
     cdef intp_t top_end = st.set_start[base]
     cdef intp_t i, k, n_real = 0
-    cdef double deadline = 0  # of the states this fill classifies (see cache_entry)
     cdef int32_t node
     cdef const int32_t* ids
     cdef const CacheEntryC* e
     cdef const CacheEntryC* single = NULL
     cdef bint can_end = False
+    cdef double deadline = 0.0  # of the lazy classifications this fill makes (one for all)
     cdef intp_t pos_words = (v.n_sorted + 31) >> 5
     cdef xm_fill_tls* tls
     memset(row, 0, <size_t>n_words * sizeof(word_t))

@@ -7,7 +7,8 @@
 # except the work cap, which also bounds the closure items inside a step (StackC.step_budget).
 from xmask.runtime._types cimport int32_t, uint8_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
-from xmask.runtime._stack cimport StackC, stack_step, stack_token_step, stack_truncate
+from xmask.runtime._stack cimport StackC, stack_truncate
+from xmask.runtime._stack_gss cimport stack_step, stack_token_step
 
 cdef enum:
     XM_LIMIT_NONE = 0

@@ -2,7 +2,6 @@
 # state a published CacheEntryC, classified lazily by the first fill that needs it or eagerly by
 # precompute; shared read-mostly by every matcher and thread of the grammar.
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, intp_t
-from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._classify cimport CacheEntryC
 # entries are published with xm_store_release and read with xm_load_acquire: a reader sees
@@ -28,26 +27,23 @@ ctypedef struct MaskCacheC:
     # bounds on one state's classification (CompileLimits; 0 = none) and the largest seen
     int64_t max_tops             # max_classify_tops
     int64_t max_bytes            # max_compile_memory_bytes (the walk's parse stack)
-    double max_seconds           # max_compile_seconds (per fill, for the states it classifies)
+    double max_seconds           # max_compile_seconds (shared by the states one fill classifies)
     int64_t peak_tops            # largest top set one classification met
     int64_t peak_bytes           # most parse-stack bytes one classification held
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                                       int32_t state, double deadline) except NULL nogil
+                                       int32_t state, double* deadline) except NULL nogil
 
 
 cdef inline const CacheEntryC* cache_entry(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                                            int32_t state, double* deadline) except NULL nogil:
-    # The state's entry, classifying it first if no thread has yet.  deadline[0]: the calling
-    # fill's, shared by every state it classifies (0: not set yet; set at the first one to
-    # max_seconds from then), so that a fill meeting k new states cannot take k deadlines.
+    # The state's entry, classifying it first if no thread has yet.  deadline: shared by the
+    # classifications of one call (0 until the first one sets it to max_seconds from then).
     cdef const CacheEntryC* e = <const CacheEntryC*>xm_load_acquire(<void**>&c.entry[state])
     if e != NULL:
         return e
-    if deadline[0] == 0 and c.max_seconds > 0:
-        deadline[0] = monotonic_seconds() + c.max_seconds
-    return cache_classify(c, a, v, state, deadline[0])
+    return cache_classify(c, a, v, state, deadline)
 
 
 cdef inline const CacheEntryC* cache_peek(MaskCacheC* c, int32_t state) noexcept nogil:

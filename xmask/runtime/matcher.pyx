@@ -21,9 +21,10 @@ from libc.stdint cimport int64_t, uintptr_t
 from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
-    stack_init, stack_free, stack_reset, stack_start, stack_truncate, stack_clone,
-    stack_has_bottom, stack_drop_front, stack_memory_bytes,
+    stack_init, stack_free, stack_reset, stack_truncate, stack_clone, stack_has_bottom,
+    stack_drop_front, stack_memory_bytes,
 )
+from xmask.runtime._stack_gss cimport stack_start
 from xmask.runtime._guard cimport (
     GuardC, guarded_step, XM_LIMIT_NONE, XM_LIMIT_TOPS, XM_LIMIT_WORK, XM_LIMIT_DEPTH,
 )
