@@ -133,6 +133,9 @@ class RuntimeLimits:
     ``GrammarMatcher.limit_error`` is then a ``RuntimeLimitError`` whose ``limit`` names the
     field (the server fails that request, e.g. ``raise matcher.limit_error``); ``reset()``
     or ``rollback(n >= 1)`` clears it (the state goes back to one reached within the caps).
+    The start state is built under ``max_work_per_call`` too: a grammar whose start alone
+    needs more (nullable rules called from big repeats) puts each new or reset matcher in
+    the error state.
     Other matchers, of the same grammar or not, are never affected.
 
     Worst case of one call: the caps are checked after every byte step and the work cap also

@@ -16,7 +16,10 @@ Findings (all fixed):
   memory limit / 64, the run-time work cap) and the deadline is read inside it;
 * (long run) a schema whose ``enum`` holds an object with a 120,000-string array: building
   the 1 MB literal fused its bytes pairwise (quadratic) and the compile ran minutes past its
-  deadline.
+  deadline;
+* (long run, seed 7153) an ``enum`` of 120,000 values under 3,000 nested ``anyOf``: checking
+  that the values are JSON built a 24 KB pointer string per value (3 GB, ``MemoryError``);
+  pointers are now spelled out only for an error.
 """
 
 import copy
@@ -225,3 +228,55 @@ def test_schema_enum_with_a_huge_literal_ends_in_time(small):
     m = xmask.GrammarMatcher(compiler.compile_json_schema(schema, any_whitespace=False))
     assert m.accept_string('{"0": ["v0", "v1", ') and not m.accept_string('"v0"')
     assert m.accept_string('"v2"')
+
+
+def test_big_enum_deep_in_a_schema_object_is_checked_without_a_pointer_per_value():
+    import resource
+    import subprocess
+    import sys
+
+    from conftest import child_address_cap
+
+    # in a child capped at 1 GB (the values' pointers took 3 GB)
+    code = """if 1:
+        import resource, sys
+        cap = int(sys.argv[1])
+        if cap > 0:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        import xmask
+        schema = {"enum": list(range(120_000))}
+        for _ in range(3000):
+            schema = {"anyOf": [schema]}
+        try:
+            xmask.Grammar.from_json_schema(schema)
+        except xmask.XmaskError as e:
+            print(type(e).__name__)
+        schema["anyOf"][0] = {"enum": [1, {"a": [float("nan")]}]}
+        try:
+            xmask.Grammar.from_json_schema(schema)
+        except xmask.InvalidSchemaError as e:
+            print(e.path if hasattr(e, "path") else e)
+    """
+    cap = child_address_cap(1 << 30)
+    proc = subprocess.run([sys.executable, "-c", code, str(cap if cap != resource.RLIM_INFINITY
+                                                           else 0)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "#/anyOf/0/enum/1/a/0" in proc.stdout, proc.stdout
+
+
+def test_matcher_start_of_nullable_calls_in_big_repeats_is_bounded():
+    # the start's closure: (states of r) x (return frames of root) = 4M pairs, 3.7 s and
+    # 376 MB before it had a budget; now it stops at max_work_per_call (error state)
+    info = xmask.TokenizerInfo([])
+    compiled = xmask.GrammarCompiler(info).compile_grammar(
+        'root ::= ("" r){2000}\nr ::= ("" s){2000}\ns ::= "" | "x" s')
+    m = xmask.GrammarMatcher(compiled, limits=xmask.RuntimeLimits(max_work_per_call=100_000))
+    assert m.limit_error.limit == "max_work_per_call"
+    assert not m.accept_string("x") and not m.is_completed()
+    m.reset()
+    assert m.limit_error is not None  # the start itself crosses the cap again
+    small = xmask.GrammarCompiler(info).compile_grammar(
+        'root ::= ("" r){20}\nr ::= ("" s){20}\ns ::= "" | "x" s')
+    m = xmask.GrammarMatcher(small, limits=xmask.RuntimeLimits(max_work_per_call=100_000))
+    assert m.limit_error is None and m.accept_string("xx") and m.is_completed()

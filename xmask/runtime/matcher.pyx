@@ -410,14 +410,19 @@ cdef class GrammarMatcher:
         # Dropping the arena too keeps long-lived matchers from accumulating nodes.
         stack_reset(&self.st, True)
         self.st.max_depth = current_max_depth()
+        # the start's closure has a call's work budget too: nullable rules called from big
+        # repeats (root ::= ("" r){2000}, r ::= ("" s){2000}) made it take seconds and GBs
+        self.st.step_budget = self.guard.max_work
         stack_start(&self.st, &self.at.c, self.at.c.root_start)
+        self.st.step_budget = 0
         self.n_tokens = 0
         self.n_dropped = 0
         self.token_depth[0] = self.st.depth
         self.terminated = False
         if self._cap_units is not None:
             del self._cap_units[:]
-        self.guard.crossed = XM_LIMIT_NONE
+        # past it, the matcher starts (and restarts on reset) in the error state
+        self.guard.crossed = XM_LIMIT_WORK if self.st.step_over else XM_LIMIT_NONE
         self.byte_work = 0
         return 0
 
