@@ -29,7 +29,8 @@ from libc.stdint cimport int64_t
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
 from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
-from xmask.runtime._stack cimport stack_truncate
+from xmask.runtime._stack cimport (stack_truncate, stack_budget_token, stack_budget_filter,
+                                   stack_budget_alive)
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._classify cimport CacheEntryC
 from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
@@ -176,17 +177,26 @@ cdef int accept_token_id(StackC* st, const AutomatonC* a, const VocabC* v,
     cdef intp_t base = st.depth, pos = v.id_pos[tid]
     cdef int64_t off
     cdef int walked = 0
+    stack_budget_token(st, 1)
     if pos >= 0:
         off = v.tok_offsets[pos]
         walked = accept_bytes(st, a, v.tok_bytes + off, v.tok_offsets[pos + 1] - off, g)
     if a.n_token_sets == 0 or (g != NULL and g.crossed):
-        return walked
+        return _budget_end(st, base, walked)
     if guarded_token_step(st, a, base, <int32_t>tid, walked, g) > 0:
-        return 1
+        return _budget_end(st, base, 1)
     if g != NULL and g.crossed:
         stack_truncate(st, base)
         return 0
-    return walked
+    return _budget_end(st, base, walked)
+
+
+cdef inline int _budget_end(StackC* st, intp_t base, int ok) except -1 nogil:
+    # After a token: drop the paths whose token budget it spent; none left rejects the token.
+    if ok and st.node_live != NULL and stack_budget_filter(st, st.tok_index) == 0:
+        stack_truncate(st, base)
+        return 0
+    return ok
 
 
 cdef int or_token_sets(const StackC* st, const AutomatonC* a, word_t* row,
@@ -211,6 +221,12 @@ cdef inline bint _bytes_top(const AutomatonC* a, const StackC* st, int32_t node)
     return (a.flags[st.node_state[node]] & XM_FLAG_HAS_BYTES) != 0
 
 
+cdef inline bint _spent(const StackC* st, int32_t node) noexcept nogil:
+    # Whether some path of top `node` is in a budgeted rule that may read only the next token
+    # (then a token is allowed by that path only if it leaves the rule by its end).
+    return st.node_live != NULL and st.node_dead[node] <= st.set_tok[st.depth - 1] + 1
+
+
 cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     # Estimated work of fill_job, in uncertain tokens to check (see the module docstring).
     # Units: one uncertain token to check; a row-wide pass (memset, bitset OR) counts as
@@ -225,7 +241,9 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
         return j.v.n_sorted + row_pass
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
-        if node != 0 and not _bytes_top(j.a, st, node):
+        if node != 0 and _spent(st, node):
+            cost += j.v.n_sorted  # its whole cached set is walked (see fill_job)
+        elif node != 0 and not _bytes_top(j.a, st, node):
             cost += row_pass  # a token edge: one bitset OR
         elif node != 0:
             e = cache_peek(j.c, st.node_state[node])
@@ -263,7 +281,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef intp_t base = st.depth
     cdef intp_t top_begin = st.set_start[base - 1]
     cdef intp_t top_end = st.set_start[base]
-    cdef intp_t i, k, n_real = 0
+    cdef intp_t i, k, n_real = 0, n_spent = 0
     cdef int32_t node
     cdef const int32_t* ids
     cdef const CacheEntryC* e
@@ -280,6 +298,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             raise MemoryError("xmask: no memory for the fill's per-thread buffers")
     scratch = tls.scratch
     pos_bits = tls.pos
+    stack_budget_token(st, 1)  # (the walks below read the next token)
 
     if j.exact:
         for i in range(top_begin, top_end):
@@ -300,6 +319,10 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
             e = cache_entry(c, j.a, v, st.node_state[node])
+            if _spent(st, node):
+                _spent_positions(v, e, pos_bits, n_words)
+                n_spent += 1
+                continue
             n_real += 1
             single = e
             ids = e.data
@@ -317,12 +340,12 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 bitset_or_into(row, scratch, n_words)
 
         # 2. uncertain tokens, in sorted order (merged through a position bitset if several tops)
-        if n_real == 1:
+        if n_real == 1 and n_spent == 0:
             _check_uncertain(st, j.a, v, row, single.unc, single.n_unc, NULL, 0, j.guard)
-        elif n_real > 1:
+        elif n_real + n_spent > 0:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
-                if node == 0 or not _bytes_top(j.a, st, node):
+                if node == 0 or not _bytes_top(j.a, st, node) or _spent(st, node):
                     continue
                 e = cache_peek(c, st.node_state[node])  # classified by the pass above
                 for k in range(e.n_unc):
@@ -341,7 +364,10 @@ cdef int fill_job(FillJob* j) except -1 nogil:
         bitset_clear(row, j.stop_ids[k])
 
     # 4. whole tokens named by the grammar (token edges)
-    or_token_sets(st, j.a, row, n_words)
+    if st.node_live != NULL:
+        _budget_token_sets(st, j.a, v, row, n_words)
+    else:
+        or_token_sets(st, j.a, row, n_words)
     if can_end:
         for k in range(j.n_stop):
             bitset_set(row, j.stop_ids[k])
@@ -361,6 +387,7 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
     cdef word_t bits
     cdef int32_t tid
     cdef bint ok
+    cdef int32_t last = st.tok_index  # (the fill set it: the token being checked)
     bits = 0
     while True:
         # next position in ascending order
@@ -410,9 +437,76 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
         if ok:
             reached = length
             dead_at = -1
-            bitset_set(row, tid)
+            if st.node_live == NULL or stack_budget_alive(st, last):
+                bitset_set(row, tid)
         else:
             reached = d
             dead_at = d
     stack_truncate(st, base)
+    return 0
+
+
+cdef int _spent_positions(const VocabC* v, const CacheEntryC* e, word_t* pos_bits,
+                          intp_t n_words) except -1 nogil:
+    # Mark for a real walk every sorted position the entry accepts or leaves uncertain.
+    cdef intp_t k, w, p
+    cdef const int32_t* ids = e.data
+    cdef const word_t* bits
+    cdef word_t x
+    if e.kind == XM_KIND_ACCEPTED:
+        for k in range(e.n_data):
+            p = v.id_pos[ids[k]]
+            if p >= 0:
+                bitset_set(pos_bits, p)
+    elif e.kind == XM_KIND_BITSET:
+        bits = <const word_t*>ids
+        for w in range(n_words):
+            x = bits[w]
+            while x:
+                p = v.id_pos[(w << 5) + __builtin_ctz(x)]
+                x &= x - 1
+                if p >= 0:
+                    bitset_set(pos_bits, p)
+    else:  # every eligible token but the rejected ones (the uncertain ones stay marked)
+        for p in range(v.n_sorted):
+            bitset_set(pos_bits, p)
+        for k in range(e.n_data):
+            p = v.id_pos[ids[k]]
+            if p >= 0:
+                bitset_clear(pos_bits, p)
+    for k in range(e.n_unc):
+        bitset_set(pos_bits, e.unc[k])
+    return 0
+
+
+cdef int _budget_token_sets(StackC* st, const AutomatonC* a, const VocabC* v, word_t* row,
+                            intp_t n_words) except -1 nogil:
+    # Step 4 with token budgets: a top whose budget the next token may spend adds only the ids
+    # of its token set that pass accept_token_id (budget filter included); the others OR theirs.
+    cdef intp_t i, w, base = st.depth
+    cdef intp_t begin = st.set_start[base - 1], end = st.set_start[base]
+    cdef int32_t node, k, tid
+    cdef word_t x
+    cdef const word_t* bits
+    if a.n_token_sets == 0 or a.token_words != n_words:
+        return 0
+    for i in range(begin, end):
+        node = st.tops[i]
+        if node < 2:
+            continue
+        k = a.token_set_of[st.node_state[node]]
+        if k < 0:
+            continue
+        bits = a.token_bits + k * n_words
+        if not _spent(st, node):
+            bitset_or_into(row, bits, n_words)
+            continue
+        for w in range(n_words):
+            x = bits[w] & ~row[w]
+            while x:
+                tid = <int32_t>((w << 5) + __builtin_ctz(x))
+                x &= x - 1
+                if accept_token_id(st, a, v, tid, NULL):
+                    bitset_set(row, tid)
+                    stack_truncate(st, base)
     return 0

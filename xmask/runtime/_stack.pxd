@@ -101,6 +101,15 @@ ctypedef struct StackC:
     int32_t* buf             # GSS step: one parent set being built
     intp_t cap_buf
     uint32_t sentinels       # GSS step: bit 0 BOTTOM, bit 1 CONTEXT popped to
+    # Token budgets (rule[max_tokens=n] over text; all NULL unless stack_enable_budgets): a call
+    # of a budgeted rule puts a *marker* node under the callee, state -3 - deadline (the last
+    # token index its frame may read: tok_index at the call + n), transparent to popping.
+    int32_t* node_live       # [cap_nodes] max over the node's paths of the least deadline
+    int32_t* node_dead       # [cap_nodes] least deadline over all its paths (0x7FFFFFFF: none)
+    int32_t* ps_live         # [cap_ps] the same for parent sets
+    int32_t* ps_dead
+    int32_t* set_tok         # [cap_depth] index of the token each top set belongs to
+    int32_t tok_index        # index of the token being read (-1 before the first)
 
 
 cdef enum:
@@ -123,6 +132,15 @@ cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* sta
                              int32_t parent) except -1 nogil
 cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil
 cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil
+cdef int stack_enable_budgets(StackC* st) except -1 nogil
+cdef intp_t stack_budget_filter(StackC* st, int32_t last) except -1 nogil
+cdef bint stack_budget_alive(const StackC* st, int32_t last) noexcept nogil
+
+
+cdef inline void stack_budget_token(StackC* st, int32_t plus) noexcept nogil:
+    # Before reading input: the token index is the newest set's, + 1 for a new token.
+    if st.set_tok != NULL and st.depth > 0:
+        st.tok_index = st.set_tok[st.depth - 1] + plus
 
 
 cdef inline bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:

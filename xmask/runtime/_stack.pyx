@@ -149,6 +149,11 @@ cdef void stack_free(StackC* st) noexcept nogil:
     free(st.pair_stamp)
     free(st.order)
     free(st.buf)
+    free(st.node_live)
+    free(st.node_dead)
+    free(st.ps_live)
+    free(st.ps_dead)
+    free(st.set_tok)
     memset(st, 0, sizeof(StackC))
 
 
@@ -200,6 +205,14 @@ cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil:
           sizeof(intp_t))
     dst.depth = src.depth
     _copy(<void**>&dst.work, &dst.cap_work, src.work, 0, 256, sizeof(int32_t))
+    if src.node_live != NULL:
+        _copy(<void**>&dst.node_live, &cap2, src.node_live, src.n_nodes, cap_nodes, sizeof(int32_t))
+        _copy(<void**>&dst.node_dead, &cap2, src.node_dead, src.n_nodes, cap_nodes, sizeof(int32_t))
+        _copy(<void**>&dst.ps_live, &cap2, src.ps_live, src.n_ps, cap_ps, sizeof(int32_t))
+        _copy(<void**>&dst.ps_dead, &cap2, src.ps_dead, src.n_ps, cap_ps, sizeof(int32_t))
+        _copy(<void**>&dst.set_tok, &cap2, src.set_tok, src.depth + 1, dst.cap_depth,
+              sizeof(int32_t))
+        dst.tok_index = src.tok_index
     dst.bottom_cont = src.bottom_cont
     dst.n_bottom_cont = src.n_bottom_cont
     dst.max_depth = src.max_depth
@@ -229,6 +242,7 @@ cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil:
     st.depth = 0
     st.n_tops = 0
     st.set_start[0] = 0
+    st.tok_index = -1
     return 0
 
 
@@ -259,16 +273,24 @@ cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nog
         old_cap = st.n_nodes
         grow_array(<void**>&st.mark, &old_cap, st.cap_nodes, sizeof(uint32_t))
         memset(st.mark + st.n_nodes, 0, <size_t>(st.cap_nodes - st.n_nodes) * sizeof(uint32_t))
+        if st.node_live != NULL:
+            old_cap = st.n_nodes
+            grow_array(<void**>&st.node_live, &old_cap, st.cap_nodes, sizeof(int32_t))
+            old_cap = st.n_nodes
+            grow_array(<void**>&st.node_dead, &old_cap, st.cap_nodes, sizeof(int32_t))
     n = <int32_t>st.n_nodes
     st.n_nodes += 1
     st.node_state[n] = state
     st.node_parent[n] = parent
+    # (a budget marker, state < -1, is not a frame: it adds no depth)
     if parent >= 0:
-        st.node_depth[n] = st.node_depth[parent] + 1
+        st.node_depth[n] = st.node_depth[parent] + (state >= 0)
         st.node_reach[n] = st.node_reach[parent]
     else:
-        st.node_depth[n] = st.ps_depth[-2 - parent] + 1
+        st.node_depth[n] = st.ps_depth[-2 - parent] + (state >= 0)
         st.node_reach[n] = st.ps_reach[-2 - parent]
+    if st.node_live != NULL:
+        _budget_of_node(st, n, state, parent)
     st.table[slot] = n
     if 2 * st.n_nodes > st.table_cap:
         _rehash(st, 2 * st.table_cap)
@@ -339,6 +361,11 @@ cdef int32_t _parent_of(StackC* st, int32_t* ids, intp_t n) except -1 nogil:
         grow_array(<void**>&st.ps_depth, &b, st.cap_ps, sizeof(int32_t))
         b = cap_ps
         grow_array(<void**>&st.ps_reach, &b, st.cap_ps, sizeof(uint8_t))
+        if st.ps_live != NULL:
+            b = cap_ps
+            grow_array(<void**>&st.ps_live, &b, st.cap_ps, sizeof(int32_t))
+            b = cap_ps
+            grow_array(<void**>&st.ps_dead, &b, st.cap_ps, sizeof(int32_t))
     _ensure(<void**>&st.ps_items, &st.cap_ps_items, st.n_ps_items + n, sizeof(int32_t))
     memcpy(st.ps_items + st.n_ps_items, ids, <size_t>n * sizeof(int32_t))
     for i in range(n):
@@ -348,6 +375,8 @@ cdef int32_t _parent_of(StackC* st, int32_t* ids, intp_t n) except -1 nogil:
     k = <int32_t>st.n_ps
     st.ps_depth[k] = depth
     st.ps_reach[k] = reach
+    if st.ps_live != NULL:
+        _budget_of_set(st, k, ids, n)
     st.n_ps_items += n
     st.n_ps += 1
     st.ps_start[st.n_ps] = st.n_ps_items
@@ -399,12 +428,34 @@ cdef int _begin(StackC* st, const AutomatonC* a) except -1 nogil:
 
 
 cdef inline int _open_set(StackC* st) except -1 nogil:
+    cdef intp_t cap
     if st.depth + 2 > st.cap_depth:
+        cap = st.cap_depth
         grow_array(<void**>&st.set_start, &st.cap_depth, st.depth + 2, sizeof(intp_t))
+        if st.set_tok != NULL:
+            grow_array(<void**>&st.set_tok, &cap, st.cap_depth, sizeof(int32_t))
     return 0
 
 
+cdef inline void _close_set(StackC* st) noexcept nogil:
+    # The newest set is complete: record its end (and its token, with budgets).
+    st.depth += 1
+    st.set_start[st.depth] = st.n_tops
+    if st.set_tok != NULL:
+        st.set_tok[st.depth - 1] = st.tok_index
+
+
 # ---- the plain closure ------------------------------------------------------------------------
+
+cdef inline int _push_parents(StackC* st, intp_t* n_work, int32_t parent) except -1 nogil:
+    cdef intp_t i
+    if parent >= 0:
+        _push_work(st, n_work, parent)
+    else:
+        for i in range(st.ps_start[-2 - parent], st.ps_start[-1 - parent]):
+            _push_work(st, n_work, st.ps_items[i])
+    return 0
+
 
 cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work,
                   intp_t* conflicts) except -1 nogil:
@@ -429,6 +480,9 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work,
             _emit(st, x)
             continue
         s = st.node_state[x]
+        if s < -1:  # a budget marker, popped to: pop on to its parent
+            _push_parents(st, &n_work, st.node_parent[x])
+            continue
         if lv[s].mark == epoch:
             conflicts[0] += 1
             if conflicts[0] > _max_conflicts:
@@ -451,14 +505,12 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work,
                 ret = stack_node(st, ret, parent)
             else:
                 ret = parent  # tail call: the callee replaces x, no deeper
+            if a.call_budget != NULL and a.call_budget[k] >= 0:
+                ret = stack_node(st, _marker(st, a.call_budget[k]), ret)
             _push_work(st, &n_work, stack_node(st, a.call_target[k], ret))
             k += 1
         if f & XM_FLAG_FINAL:
-            if parent >= 0:
-                _push_work(st, &n_work, parent)
-            else:
-                for i in range(st.ps_start[-2 - parent], st.ps_start[-1 - parent]):
-                    _push_work(st, &n_work, st.ps_items[i])
+            _push_parents(st, &n_work, parent)
     st.work_count += done
     return 0
 
@@ -594,6 +646,12 @@ cdef int _pop(StackC* st, const AutomatonC* a, int32_t p, intp_t* n_work) except
             return 0
         q = st.node_state[p]
         par = st.node_parent[p]
+        if q < -1:  # a budget marker: pop on to its parent(s)
+            if par >= 0:
+                return _pop(st, a, par, n_work)
+            for j in range(st.ps_start[-2 - par], st.ps_start[-1 - par]):
+                _pop(st, a, st.ps_items[j], n_work)
+            return 0
         if par >= 0:
             _act(st, a, q, par, n_work)
         else:
@@ -673,7 +731,7 @@ cdef int32_t _build_list(StackC* st, const AutomatonC* a, int32_t head) except -
 
 cdef int _build_ret(StackC* st, const AutomatonC* a, int32_t k) except -1 nogil:
     cdef LvRet* R = &st.lr[k]
-    cdef int32_t par
+    cdef int32_t par, node
     if R.node >= 0:
         return 0
     if R.flags & LV_BUSY:  # only left recursion could do this, and the compiler rejects it
@@ -681,8 +739,11 @@ cdef int _build_ret(StackC* st, const AutomatonC* a, int32_t k) except -1 nogil:
             raise RuntimeError("xmask internal error: cyclic return frames in one stack step")
     R.flags |= LV_BUSY
     par = _build_list(st, a, R.ret)
+    node = stack_node(st, a.call_ret[k], par)
+    if a.call_budget != NULL and a.call_budget[k] >= 0:  # the callee's marker over its return
+        node = stack_node(st, _marker(st, a.call_budget[k]), node)
     R = &st.lr[k]
-    R.node = stack_node(st, a.call_ret[k], par)
+    R.node = node
     R.flags &= ~(<uint32_t>LV_BUSY)
     return 0
 
@@ -763,8 +824,7 @@ cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* sta
         _gss_begin(st, a)
         _start_pass(st, a, states, n, parent, True, &n_work)
         _gss_finish(st, a, n_work, -1)
-    st.depth += 1
-    st.set_start[st.depth] = st.n_tops
+    _close_set(st)
     return st.n_tops - begin
 
 
@@ -818,8 +878,7 @@ cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 
         _gss_finish(st, a, n_work, -1)
     if st.n_tops == end:
         return 0
-    st.depth += 1
-    st.set_start[st.depth] = st.n_tops
+    _close_set(st)
     return st.n_tops - end
 
 
@@ -882,8 +941,9 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
     if st.n_tops == end:
         return 0
     if not merge:
-        st.depth += 1
-    st.set_start[st.depth] = st.n_tops
+        _close_set(st)
+    else:
+        st.set_start[st.depth] = st.n_tops
     return st.n_tops - end
 
 
@@ -899,6 +959,8 @@ cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil:
     st.n_tops -= off
     for i in range(n_sets, st.depth + 1):
         st.set_start[i - n_sets] = st.set_start[i] - off
+    if st.set_tok != NULL:
+        memmove(st.set_tok, st.set_tok + n_sets, <size_t>(st.depth - n_sets) * sizeof(int32_t))
     st.depth -= n_sets
     return 0
 
@@ -915,4 +977,158 @@ cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil:
             + st.cap_lv * <int64_t>sizeof(LvState) + st.cap_lr * <int64_t>sizeof(LvRet)
             + st.cap_items * <int64_t>sizeof(LvItem)
             + st.pair_cap * <int64_t>(sizeof(uint64_t) + sizeof(uint32_t))
-            + st.cap_order * <int64_t>sizeof(int32_t) + st.cap_buf * <int64_t>sizeof(int32_t))
+            + st.cap_order * <int64_t>sizeof(int32_t) + st.cap_buf * <int64_t>sizeof(int32_t)
+            + (0 if st.node_live == NULL else
+               2 * (st.cap_nodes + st.cap_ps) * <int64_t>sizeof(int32_t)
+               + st.cap_depth * <int64_t>sizeof(int32_t)))
+
+
+# ---- token budgets ------------------------------------------------------------------------------
+# A rule with a token budget (rule[max_tokens=n] over text) may read at most n tokens after the
+# one it starts in.  Its call puts a marker under the callee frame whose state encodes the
+# deadline (tok_index + n: the last token index the frame may read); markers are transparent to
+# popping.  Each node keeps, over its paths down to BOTTOM, the least deadline (node_dead) and
+# the best path's least deadline (node_live), so after token T a top with node_dead > T is
+# untouched, one with node_live <= T is dead, and only one in between is rebuilt without its
+# dead paths (stack_budget_filter).  Leaving the rule needs no work here: the closure already
+# put the tops reached by returning from it into the set.
+
+cdef enum:
+    NO_DEADLINE = 0x7FFFFFFF
+    MAX_DEADLINE = 0x7FFFFFF0
+
+
+cdef inline int32_t _marker(const StackC* st, int32_t budget) noexcept nogil:
+    cdef int64_t d = <int64_t>st.tok_index + budget
+    if d > MAX_DEADLINE:
+        d = MAX_DEADLINE
+    if d < 0:
+        d = 0
+    return <int32_t>(-3 - d)
+
+
+cdef inline void _budget_of_node(StackC* st, int32_t n, int32_t state, int32_t parent) noexcept nogil:
+    cdef int32_t own = -3 - state if state < -1 else NO_DEADLINE
+    cdef int32_t live, dead
+    if parent >= 0:
+        live = st.node_live[parent]
+        dead = st.node_dead[parent]
+    else:
+        live = st.ps_live[-2 - parent]
+        dead = st.ps_dead[-2 - parent]
+    st.node_live[n] = own if own < live else live
+    st.node_dead[n] = own if own < dead else dead
+
+
+cdef inline void _budget_of_set(StackC* st, int32_t k, const int32_t* ids, intp_t n) noexcept nogil:
+    cdef int32_t live = -1, dead = NO_DEADLINE
+    cdef intp_t i
+    for i in range(n):
+        if st.node_live[ids[i]] > live:
+            live = st.node_live[ids[i]]
+        if st.node_dead[ids[i]] < dead:
+            dead = st.node_dead[ids[i]]
+    st.ps_live[k] = live
+    st.ps_dead[k] = dead
+
+
+cdef int stack_enable_budgets(StackC* st) except -1 nogil:
+    # Track deadlines from now on (before any node but the sentinels: call after stack_init).
+    cdef intp_t i, cap
+    if st.node_live != NULL:
+        return 0
+    cap = 0
+    grow_array(<void**>&st.node_live, &cap, st.cap_nodes, sizeof(int32_t))
+    cap = 0
+    grow_array(<void**>&st.node_dead, &cap, st.cap_nodes, sizeof(int32_t))
+    cap = 0
+    grow_array(<void**>&st.ps_live, &cap, st.cap_ps, sizeof(int32_t))
+    cap = 0
+    grow_array(<void**>&st.ps_dead, &cap, st.cap_ps, sizeof(int32_t))
+    cap = 0
+    grow_array(<void**>&st.set_tok, &cap, st.cap_depth, sizeof(int32_t))
+    for i in range(2):
+        st.node_live[i] = NO_DEADLINE
+        st.node_dead[i] = NO_DEADLINE
+    for i in range(st.depth + 1):
+        st.set_tok[i] = -1
+    st.tok_index = -1
+    return 0
+
+
+cdef int32_t _prune(StackC* st, int32_t x, int32_t last) except -2 nogil:
+    # The node for the paths of x that pass no marker with deadline <= last (-1: none).
+    cdef int32_t s, par, y, res
+    cdef intp_t i, n, m, b
+    cdef int32_t* buf
+    if st.node_dead[x] > last:
+        return x
+    if st.node_live[x] <= last:
+        return -1
+    s = st.node_state[x]
+    par = st.node_parent[x]
+    if par >= 0:
+        y = _prune(st, par, last)
+        return -1 if y < 0 else stack_node(st, s, y)
+    b = st.ps_start[-2 - par]
+    n = st.ps_start[-1 - par] - b
+    buf = <int32_t*>malloc(<size_t>n * sizeof(int32_t))
+    if buf == NULL:
+        with gil:
+            raise MemoryError()
+    memcpy(buf, st.ps_items + b, <size_t>n * sizeof(int32_t))  # (the arena may move below)
+    m = 0
+    try:
+        for i in range(n):
+            y = _prune(st, buf[i], last)
+            if y >= 0:
+                buf[m] = y
+                m += 1
+        res = -1 if m == 0 else stack_node(st, s, _parent_of(st, buf, m))
+    finally:
+        free(buf)
+    return res
+
+
+cdef intp_t stack_budget_filter(StackC* st, int32_t last) except -1 nogil:
+    # After token `last` was read: drop from the newest top set every path through a budgeted
+    # frame whose budget it spent (deadline <= last), in place.  Returns the tops left (0: every
+    # path was such; the set is then empty and the caller rolls back).
+    cdef intp_t begin = st.set_start[st.depth - 1], end = st.n_tops, i, j, w
+    cdef int32_t x, y
+    cdef bint dup
+    if st.node_live == NULL:
+        return end - begin
+    for i in range(begin, end):
+        if st.node_dead[st.tops[i]] <= last:
+            break
+    else:
+        return end - begin
+    w = begin
+    for i in range(begin, end):
+        x = st.tops[i]
+        y = _prune(st, x, last)
+        if y < 0:
+            continue
+        dup = False
+        for j in range(begin, w):
+            if st.tops[j] == y:
+                dup = True
+                break
+        if not dup:
+            st.tops[w] = y
+            w += 1
+    st.n_tops = w
+    st.set_start[st.depth] = w
+    return w - begin
+
+
+cdef bint stack_budget_alive(const StackC* st, int32_t last) noexcept nogil:
+    # Whether some path of the newest top set survives stack_budget_filter(st, last).
+    cdef intp_t i
+    if st.node_live == NULL:
+        return True
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        if st.node_live[st.tops[i]] > last:
+            return True
+    return False

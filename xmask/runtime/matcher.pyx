@@ -22,6 +22,7 @@ from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t, XM_FLAG_TOKE
 from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
     stack_init, stack_free, stack_reset, stack_start, stack_truncate, stack_clone,
+    stack_enable_budgets, stack_budget_token,
     stack_has_bottom, stack_drop_front, stack_memory_bytes,
 )
 from xmask.runtime._guard cimport (
@@ -286,6 +287,8 @@ cdef class GrammarMatcher:
                      limits, rollback)
         fresh.st_ready = True  # stack_free is safe on the zeroed or partly built stack
         stack_init(&fresh.st)
+        if fresh.at.c.call_budget != NULL:  # token budgets: deadlines on the stack
+            stack_enable_budgets(&fresh.st)
         fresh._reset_state()
         fresh.ready = True
         # Python code ran above (__index__, warning filters, the allocator's GC): another
@@ -694,6 +697,7 @@ cdef class GrammarMatcher:
         view = data
         self.st.max_depth = current_max_depth()
         self.guard.work = 0
+        stack_budget_token(&self.st, 0)  # a string reads no token: it goes on the last one
         if view.shape[0] <= _ACCEPT_NOGIL_BYTES:
             ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0], &self.guard)
         else:
