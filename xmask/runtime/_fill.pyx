@@ -182,16 +182,16 @@ cdef int accept_token_id(StackC* st, const AutomatonC* a, const VocabC* v,
         off = v.tok_offsets[pos]
         walked = accept_bytes(st, a, v.tok_bytes + off, v.tok_offsets[pos + 1] - off, g)
     if a.n_token_sets == 0 or (g != NULL and g.crossed):
-        return _budget_end(st, base, walked)
+        return budget_end(st, base, walked)
     if guarded_token_step(st, a, base, <int32_t>tid, walked, g) > 0:
-        return _budget_end(st, base, 1)
+        return budget_end(st, base, 1)
     if g != NULL and g.crossed:
         stack_truncate(st, base)
         return 0
-    return _budget_end(st, base, walked)
+    return budget_end(st, base, walked)
 
 
-cdef inline int _budget_end(StackC* st, intp_t base, int ok) except -1 nogil:
+cdef int budget_end(StackC* st, intp_t base, int ok) except -1 nogil:
     # After a token: drop the paths whose token budget it spent; none left rejects the token.
     if ok and st.node_live != NULL and stack_budget_filter(st, st.tok_index) == 0:
         stack_truncate(st, base)
@@ -227,6 +227,19 @@ cdef inline bint _spent(const StackC* st, int32_t node) noexcept nogil:
     return st.node_live != NULL and st.node_dead[node] <= st.set_tok[st.depth - 1] + 1
 
 
+cdef bint _any_spent(const StackC* st) noexcept nogil:
+    # Whether a top of the newest set is _spent.  Then no cached accepted set is trusted: a
+    # state's entry covers the rules it calls, whose frames (called at this boundary, their
+    # budget counted from the last token) are tops of their own, maybe spent ones.
+    cdef intp_t i
+    if st.node_live == NULL:
+        return False
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        if st.tops[i] != 0 and _spent(st, st.tops[i]):
+            return True
+    return False
+
+
 cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     # Estimated work of fill_job, in uncertain tokens to check (see the module docstring).
     # Units: one uncertain token to check; a row-wide pass (memset, bitset OR) counts as
@@ -237,13 +250,11 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     cdef intp_t cost = row_pass
     cdef int32_t node
     cdef const CacheEntryC* e
-    if j.exact:
-        return j.v.n_sorted + row_pass
+    if j.exact or _any_spent(st):
+        return j.v.n_sorted + row_pass  # (every cached candidate is walked, see fill_job)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
-        if node != 0 and _spent(st, node):
-            cost += j.v.n_sorted  # its whole cached set is walked (see fill_job)
-        elif node != 0 and not _bytes_top(j.a, st, node):
+        if node != 0 and not _bytes_top(j.a, st, node):
             cost += row_pass  # a token edge: one bitset OR
         elif node != 0:
             e = cache_peek(j.c, st.node_state[node])
@@ -282,6 +293,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef intp_t top_begin = st.set_start[base - 1]
     cdef intp_t top_end = st.set_start[base]
     cdef intp_t i, k, n_real = 0, n_spent = 0
+    cdef bint spent
     cdef int32_t node
     cdef const int32_t* ids
     cdef const CacheEntryC* e
@@ -299,6 +311,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     scratch = tls.scratch
     pos_bits = tls.pos
     stack_budget_token(st, 1)  # (the walks below read the next token)
+    spent = _any_spent(st)
 
     if j.exact:
         for i in range(top_begin, top_end):
@@ -319,7 +332,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
             e = cache_entry(c, j.a, v, st.node_state[node])
-            if _spent(st, node):
+            if spent:  # walked on the real stack instead
                 _spent_positions(v, e, pos_bits, n_words)
                 n_spent += 1
                 continue
@@ -345,7 +358,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
         elif n_real + n_spent > 0:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
-                if node == 0 or not _bytes_top(j.a, st, node) or _spent(st, node):
+                if node == 0 or not _bytes_top(j.a, st, node) or spent:
                     continue
                 e = cache_peek(c, st.node_state[node])  # classified by the pass above
                 for k in range(e.n_unc):

@@ -30,7 +30,7 @@ from xmask.runtime._guard cimport (
 )
 from xmask.runtime._fill cimport (
     FillJob, fill_job, fill_cost, accept_bytes, accept_token_id, max_top_depth, update_exact,
-    current_max_depth, is_stop_id,
+    current_max_depth, is_stop_id, budget_end,
     set_max_depth, nogil_min_cost,
 )
 from xmask.runtime._draft_tree cimport check_tree, traverse_tree
@@ -687,6 +687,7 @@ cdef class GrammarMatcher:
         # accept_string on bytes `data`, the matcher entered; 1 if accepted.
         cdef const uint8_t[::1] view
         cdef int ok = 0
+        cdef intp_t base
         if self.terminated or self.guard.crossed:
             return 0
         if len(data) == 0:
@@ -697,12 +698,14 @@ cdef class GrammarMatcher:
         view = data
         self.st.max_depth = current_max_depth()
         self.guard.work = 0
-        stack_budget_token(&self.st, 0)  # a string reads no token: it goes on the last one
+        base = self.st.depth
+        stack_budget_token(&self.st, 1)  # a string counts as one token for budgets (XGrammar)
         if view.shape[0] <= _ACCEPT_NOGIL_BYTES:
             ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0], &self.guard)
         else:
             with nogil:
                 ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0], &self.guard)
+        ok = budget_end(&self.st, base, ok)
         if ok:
             self._push_token()
             if self._cap_units is not None:
