@@ -253,7 +253,7 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     cdef intp_t cost = row_pass
     cdef int32_t node
     cdef const CacheEntryC* e
-    if j.exact or _any_spent(st):
+    if j.exact or (st.node_live != NULL and _any_spent(st)):
         return j.v.n_sorted + row_pass  # (every cached candidate is walked, see fill_job)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
@@ -313,8 +313,10 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             raise MemoryError("xmask: no memory for the fill's per-thread buffers")
     scratch = tls.scratch
     pos_bits = tls.pos
-    stack_budget_token(st, 1)  # (the walks below read the next token)
-    spent = _any_spent(st)
+    spent = False
+    if st.node_live != NULL:
+        stack_budget_token(st, 1)  # (the walks below read the next token)
+        spent = _any_spent(st)
     if spent and j.guard != NULL:
         # every cached candidate is walked (~an exact fill through dense text): allow it the
         # work of walking the vocabulary on top of the per-call cap (RuntimeLimits, README)
@@ -408,6 +410,7 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
     cdef int32_t tid
     cdef bint ok
     cdef int32_t last = st.tok_index  # (the fill set it: the token being checked)
+    cdef bint budgets = st.node_live != NULL
     bits = 0
     while True:
         # next position in ascending order
@@ -457,7 +460,7 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
         if ok:
             reached = length
             dead_at = -1
-            if st.node_live == NULL or stack_budget_alive(st, last):
+            if not budgets or stack_budget_alive(st, last):
                 bitset_set(row, tid)
         else:
             reached = d
