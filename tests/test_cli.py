@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import require_module
 
 import xmask
 from xmask.__main__ import main
@@ -81,3 +82,12 @@ def test_help_is_plain_text():
     for command in ("demo", "compile", "inspect", "bench"):
         assert command in out.stdout
     assert "``" not in out.stdout and ":func:" not in out.stdout
+
+
+def test_precompute_shows_a_progress_bar_on_a_terminal(schema_file, capsys, monkeypatch):
+    require_module("tqdm")  # the bar's optional dependency (in the [test] extra)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["compile", str(schema_file), "--precompute"]) == 0
+    captured = capsys.readouterr()
+    assert "classifying states" in captured.err and "100%" in captured.err
+    assert "pending 0" in captured.out

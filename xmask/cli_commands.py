@@ -16,6 +16,7 @@ Example (from a shell)::
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import statistics
 import sys
@@ -95,6 +96,24 @@ def _rule_table(compiled) -> List[dict]:
     return sorted(rows.values(), key=lambda r: -r["bytes"])
 
 
+def precompute_with_progress(compiled) -> None:
+    """Classify every state of ``compiled`` on all cores, with a progress bar on stderr when
+    ``tqdm`` is installed and stderr is a terminal (a big grammar's warm-up takes seconds)."""
+    threads = os.cpu_count() or 1
+    try:  # optional dependency
+        from tqdm import tqdm
+    except ImportError:
+        compiled.precompute(max_threads=threads)
+        return
+    with tqdm(total=0, desc="classifying states", unit="walk",
+              disable=not sys.stderr.isatty()) as bar:
+        def update(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        compiled.precompute(max_threads=threads, progress=update)
+
+
 def run_compile(args) -> int:
     """``compile``: compile time, states, cache memory, uncertain tokens; ``--output`` writes
     the serialized compiled grammar."""
@@ -103,9 +122,11 @@ def run_compile(args) -> int:
     path = pathlib.Path(args.grammar)
     kind = guess_kind(path, args.kind)
     _, info, source = load_tokenizer(args.tokenizer)
-    compiler = xmask.GrammarCompiler(info, cache_enabled=False, precompute=args.precompute)
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
     t0 = time.perf_counter()
     compiled = compile_file(compiler, path, kind)
+    if args.precompute:
+        precompute_with_progress(compiled)
     ms = (time.perf_counter() - t0) * 1000
     s = compiled.cache_summary()
     uncertain = sum(r.uncertain for r in compiled.cache_stats())
@@ -132,8 +153,8 @@ def run_inspect(args) -> int:
     path = pathlib.Path(args.grammar)
     kind = guess_kind(path, args.kind)
     _, info, source = load_tokenizer(args.tokenizer)
-    compiled = compile_file(xmask.GrammarCompiler(info, cache_enabled=False, precompute=True),
-                            path, kind)
+    compiled = compile_file(xmask.GrammarCompiler(info, cache_enabled=False), path, kind)
+    precompute_with_progress(compiled)
     rows = _rule_table(compiled)
     total = sum(r["bytes"] for r in rows)
     print(f"{path.name} ({kind}), tokenizer {source}: {len(rows)} rules with top states, "

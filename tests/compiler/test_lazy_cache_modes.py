@@ -124,6 +124,27 @@ def test_precompute_with_any_threads_equals_an_eager_compile(case):
         assert g.memory_size_bytes == eager1.memory_size_bytes
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_precompute_progress_counts_up_to_every_walk_and_changes_no_entry(threads):
+    t = tok("llama3")
+    case = "mb-Github_hard---o74005"
+    calls = []
+    g = compile_case(t.compiler(), case).precompute(
+        max_threads=threads, progress=lambda done, total: calls.append((done, total)))
+    eager = compile_case(t.compiler(precompute=True), case)
+    assert g.cache_summary() == eager.cache_summary() and g.cache_stats() == eager.cache_stats()
+    totals = {total for _, total in calls}
+    done = [d for d, _ in calls]
+    assert len(totals) == 1 and len(calls) > 1, calls  # chunked: a bar has something to show
+    assert done == sorted(done) and done[-1] == totals.pop() and len(set(done)) == len(done)
+    # nothing left to classify: one call saying so, not a silent bar
+    again = []
+    g.precompute(progress=lambda done, total: again.append((done, total)))
+    assert again == [(0, 0)]
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        g.precompute(progress=5)
+
+
 def test_precompute_rejects_bad_max_threads():
     t = tok("llama3")
     g = compile_case(t.compiler(), "gbnf-arithmetic")

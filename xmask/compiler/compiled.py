@@ -207,7 +207,7 @@ class CompiledGrammar:
     def compile_seconds(self) -> float:
         return self._compile_seconds
 
-    def precompute(self, max_threads: int = 1) -> "CompiledGrammar":
+    def precompute(self, max_threads: int = 1, progress=None) -> "CompiledGrammar":
         """Classify every state the token-mask cache has not classified yet (the warm-up mode)
         and return ``self``.
 
@@ -218,7 +218,8 @@ class CompiledGrammar:
         Bounded like a compile: past ``CompileLimits.max_compile_seconds`` of the compiler
         that built the grammar (the default limits for a deserialized one) it raises
         ``GrammarLimitError``, keeping what it classified.  Idempotent; safe while matchers
-        use the grammar.
+        use the grammar.  ``progress(done, total)`` (optional, e.g. a progress bar's update)
+        is called as the walks advance: ``done`` of ``total`` distinct walks finished.
 
         Example::
 
@@ -228,9 +229,11 @@ class CompiledGrammar:
         """
         if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
             raise ValueError(f"max_threads must be an int >= 1, got {max_threads!r}")
+        if progress is not None and not callable(progress):
+            raise TypeError(f"progress must be a callable (done, total), got {progress!r}")
         with compile_deadline(self._limits.max_compile_seconds):
             precompute_mask_cache(self._mask_cache, self._automaton, self._automaton_tables,
-                                  self._vocab_tables, max_threads=max_threads)
+                                  self._vocab_tables, max_threads=max_threads, progress=progress)
         return self
 
     def cache_summary(self) -> dict:

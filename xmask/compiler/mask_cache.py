@@ -145,19 +145,29 @@ def new_mask_cache(automaton, limits=None) -> MaskCache:
 
 
 def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_tables,
-                          max_threads: int = 1) -> None:
+                          max_threads: int = 1, progress=None) -> None:
     """Classify every top-capable state not classified yet (the warm-up mode), on up to
     ``max_threads`` C threads, under the compile deadline in force (``GrammarLimitError`` past
-    it).  States that no token can tell apart share one walk (``token_equivalent_states``)."""
+    it).  States that no token can tell apart share one walk (``token_equivalent_states``).
+    ``progress(done, total)``, when given, is called after each chunk of walks (about 1% of
+    them, at least a few per thread: one C call per chunk keeps the threads busy)."""
     tops = top_states(automaton)
     if cache.summary()[0] == len(tops):
+        if progress is not None:
+            progress(0, 0)
         return  # all classified (by fills or an earlier call): nothing to walk
     rep = token_equivalent_states(automaton, int(vocab_tables.max_token_len) + 1)
     reps = np.unique(rep[tops]).astype(np.int32)
     limit = deadline.current()
-    if not cache.precompute(automaton_tables, vocab_tables, reps, max(1, int(max_threads)),
-                            limit[0] if limit is not None else 0.0):
-        deadline.check(limit)  # raises: the deadline passed inside the C loop
+    threads = max(1, int(max_threads))
+    step = len(reps) if progress is None else max(4 * threads, -(-len(reps) // 100))
+    for start in range(0, len(reps), step):
+        chunk = reps[start:start + step]
+        if not cache.precompute(automaton_tables, vocab_tables, chunk, threads,
+                                limit[0] if limit is not None else 0.0):
+            deadline.check(limit)  # raises: the deadline passed inside the C loop
+        if progress is not None:
+            progress(start + len(chunk), len(reps))
     members = tops[rep[tops] != tops]
     cache.share(members, rep[members])
 
