@@ -167,6 +167,27 @@ def test_rollback_and_fork_across_the_budget_boundary(tok):
     assert child.accept_token(bang) and child.is_completed()
 
 
+def test_batch_fill_and_draft_tree_see_the_budget(tok):
+    compiled = tok.compiler.compile_grammar('root ::= "." a "!"\na[max_tokens=2] ::= [a-z]*')
+    ids = [tok.encode(s)[0] for s in (".", "ab", "cd")]
+    matchers = []
+    for k in range(len(ids) + 1):
+        m = xmask.GrammarMatcher(compiled)
+        assert all(m.accept_token(t) for t in ids[:k])
+        matchers.append(m)
+    refs = np.stack([tok.rows(m)[1] for m in matchers])
+    batch = np.zeros_like(refs)
+    xmask.BatchGrammarMatcher(max_threads=2).batch_fill_next_token_bitmask(matchers, batch)
+    assert (batch == refs).all()
+    # a chain draft tree from the start: node i's row is the mask after ids[:i]
+    rows = np.zeros_like(refs)
+    n = len(ids) + 1
+    nxt = np.array(list(range(1, n)) + [-1])
+    assert xmask.GrammarMatcher(compiled).traverse_draft_tree(
+        nxt, np.full(n, -1), np.array([0] + ids), rows)
+    assert (rows == refs).all()
+
+
 # ----------------------------------------------------------------- deliberate differences
 
 def test_a_token_after_which_the_rule_cannot_end_is_masked(tok):
@@ -227,22 +248,27 @@ XG_CASES = [
 ]
 
 
+_XGR_COMPILERS = {}
+
+
 @pytest.mark.parametrize("case", range(len(XG_CASES)))
 def test_agrees_with_xgrammar(tok, case):
     xgr = pytest.importorskip("xgrammar")
     source, alphabet = XG_CASES[case]
     vocab = _vocab(tok)
     letters = [vocab[a.encode()] for a in alphabet if a.encode() in vocab]
-    xinfo = xgr.TokenizerInfo.from_huggingface(
-        _hf(tok), vocab_size=tok.info.vocab_size, stop_token_ids=list(tok.info.stop_token_ids))
-    xcomp = xgr.GrammarCompiler(xinfo)
+    if tok.name not in _XGR_COMPILERS:
+        xinfo = xgr.TokenizerInfo.from_huggingface(
+            _hf(tok), vocab_size=tok.info.vocab_size, stop_token_ids=list(tok.info.stop_token_ids))
+        _XGR_COMPILERS[tok.name] = xgr.GrammarCompiler(xinfo)
+    xcomp = _XGR_COMPILERS[tok.name]
     structural = source.startswith("{")
     xcg = xcomp.compile_structural_tag(source) if structural else xcomp.compile_grammar(source)
     mcg = (tok.compiler.compile_structural_tag(source) if structural
            else tok.compiler.compile_grammar(source))
     rnd = random.Random(case)
     xrow = xgr.allocate_token_bitmask(1, tok.info.vocab_size)
-    for _ in range(120):
+    for _ in range(80):
         ids = [rnd.choice(letters) for _ in range(rnd.randint(1, 9))]
         xm = xgr.GrammarMatcher(xcg)
         mine = []

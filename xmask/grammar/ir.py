@@ -120,7 +120,14 @@ class Grammar:
     def budgets(self) -> Dict[str, int]:
         """Rule name -> token budget for the rules with a ``max_tokens`` attribute that the
         compiler could not lower (text rules): the matcher enforces them token by token (see
-        ``xmask.grammar.rule_attributes``)."""
+        ``xmask.grammar.rule_attributes``).
+
+        Example::
+
+            >>> from xmask.grammar.ebnf import parse_ebnf
+            >>> parse_ebnf('root ::= "(" a ")"\\na[max_tokens=3] ::= [a-z]*').budgets
+            {'a': 3}
+        """
         return dict(self._budgets)
 
     @property

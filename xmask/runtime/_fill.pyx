@@ -40,7 +40,7 @@ cdef extern from *:
 
 cdef intp_t _nogil_min_cost = 20000
 # Work units a fill whose token budget ends may spend per vocabulary token beyond the cap:
-# walking dense text from a few tops measured ~7 per token (Qwen2.5, any_text in a tag).
+# walking dense text from a few tops measured ~8-9 per token (Llama-3, Qwen2.5: any_text).
 cdef intp_t _SPENT_WORK_PER_TOKEN = 16
 
 # Per-thread fill buffers: a row-sized scratch (contents undefined between fills) and the
