@@ -24,13 +24,14 @@ benchmarks.
 """
 
 from libc.string cimport memset, memcpy
+from libc.stdlib cimport malloc, calloc, free
 from libc.stdint cimport int64_t
 
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
-from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
+from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN, XM_FLAG_FINAL
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
 from xmask.runtime._stack cimport (stack_truncate, stack_budget_token, stack_budget_filter,
-                                   stack_budget_alive)
+                                   stack_budget_alive, stack_start_many, stack_step)
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._classify cimport CacheEntryC
 from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
@@ -296,7 +297,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef intp_t top_begin = st.set_start[base - 1]
     cdef intp_t top_end = st.set_start[base]
     cdef intp_t i, k, n_real = 0, n_spent = 0
-    cdef bint spent
+    cdef bint spent, fast = False
+    cdef SpentScratch sp
     cdef int32_t node
     cdef const int32_t* ids
     cdef const CacheEntryC* e
@@ -317,7 +319,10 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     if st.node_live != NULL:
         stack_budget_token(st, 1)  # (the walks below read the next token)
         spent = _any_spent(st)
-    if spent and j.guard != NULL:
+    if spent and not j.exact:
+        memset(&sp, 0, sizeof(SpentScratch))
+        fast = _spent_fast_usable(st, j.a, v, &sp)
+    if spent and not fast and j.guard != NULL:
         # every cached candidate is walked (~an exact fill through dense text): allow it the
         # work of walking the vocabulary on top of the per-call cap (RuntimeLimits, README)
         j.guard.work -= v.n_sorted * _SPENT_WORK_PER_TOKEN
@@ -341,8 +346,12 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
             e = cache_entry(c, j.a, v, st.node_state[node])
-            if spent:  # walked on the real stack instead
+            if spent and not fast:  # walked on the real stack instead
                 _spent_positions(v, e, pos_bits, n_words)
+                n_spent += 1
+                continue
+            if fast and _spent(st, node):
+                _spent_fast_top(st, j.a, v, &sp, node, e, row, pos_bits, j.guard)
                 n_spent += 1
                 continue
             n_real += 1
@@ -367,13 +376,16 @@ cdef int fill_job(FillJob* j) except -1 nogil:
         elif n_real + n_spent > 0:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
-                if node == 0 or not _bytes_top(j.a, st, node) or spent:
+                if node == 0 or not _bytes_top(j.a, st, node) or (
+                        spent and (not fast or _spent(st, node))):
                     continue
                 e = cache_peek(c, st.node_state[node])  # classified by the pass above
                 for k in range(e.n_unc):
                     bitset_set(pos_bits, e.unc[k])
             _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)
     stack_truncate(st, base)
+    if fast:
+        _spent_scratch_free(&sp)
     tls.dirty = 0  # _check_uncertain left pos_bits all-zero
     if j.guard != NULL and j.guard.crossed:
         memset(row, 0, <size_t>n_words * sizeof(word_t))
@@ -532,4 +544,249 @@ cdef int _budget_token_sets(StackC* st, const AutomatonC* a, const VocabC* v, wo
                 if accept_token_id(st, a, v, tid, NULL):
                     bitset_set(row, tid)
                     stack_truncate(st, base)
+    return 0
+
+
+
+# ---- the last token of a budget, fast ---------------------------------------------------------
+# A spent top x = (s, M) sits right on its budget's marker M (deadline <= the next token), in a
+# frame whose region (the states s reaches by bytes and tail calls) makes no other call.  A
+# token is allowed through x iff a path leaves the frame by the token's end: read inside the
+# frame, the path is a set of states over M (frame-local, no stack), allowed when a final state
+# is left at the end (the closure pops to M's parent P, whose paths must all be alive); a path
+# that could leave mid-token (a final state and a next byte that can start what follows M) and
+# every uncertain token go to the real walk.  So the candidates cost table lookups, not stack
+# steps.  Any other spent top (nested frames, merged parents, rules with a budget of 1, whose
+# calls at the boundary are spent at once and make every cached set suspect) takes the full walk.
+
+cdef enum:
+    _FRAME_MAX = 16          # states of one frame-local set
+    _REGION_MAX = 4096       # states a frame region may have
+
+
+ctypedef struct SpentScratch:
+    int32_t* sets            # [(max_token_len + 1) * _FRAME_MAX] state set after d bytes
+    int32_t* sizes           # [max_token_len + 1] its size, -1: too many states (real walk)
+    uint8_t* bail            # [max_token_len + 1] the path could have left mid-token by then
+    word_t* cand             # [pos_words] candidate positions of one top
+    uint8_t* seen            # [n_states] region check
+    int32_t* work            # [n_states]
+    uint8_t first[256]       # bytes that can follow the spent frames (over-approximated)
+
+
+cdef void _spent_scratch_free(SpentScratch* sp) noexcept nogil:
+    free(sp.sets)
+    free(sp.sizes)
+    free(sp.bail)
+    free(sp.cand)
+    free(sp.seen)
+    free(sp.work)
+    memset(sp, 0, sizeof(SpentScratch))
+
+
+cdef bint _region_ok(const AutomatonC* a, int32_t s0, SpentScratch* sp) noexcept nogil:
+    # Whether every state s0 reaches by bytes and tail calls makes tail calls only.
+    cdef intp_t n = 1, count = 1, k, c
+    cdef int32_t x, t
+    memset(sp.seen, 0, <size_t>a.n_states)
+    sp.work[0] = s0
+    sp.seen[s0] = 1
+    while n > 0:
+        n -= 1
+        x = sp.work[n]
+        for k in range(a.call_offsets[x], a.call_offsets[x + 1]):
+            if a.call_ret[k] >= 0:
+                return False
+            t = a.call_target[k]
+            if not sp.seen[t]:
+                sp.seen[t] = 1
+                sp.work[n] = t
+                n += 1
+                count += 1
+        for c in range(a.n_classes):
+            t = a.trans[x * a.n_classes + c]
+            if t >= 0 and not sp.seen[t]:
+                sp.seen[t] = 1
+                sp.work[n] = t
+                n += 1
+                count += 1
+        if count > _REGION_MAX:
+            return False
+    return True
+
+
+cdef bint _spent_fast_usable(StackC* st, const AutomatonC* a, const VocabC* v,
+                             SpentScratch* sp) except -1 nogil:
+    # Whether every spent top qualifies for _spent_fast_top; then sp is ready (buffers, the
+    # bytes that can follow each spent frame) and the caller frees it.
+    cdef intp_t i, base = st.depth, depth_len = v.max_token_len + 1
+    cdef int32_t x, m, p, last = st.tok_index
+    if a.min_call_budget < 2:
+        return False
+    sp.seen = <uint8_t*>malloc(<size_t>a.n_states)
+    sp.work = <int32_t*>malloc(<size_t>a.n_states * sizeof(int32_t))
+    sp.sets = <int32_t*>malloc(<size_t>(depth_len * _FRAME_MAX) * sizeof(int32_t))
+    sp.sizes = <int32_t*>malloc(<size_t>depth_len * sizeof(int32_t))
+    sp.bail = <uint8_t*>malloc(<size_t>depth_len)
+    sp.cand = <word_t*>calloc(<size_t>((v.n_sorted + 31) >> 5) + 1, sizeof(word_t))
+    if (sp.seen == NULL or sp.work == NULL or sp.sets == NULL or sp.sizes == NULL
+            or sp.bail == NULL or sp.cand == NULL):
+        _spent_scratch_free(sp)
+        with gil:
+            raise MemoryError()
+    for i in range(st.set_start[base - 1], st.set_start[base]):
+        x = st.tops[i]
+        if x == 0 or not _spent(st, x):
+            continue
+        m = st.node_parent[x]
+        if m < 2 or st.node_state[m] >= -1 or -3 - st.node_state[m] > last:
+            break  # not right on its spent marker
+        p = st.node_parent[m]
+        if p < 0 or st.node_dead[p] <= last or not _region_ok(a, st.node_state[x], sp):
+            break
+        _follow_bytes(st, a, p, sp.first)
+    else:
+        return True
+    _spent_scratch_free(sp)
+    return False
+
+
+cdef int _follow_bytes(StackC* st, const AutomatonC* a, int32_t p, uint8_t* first) except -1 nogil:
+    # OR into first[] the bytes the stack popped to p can read next (its closure's steps).
+    cdef intp_t base = st.depth, b
+    cdef int32_t s
+    if p < 2:
+        return 0  # the end of the grammar: nothing follows
+    s = st.node_state[p]
+    stack_start_many(st, a, &s, 1, st.node_parent[p])
+    for b in range(256):
+        if not first[b] and stack_step(st, a, <uint8_t>b) > 0:
+            first[b] = 1
+            stack_truncate(st, base + 1)
+    stack_truncate(st, base)
+    return 0
+
+
+cdef inline intp_t _fl_close(const AutomatonC* a, int32_t* S, intp_t n) noexcept nogil:
+    # Close S[0:n] over (tail) calls in place; the new size, or -1 past _FRAME_MAX states.
+    cdef intp_t i = 0, j, k
+    cdef int32_t t
+    while i < n:
+        for k in range(a.call_offsets[S[i]], a.call_offsets[S[i] + 1]):
+            t = a.call_target[k]
+            for j in range(n):
+                if S[j] == t:
+                    break
+            else:
+                if n == _FRAME_MAX:
+                    return -1
+                S[n] = t
+                n += 1
+        i += 1
+    return n
+
+
+cdef inline bint _fl_final(const AutomatonC* a, const int32_t* S, intp_t n) noexcept nogil:
+    cdef intp_t i
+    for i in range(n):
+        if a.flags[S[i]] & XM_FLAG_FINAL:
+            return True
+    return False
+
+
+cdef int _spent_fast_top(StackC* st, const AutomatonC* a, const VocabC* v, SpentScratch* sp,
+                         int32_t x, const CacheEntryC* e, word_t* row, word_t* pos_bits,
+                         GuardC* g) except -1 nogil:
+    # Allow the tokens x lets leave its spent frame by their end; queue for the real walk
+    # (pos_bits) those that may leave mid-token, and x's uncertain ones.
+    cdef intp_t pos_words = (v.n_sorted + 31) >> 5, n_words = v.n_words
+    cdef intp_t k, w, p, d, length, lcp, lim, reached = 0, prev_off = 0, prev_len = 0, m, n_out
+    cdef int64_t off
+    cdef int32_t tid, cls, t
+    cdef const int32_t* ids = e.data
+    cdef const word_t* bits
+    cdef int32_t* S
+    cdef int32_t* out
+    cdef word_t wbits
+    cdef uint8_t byte
+    # the candidates: accepted positions (the uncertain ones go to the real walk)
+    if e.kind == XM_KIND_ACCEPTED:
+        for k in range(e.n_data):
+            p = v.id_pos[ids[k]]
+            if p >= 0:
+                bitset_set(sp.cand, p)
+    elif e.kind == XM_KIND_BITSET:
+        bits = <const word_t*>ids
+        for w in range(n_words):
+            wbits = bits[w]
+            while wbits:
+                p = v.id_pos[(w << 5) + __builtin_ctz(wbits)]
+                wbits &= wbits - 1
+                if p >= 0:
+                    bitset_set(sp.cand, p)
+    else:
+        for k in range(v.n_sorted >> 5):
+            sp.cand[k] = <word_t>0xFFFFFFFF
+        for p in range(v.n_sorted & ~(<intp_t>31), v.n_sorted):
+            bitset_set(sp.cand, p)
+        for k in range(e.n_data):
+            p = v.id_pos[ids[k]]
+            if p >= 0:
+                bitset_clear(sp.cand, p)
+    for k in range(e.n_unc):
+        bitset_clear(sp.cand, e.unc[k])
+        bitset_set(pos_bits, e.unc[k])
+    # depth 0: x's state closed over its tail calls
+    sp.sets[0] = st.node_state[x]
+    sp.sizes[0] = <int32_t>_fl_close(a, sp.sets, 1)
+    sp.bail[0] = 0
+    for w in range(pos_words):
+        wbits = sp.cand[w]
+        sp.cand[w] = 0
+        while wbits:
+            p = (w << 5) + __builtin_ctz(wbits)
+            wbits &= wbits - 1
+            tid = v.sorted_ids[p]
+            if g != NULL:
+                g.work += 1
+            if bitset_test(row, tid):
+                continue
+            off = v.tok_offsets[p]
+            length = v.tok_offsets[p + 1] - off
+            lcp = 0
+            lim = prev_len if prev_len < length else length
+            while lcp < lim and v.tok_bytes[prev_off + lcp] == v.tok_bytes[off + lcp]:
+                lcp += 1
+            prev_off = off
+            prev_len = length
+            d = lcp if lcp < reached else reached
+            while d < length:
+                byte = v.tok_bytes[off + d]
+                S = sp.sets + d * _FRAME_MAX
+                out = S + _FRAME_MAX
+                m = sp.sizes[d]
+                sp.bail[d + 1] = sp.bail[d] or (d >= 1 and m > 0 and sp.first[byte]
+                                               and _fl_final(a, S, m))
+                if m <= 0:
+                    sp.sizes[d + 1] = m
+                else:
+                    cls = a.byte_class[byte]
+                    n_out = 0
+                    for k in range(m):
+                        t = a.trans[S[k] * a.n_classes + cls]
+                        if t >= 0:
+                            for lim in range(n_out):
+                                if out[lim] == t:
+                                    break
+                            else:
+                                out[n_out] = t
+                                n_out += 1
+                    sp.sizes[d + 1] = <int32_t>_fl_close(a, out, n_out)
+                d += 1
+            reached = length
+            m = sp.sizes[length]
+            if m > 0 and _fl_final(a, sp.sets + length * _FRAME_MAX, m):
+                bitset_set(row, tid)  # leaves the frame at the token's end
+            elif m < 0 or sp.bail[length]:
+                bitset_set(pos_bits, p)  # the real walk decides
     return 0

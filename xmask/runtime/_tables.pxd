@@ -16,6 +16,7 @@ ctypedef struct AutomatonC:
     const int32_t* call_target     # callee start state
     const int32_t* call_ret        # return state, -1 = tail call (return to our caller)
     const int32_t* call_budget     # token budget of the callee (-1: none); NULL: no budgets
+    int32_t min_call_budget        # the least of them (0x7FFFFFFF without budgets)
     # Token edges (whole-token grammar elements, xmask/compiler/token_rules.py): a state with
     # XM_FLAG_TOKEN reads one whole token whose id is in its set, to token_target[state].
     const int32_t* token_set_of    # [n_states] token set of the state's token edge, or -1

@@ -78,6 +78,7 @@ cdef class AutomatonTables:
     cdef int _set_budgets(self, automaton) except -1:
         # Per call edge, the token budget of the callee rule (NULL: the grammar has none).
         self.c.call_budget = NULL
+        self.c.min_call_budget = 0x7FFFFFFF
         budget = getattr(automaton, "rule_budget", None)
         if budget is None or not (np.asarray(budget) >= 0).any():
             return 0
@@ -90,8 +91,13 @@ cdef class AutomatonTables:
         own = _own({"call_budget": np.asarray(budget, dtype=np.int32)[rule_of[target]]},
                    {"call_budget": np.int32})
         self.arrays["call_budget"] = own["call_budget"][0]
+        cb = own["call_budget"][0]
         if own["call_budget"][1]:
+            if ((cb >= 0) & (np.asarray(self.arrays["call_ret"]) < 0)).any():
+                raise ValueError("a budgeted rule is tail-called")
             self.c.call_budget = _i32(own["call_budget"])
+            if (cb >= 0).any():
+                self.c.min_call_budget = int(cb[cb >= 0].min())
         return 0
 
     cdef int _set_token_edges(self, automaton) except -1:
