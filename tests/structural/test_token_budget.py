@@ -106,11 +106,14 @@ def test_ebnf_rule_budget_over_text(tok):
     assert len(four) == 6 and not _verdict(compiled, four)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3])
-def test_budgets_ending_inside_tokens_follow_the_oracle(tok, n):
+@pytest.mark.parametrize("n,body", [(1, "[a-z ]*"), (2, "[a-z ]*"), (3, "[a-z ]*"),
+                                    (2, 'w*\nw ::= [a-z ] | "(" w* ")"')])
+def test_budgets_ending_inside_tokens_follow_the_oracle(tok, n, body):
     # Random tokenizations: the entering token carries bytes of the rule, tokens cross out of
-    # it; every verdict is the oracle's and every mask the reference's.
-    compiled = tok.compiler.compile_grammar(f'root ::= "x=" a ";"\na[max_tokens={n}] ::= [a-z ]*')
+    # it; every verdict is the oracle's and every mask the reference's (a frame that calls
+    # another rule takes the full walk at the budget's last token, the others the frame-local
+    # check).
+    compiled = tok.compiler.compile_grammar(f'root ::= "x=" a ";"\na[max_tokens={n}] ::= {body}')
     rnd = random.Random(n)
     text = "x=ab cd e;"
     begin, end = 2, len(text) - 1
