@@ -6,7 +6,10 @@ once; tops with a token edge (``Token(...)`` elements) add their token set with 
 ``accept_token_id`` is the one token step (bytes UNION token edges) of accept_token, draft
 trees and the slow reference.  Near the recursion bound (``xmask.set_max_recursion_depth``) the
 cache may allow a token that would need a stack deeper than the bound, so there every token is
-checked on the real stack (``FillJob.exact``).  Everything here runs without the GIL; the only GIL use is raising
+checked on the real stack (``FillJob.exact``).  With token budgets (``rule[max_tokens=n]`` over
+text) a token that spends a budget must leave that rule by its end: ``accept_token_id`` drops
+the paths that did not (``stack_budget_filter``), and a fill whose next token ends a budget
+checks candidates instead of trusting cached sets (see "the last token of a budget" below).  Everything here runs without the GIL; the only GIL use is raising
 MemoryError when the stack arena cannot grow.
 
 GIL policy (``nogil_min_cost``): releasing and re-taking the GIL costs ~5 us when no other
