@@ -213,6 +213,12 @@ def test_budgets_hold_in_accept_string(tok):
     assert m.accept_string("cd")  # one token, as in XGrammar (its token index advances)
     assert not m.accept_string("ef") and not m.accept_token(tok.encode("ef")[0])
     assert m.accept_string("!") and m.is_completed()
+    # an empty string counts too (XGrammar's token index advances)
+    m = xmask.GrammarMatcher(compiled)
+    for s in (".", "ab"):
+        assert m.accept_token(tok.encode(s)[0])
+    assert m.accept_string("") and not m.accept_token(tok.encode("cd")[0])
+    assert m.accept_token(tok.encode("!")[0]) and m.is_completed()
 
 
 # ------------------------------------------------------------------------- the surface

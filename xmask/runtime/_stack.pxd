@@ -137,6 +137,7 @@ cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil
 cdef int stack_enable_budgets(StackC* st) except -1 nogil
 cdef intp_t stack_budget_filter(StackC* st, int32_t last) except -1 nogil
 cdef bint stack_budget_alive(const StackC* st, int32_t last) noexcept nogil
+cdef int stack_repeat_set(StackC* st) except -1 nogil
 
 
 cdef inline void stack_budget_token(StackC* st, int32_t plus) noexcept nogil:

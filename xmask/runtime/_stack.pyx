@@ -1134,3 +1134,14 @@ cdef bint stack_budget_alive(const StackC* st, int32_t last) noexcept nogil:
         if st.node_live[st.tops[i]] > last:
             return True
     return False
+
+
+cdef int stack_repeat_set(StackC* st) except -1 nogil:
+    # Append a copy of the newest top set: an input that reads nothing but counts as a token
+    # (an empty accept_string, for budgets).
+    cdef intp_t b = st.set_start[st.depth - 1], e = st.set_start[st.depth], i
+    _open_set(st)
+    for i in range(b, e):
+        _emit(st, st.tops[i])
+    _close_set(st)
+    return 0

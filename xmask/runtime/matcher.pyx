@@ -22,7 +22,7 @@ from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t, XM_FLAG_TOKE
 from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
     stack_init, stack_free, stack_reset, stack_start, stack_truncate, stack_clone,
-    stack_enable_budgets, stack_budget_token,
+    stack_enable_budgets, stack_budget_token, stack_repeat_set,
     stack_has_bottom, stack_drop_front, stack_memory_bytes,
 )
 from xmask.runtime._guard cimport (
@@ -691,6 +691,12 @@ cdef class GrammarMatcher:
         if self.terminated or self.guard.crossed:
             return 0
         if len(data) == 0:
+            if self.st.node_live != NULL:  # with budgets it still counts as a token (XGrammar)
+                base = self.st.depth
+                stack_budget_token(&self.st, 1)
+                stack_repeat_set(&self.st)
+                if not budget_end(&self.st, base, 1):
+                    return 0
             self._push_token()
             if self._cap_units is not None:
                 self._cap_units.append(b"")
