@@ -18,7 +18,7 @@ from stag_util import Tok, allowed
 
 import xmask
 from xmask.errors import GrammarError, InvalidStructuralTagError
-from xmask.runtime._stack import set_max_conflicts
+from xmask.runtime._stack_gss import set_max_conflicts
 
 
 @pytest.fixture(scope="module", params=["llama3", "qwen2.5"])

@@ -3,10 +3,12 @@
 # items it handled, plain nodes or GSS (state, parent) pairs, see StackC.work_count, plus the
 # stack nodes it created); crossing a cap records which one in
 # GuardC.crossed and makes the step fail (nothing appended), so the caller's call unwinds as if
-# the input were rejected.  Checked after each step: a call overshoots a cap by at most one step.
+# the input were rejected.  Checked after each step: a call overshoots a cap by at most one step,
+# except the work cap, which also bounds the closure items inside a step (StackC.step_budget).
 from xmask.runtime._types cimport int32_t, uint8_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
-from xmask.runtime._stack cimport StackC, stack_step, stack_token_step, stack_truncate
+from xmask.runtime._stack cimport StackC, stack_truncate
+from xmask.runtime._stack_gss cimport stack_step, stack_token_step
 
 cdef enum:
     XM_LIMIT_NONE = 0
@@ -41,6 +43,24 @@ cdef inline bint _guard_check(GuardC* g, const StackC* st, intp_t added) noexcep
     return g.crossed != XM_LIMIT_NONE
 
 
+cdef inline intp_t _budget(GuardC* g, StackC* st) noexcept nogil:
+    # Before a guarded step: the step may handle at most the call's remaining work in closure
+    # items (one step of an ambiguous grammar can otherwise need seconds); returns the item
+    # count so far, to charge the step's items to the call.
+    st.step_budget = g.max_work - g.work + 1 if g.max_work >= g.work else 1
+    return st.work_count
+
+
+cdef inline bint _step_over(GuardC* g, StackC* st) noexcept nogil:
+    # After a guarded step: unbounded again for unguarded callers; True (the work cap crossed)
+    # if the step was abandoned by its budget (then it appended nothing).
+    st.step_budget = 0
+    if st.step_over:
+        g.crossed = XM_LIMIT_WORK
+        return True
+    return False
+
+
 cdef inline intp_t guarded_step(StackC* st, const AutomatonC* a, uint8_t byte,
                                 GuardC* g) except -1 nogil:
     # stack_step under the guard g (NULL: unguarded).  0 if the byte is rejected or a cap is
@@ -51,9 +71,11 @@ cdef inline intp_t guarded_step(StackC* st, const AutomatonC* a, uint8_t byte,
     if g.crossed:
         return 0
     nodes = st.n_nodes
-    items = st.work_count
+    items = _budget(g, st)
     r = stack_step(st, a, byte)
     g.work += 1 + (st.work_count - items) + (st.n_nodes - nodes)
+    if _step_over(g, st):
+        return 0
     if r > 0 and _guard_check(g, st, r):
         stack_truncate(st, st.depth - 1)
         return 0
@@ -70,9 +92,11 @@ cdef inline intp_t guarded_token_step(StackC* st, const AutomatonC* a, intp_t fr
     if g.crossed:
         return 0
     nodes = st.n_nodes
-    items = st.work_count
+    items = _budget(g, st)
     r = stack_token_step(st, a, from_depth, tid, merge)
     g.work += (st.work_count - items) + (st.n_nodes - nodes)
+    if _step_over(g, st):
+        return 0
     if r > 0 and _guard_check(g, st, r):
         return 0
     return r
