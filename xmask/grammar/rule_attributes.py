@@ -8,7 +8,7 @@ shape), and keeps a text rule of at most ``n`` bytes unchanged (a token counts o
 starts inside the rule's match, as in XGrammar, so such a budget never binds).  Any other text
 rule keeps its body and gets a *runtime* token budget (``Grammar.budgets``): the compiler
 never inlines it and the matcher counts the tokens read inside each occurrence (see
-"token budgets" in ``xmask/runtime/_stack.pyx``).  ``max_tokens=0`` on a text rule raises (the rule could only
+``xmask/runtime/_stack_budget.pyx``).  ``max_tokens=0`` on a text rule raises (the rule could only
 read the rest of the token it starts in, which no cached mask can know), and so does a
 ``max_chars`` rule that uses a budgeted rule.
 
