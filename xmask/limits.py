@@ -118,7 +118,13 @@ class RuntimeLimits:
       arena holds millions of nodes (cache misses), so the default bounds a call to well under
       a second;
     * ``max_stack_depth``: frames of any stack top (None: no cap here; the process-wide
-      ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead).
+      ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead);
+    * ``max_stack_bytes``: heap bytes of the matcher's parse stack (arena, parent sets,
+      history, step scratch; what ``_memory_bytes()`` reports), checked whenever one of its
+      arrays grows, so across calls too.  Default 1 GiB.  JSON takes ~85 bytes per accepted
+      token (100k tokens ~8.5 MB; ``max_rollback_tokens`` drops older history), while
+      ``root ::= "a" root | "a" root "b" | ""`` keeps O(depth) parents per step, O(n^2)
+      bytes: ~270 MB at 9,000 'a'.
 
     Crossing a cap puts the matcher in a sticky error state: the call that crossed it changes
     no state (an accept returns False; a fill writes an all-zero row), and from then on every
@@ -157,6 +163,7 @@ class RuntimeLimits:
     max_stack_tops: int = 10_000
     max_work_per_call: int = 1_000_000
     max_stack_depth: Optional[int] = None
+    max_stack_bytes: int = 1 << 30
 
     def __post_init__(self):
         for f in fields(self):

@@ -28,6 +28,7 @@ from xmask.runtime._stack_budget cimport stack_enable_budgets, stack_repeat_set
 from xmask.runtime._stack_gss cimport stack_start
 from xmask.runtime._guard cimport (
     GuardC, guarded_step, XM_LIMIT_NONE, XM_LIMIT_TOPS, XM_LIMIT_WORK, XM_LIMIT_DEPTH,
+    XM_LIMIT_MEMORY,
 )
 from xmask.runtime._fill cimport (
     FillJob, fill_job, fill_cost, accept_bytes, accept_token_id, max_top_depth, update_exact,
@@ -375,6 +376,8 @@ cdef class GrammarMatcher:
         self.guard.max_tops = limits.max_stack_tops
         self.guard.max_work = limits.max_work_per_call
         self.guard.max_depth = 0 if limits.max_stack_depth is None else limits.max_stack_depth
+        self.guard.max_bytes = limits.max_stack_bytes
+        self.guard.caps_seen = -1  # the first guarded step measures
         self.guard.work = 0
         self.guard.crossed = XM_LIMIT_NONE
         self.max_rollback = max_rollback
@@ -1171,11 +1174,12 @@ cdef class GrammarMatcher:
 
 
 _LIMIT_NAMES = {XM_LIMIT_TOPS: "max_stack_tops", XM_LIMIT_WORK: "max_work_per_call",
-                XM_LIMIT_DEPTH: "max_stack_depth"}
+                XM_LIMIT_DEPTH: "max_stack_depth", XM_LIMIT_MEMORY: "max_stack_bytes"}
 _LIMIT_TEXT = {
     XM_LIMIT_TOPS: "the parser state grew past {} stack tops (an ambiguous grammar)",
     XM_LIMIT_WORK: "one call needed more than {} units of parsing work",
     XM_LIMIT_DEPTH: "a parse stack grew deeper than {} frames",
+    XM_LIMIT_MEMORY: "its parse stack needed more than {} bytes",
 }
 
 
