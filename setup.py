@@ -33,6 +33,7 @@ MODULES = [
     "xmask.runtime._tables",
     "xmask.runtime._stack",
     "xmask.runtime._stack_gss",
+    "xmask.runtime._stack_budget",
     "xmask.runtime._classify",
     "xmask.runtime._mask_cache",
     "xmask.runtime._fill",

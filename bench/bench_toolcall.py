@@ -21,6 +21,10 @@ For each tool count and engine, in one process:
   outside any call), ``arguments`` (inside a call's JSON arguments) and ``tags`` (the rest of a
   call: trigger, name, closing tag).
 
+``--think-budget N``: the message starts with a reasoning block ``<think>...</think>`` whose
+text is ``any_text`` with ``max_tokens: N`` (a runtime token budget), filled to exactly N tokens
+so the last one meets the budget's end (region ``think``; its p99/max show that step).
+
 Timing is time.perf_counter_ns around the Python call.  Nothing here asserts on timings.
 
 Usage:  python bench/bench_toolcall.py [--tools 1,16,128] [--tokenizer llama3] [--engines xmask,xgrammar]
@@ -82,12 +86,39 @@ def make_tools(n: int, seed: int = 0) -> list:
     return tools
 
 
-def structural_tag(tools: list) -> str:
+def structural_tag(tools: list, think_budget: int = 0) -> str:
     tags = [{"type": "tag", "begin": f'<tool_call>\n{{"name": "{t["name"]}", "arguments": ',
              "content": {"type": "json_schema", "json_schema": t["parameters"]},
              "end": "}\n</tool_call>"} for t in tools]
-    return json.dumps({"type": "structural_tag",
-                       "format": {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": tags}})
+    fmt = {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": tags}
+    if think_budget:
+        think = {"type": "tag", "begin": "<think>", "end": "</think>",
+                 "content": {"type": "any_text", "max_tokens": think_budget}}
+        fmt = {"type": "sequence", "elements": [think, fmt]}
+    return json.dumps({"type": "structural_tag", "format": fmt})
+
+
+THINKING = ("The user wants the weather and a booking, so I should call the two tools with the "
+            "arguments they gave; the city is clear, the dates need care, and nothing else is "
+            "needed before the calls. ") * 40
+
+
+def think_text(tok, budget: int) -> str:
+    """Reasoning text of exactly ``budget`` tokens inside ``<think>...</think>``."""
+    words = THINKING.split(" ")
+    lo, hi = 0, len(words)
+    while lo < hi:  # the most words whose block keeps the text within the budget
+        mid = (lo + hi + 1) // 2
+        if _inner_tokens(tok, " ".join(words[:mid])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo])
+
+
+def _inner_tokens(tok, text: str) -> int:
+    ids = tok.encode("<think>" + text + "</think>", add_special_tokens=False)
+    return len(ids) - len(tok.encode("<think></think>", add_special_tokens=False))
 
 
 def instance(schema: dict, rng: random.Random):
@@ -109,7 +140,7 @@ def instance(schema: dict, rng: random.Random):
     return rng.choice(["Paris", "a short note", "data/report.csv", "Zürich — 東京", "x"])
 
 
-def message(tools: list, seed: int = 1):
+def message(tools: list, seed: int = 1, think: str = None):
     """The assistant message and its regions as [(start, end, region)] character spans."""
     rng = random.Random(seed)
     parts, spans, pos = [], [], 0
@@ -119,6 +150,11 @@ def message(tools: list, seed: int = 1):
         parts.append(text)
         spans.append((pos, pos + len(text), region))
         pos += len(text)
+
+    if think is not None:
+        add("<think>", "tags")
+        add(think, "think")
+        add("</think>", "tags")
 
     add("Let me check both of those for you.\n", "free_text")
     for k, tool in enumerate(rng.sample(tools, min(2, len(tools))) if len(tools) > 1 else tools * 2):
@@ -159,7 +195,7 @@ def run_engine(engine, tag_text: str, ids, regions) -> dict:
     out["ttfm_ms"] = (t2 - t0) / 1e6
     for pass_name in ("first_pass", "second_pass"):
         m = mod.GrammarMatcher(compiled)
-        by_region: dict = {"all": [], "free_text": [], "arguments": [], "tags": []}
+        by_region: dict = {"all": [], "free_text": [], "arguments": [], "tags": [], "think": []}
         for tid, region in zip(ids, regions):
             t0 = perf()
             m.fill_next_token_bitmask(engine.bitmask, 0)
@@ -171,7 +207,7 @@ def run_engine(engine, tag_text: str, ids, regions) -> dict:
         m.fill_next_token_bitmask(engine.bitmask, 0)
         if not engine.allowed(engine.stop_id):
             return {**out, "error": f"{pass_name}: stop token not allowed at the end"}
-        out[pass_name] = {k: _stats(v) for k, v in by_region.items()}
+        out[pass_name] = {k: _stats(v) for k, v in by_region.items() if v or k != "think"}
     return out
 
 
@@ -214,6 +250,10 @@ def print_table(results: dict, engines: list) -> None:
             cols = [f"{f(s[k]['mean'], 2)}/{f(s[k]['p99'], 1)}" for k in ("all", "free_text", "arguments")]
             print(f"{n:>5}  {name:<9} {f(r['compile_ms']):>11} {f(r['ttfm_ms']):>9}  {cols[0]:>24} "
                   f"{cols[1]:>16} {cols[2]:>16}  {f(fp['mean'], 1) + '/' + f(fp['p99'], 0):>18}")
+            if "think" in s:
+                t = s["think"]
+                print(f"{'':>5}  {'':<9} think (budgeted any_text): mean {f(t['mean'], 2)} us, "
+                      f"p99 {f(t['p99'], 1)} us, max {f(t['max'], 1)} us over {t.get('n', '?')} tokens")
         a, b = per_engine.get("xmask", {}), per_engine.get("xgrammar", {})
         if "second_pass" in a and "second_pass" in b:
             print(f"{'':>5}  {'ratio':<9} compile xgrammar/xmask {b['compile_ms'] / a['compile_ms']:.1f}x, "
@@ -228,6 +268,8 @@ def main(argv=None):
     ap.add_argument("--engines", default="xmask,xgrammar")
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    ap.add_argument("--think-budget", type=int, default=0,
+                    help="prefix a <think> block of any_text with this max_tokens (0: none)")
     args = ap.parse_args(argv)
 
     from tokenizers import Tokenizer
@@ -245,8 +287,9 @@ def main(argv=None):
     results = {}
     for n in [int(x) for x in args.tools.split(",")]:
         tools = make_tools(n)
-        tag_text = structural_tag(tools)
-        text, spans = message(tools)
+        tag_text = structural_tag(tools, args.think_budget)
+        think = think_text(tok, args.think_budget) if args.think_budget else None
+        text, spans = message(tools, think=think)
         ids, regions = token_regions(tok, text, spans)
         results[n] = {}
         for engine in engines:

@@ -67,8 +67,8 @@ class JSONSchemaFormat(BaseModel):
 
 class AnyTextFormat(BaseModel):
     """Any text without the ``excludes`` substrings (and, inside a tag, without the tag's end
-    strings); at most ``max_chars`` code points.  xmask refuses ``max_tokens`` (it would need a
-    runtime token budget)."""
+    strings); at most ``max_chars`` code points and at most ``max_tokens`` tokens that start
+    inside the text (counted by the matcher; ``accept_string`` counts none)."""
 
     type: Literal["any_text"] = "any_text"
     excludes: List[str] = []

@@ -201,8 +201,8 @@ def test_max_tokens_on_a_token_rule():
 
 
 def test_rule_attribute_errors():
-    with pytest.raises(GrammarError, match=r"max_tokens on rule 'x' \(line 2, column 3\).*runtime token budget"):
-        parse_ebnf('root ::= x\nx[max_tokens=3] ::= [a-z]*')
+    with pytest.raises(GrammarError, match=r"max_tokens=0 on rule 'x' \(line 2, column 3\).*at least 1"):
+        parse_ebnf('root ::= x\nx[max_tokens=0] ::= [a-z]*')
     with pytest.raises(GrammarError, match="max_chars on rule 'x'.*whole tokens"):
         parse_ebnf('root ::= x\nx[max_chars=3] ::= Token(1)*')
     with pytest.raises(GrammarError, match="left-recursive"):
@@ -357,15 +357,59 @@ def _token_language(make, vocab, max_len=4):
                                     (3, '[abc] "b" [abc]?')])
 def test_max_tokens_on_short_text_never_binds(n, body):
     # a token counts only if it starts inside the rule's match, so a rule of at most n bytes
-    # is unchanged by max_tokens=n (XGrammar agrees); longer text still raises
+    # is unchanged by max_tokens=n (XGrammar agrees); longer text gets a runtime budget
     info = xmask.TokenizerInfo(TINY, stop_token_ids=[7])
     g = xmask.Grammar.from_ebnf(f'root ::= "a" r "x"\nr[max_tokens={n}] ::= {body}')
     assert g == xmask.Grammar.from_ebnf(f'root ::= "a" r "x"\nr ::= {body}')
-    with pytest.raises(xmask.GrammarError, match="runtime token budget"):
-        xmask.Grammar.from_ebnf(f'root ::= "a" r "x"\nr[max_tokens={n}] ::= {body} [abc]')
+    longer = f'root ::= "a" r "x"\nr[max_tokens={n}] ::= {body} [abc]'
+    if n == 0:
+        with pytest.raises(xmask.GrammarError, match="max_tokens=0"):
+            xmask.Grammar.from_ebnf(longer)
+    else:
+        assert xmask.Grammar.from_ebnf(longer).budgets == {"r": n}
     xgr = pytest.importorskip("xgrammar")
     cg = xmask.GrammarCompiler(info).compile_grammar(g)
     ref = xgr.GrammarCompiler(xgr.TokenizerInfo(TINY, stop_token_ids=[7])).compile_grammar(
         f'root ::= "a" r "x"\nr[max_tokens={n}] ::= {body}')
     mine = _token_language(lambda: xmask.GrammarMatcher(cg), TINY)
     assert mine == _token_language(lambda: xgr.GrammarMatcher(ref), TINY) and mine
+
+
+@pytest.mark.parametrize("source", [
+    'root ::= "a" r "x"\nr[max_tokens=2] ::= [abc]*',
+    'root ::= r "x"\nr[max_tokens=1] ::= [abc]*',
+    'root[max_tokens=3] ::= [abcx]*',
+    'root ::= (r "x")+\nr[max_tokens=2] ::= ([ab] | q)*\nq[max_tokens=1] ::= "c" [ab]*',
+])
+def test_runtime_token_budget_language_matches_xgrammar(source):
+    # Every token sequence of up to 5 tokens over a tiny vocabulary (tokens that enter,
+    # straddle and leave the budgeted rule): the same complete sentences as XGrammar's
+    # (its relaxation never applies: these rules can end anywhere); the masks on the way are
+    # the reference's.
+    info = xmask.TokenizerInfo(TINY, stop_token_ids=[7])
+    cg = xmask.GrammarCompiler(info).compile_grammar(source)
+    assert cg.grammar.budgets
+
+    def make():
+        return _CheckedMatcher(cg)
+
+    mine = _token_language(make, TINY, max_len=5)
+    assert mine
+    xgr = pytest.importorskip("xgrammar")
+    ref = xgr.GrammarCompiler(xgr.TokenizerInfo(TINY, stop_token_ids=[7])).compile_grammar(source)
+    assert mine == _token_language(lambda: xgr.GrammarMatcher(ref), TINY, max_len=5)
+
+
+class _CheckedMatcher:
+    """A matcher whose fills are checked against the slow reference."""
+
+    def __init__(self, compiled):
+        self.m = xmask.GrammarMatcher(compiled)
+        self.accept_token = self.m.accept_token
+
+    def fill_next_token_bitmask(self, bm, index=0):
+        ref = np.zeros_like(bm)
+        self.m.fill_next_token_bitmask(bm, index)
+        self.m._reference_fill_next_token_bitmask(ref, index)
+        assert np.array_equal(bm, ref)
+        return True

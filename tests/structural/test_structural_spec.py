@@ -45,7 +45,7 @@ BAD = [
     (st({"type": "repeat", "min": 3, "max": 2, "content": C}), "format.max", ">= 'min'"),
     (st({"type": "repeat", "min": True, "max": 2, "content": C}), "format.min", "integer"),
     (st({"type": "any_text", "max_chars": -1}), "format.max_chars", ">= 0"),
-    (st({"type": "any_text", "max_tokens": 5}), "format.max_tokens", "token budget"),
+    (st({"type": "any_text", "max_tokens": 0}), "format.max_tokens", "at least 1"),
     (st({"type": "any_text", "excludes": [""]}), "format.excludes[0]", "non-empty"),
     (st(tag(end=[])), "format.end", "empty array"),
     (st(tag(content={"type": "any_text"}, end="")), "format.end", "non-empty"),

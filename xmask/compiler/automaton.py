@@ -38,7 +38,7 @@ import numpy as np
 
 from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
-from ..grammar.ir import Grammar
+from ..grammar.ir import Grammar, RuleRef
 from ._analysis import analyze, prune_unproductive
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
@@ -310,7 +310,14 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     the names of the grammar's token rules, in token-set order (``token_rules.py``); each
     stays a called rule whose placeholder byte edge becomes a token edge.
     """
-    inl = _inline_small_rules(grammar, limits, never=token_rules)
+    budgets = grammar.budgets
+    if grammar.root in budgets:
+        # the root's budget needs a call (the runtime counts tokens per call of a budgeted rule)
+        rules = grammar.rules
+        wrapper = _fresh_name(rules, "root_budget")
+        rules[wrapper] = RuleRef(grammar.root)
+        grammar = Grammar(rules, root=wrapper, budgets=budgets)
+    inl = _inline_small_rules(grammar, limits, never=tuple(token_rules) + tuple(budgets))
     names = _reachable_rules(inl)
     arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)
@@ -339,6 +346,9 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     flags[exit_only] |= FLAG_EXIT_ONLY
     call_offsets = np.zeros(n_states + 1, dtype=np.int32)
     np.cumsum(np.bincount(csrc, minlength=n_states)[:n_states], out=call_offsets[1:])
+    # a budgeted rule is never tail-called: the runtime keeps a frame that counts its tokens
+    rule_budget = np.asarray([budgets.get(n, -1) for n in names], dtype=np.int32)
+    tail = exit_only[cdst] & (rule_budget[crule] < 0)
     auto = Automaton(
         rule_names=names,
         root_start=int(rule_start[0]),
@@ -351,7 +361,8 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         flags=flags,
         call_offsets=call_offsets,
         call_target=np.ascontiguousarray(rule_start[crule], dtype=np.int32),
-        call_ret=np.where(exit_only[cdst], -1, cdst).astype(np.int32),
+        call_ret=np.where(tail, -1, cdst).astype(np.int32),
+        rule_budget=rule_budget,
         _call_rule=crule,
         _call_dst=cdst,
         token_set_of=token_set_of,
@@ -361,6 +372,14 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     _analyze(auto)
     _check_context_work(auto, limits.max_context_work)
     return auto
+
+
+def _fresh_name(rules, hint: str) -> str:
+    name, k = hint, 1
+    while name in rules:
+        k += 1
+        name = f"{hint}_{k}"
+    return name
 
 
 def _token_edges(table, flags, byte_class, rule_start, names, token_rules):

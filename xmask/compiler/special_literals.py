@@ -245,4 +245,4 @@ def allow_special_literals(grammar: Grammar, tokenizer_info) -> Grammar:
         touched = any(type(n) is Bytes and rewritten(n.data) is not None for n in iter_nodes(expr))
         out[name] = map_leaves(expr, leaf) if touched else expr
         changed = changed or touched
-    return Grammar(out, grammar.root) if changed else grammar
+    return Grammar(out, grammar.root, budgets=grammar.budgets) if changed else grammar

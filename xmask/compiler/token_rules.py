@@ -119,7 +119,7 @@ def lower_token_sets(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, List[Tu
         return grammar, []
     for name, _ in token_rules:
         out[name] = PLACEHOLDER
-    return Grammar(out, grammar.root), token_rules
+    return Grammar(out, grammar.root, budgets=grammar.budgets), token_rules
 
 
 def _is_token_set(e) -> bool:

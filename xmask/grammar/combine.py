@@ -80,10 +80,12 @@ def rename_refs(expr: Expr, names: Dict[str, str]) -> Expr:
 
 
 def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
-                  hint: str, captures: Optional[Dict[str, str]] = None) -> RuleRef:
+                  hint: str, captures: Optional[Dict[str, str]] = None,
+                  budgets: Optional[Dict[str, int]] = None) -> RuleRef:
     """Copy every rule of ``grammar`` into ``rules`` under fresh names (its root becomes
     ``hint`` or ``hint_N``, another rule ``r`` becomes ``<root name>_r``) and return a
-    reference to the copied root.  ``captures``: receives the copied rules' capture names."""
+    reference to the copied root.  ``captures`` / ``budgets``: receive the copied rules'
+    capture names and token budgets."""
     names: Dict[str, str] = {}
     root = grammar.root
     names[root] = namer.fresh(hint)
@@ -95,6 +97,12 @@ def embed_grammar(rules: Dict[str, Expr], grammar: Grammar, namer: RuleNamer,
     if captures is not None:
         for name, capture in grammar.captures.items():
             captures[names[name]] = capture
+    if grammar.budgets:
+        if budgets is None:
+            raise GrammarError("a grammar with a token budget (max_tokens over text) cannot be "
+                               "embedded here", rule=next(iter(grammar.budgets)))
+        for name, n in grammar.budgets.items():
+            budgets[names[name]] = n
     return RuleRef(names[root])
 
 
@@ -120,9 +128,10 @@ def combine_grammars(kind: str, grammars: Sequence[Grammar]) -> Grammar:
     rules: Dict[str, Expr] = {"root": EPSILON}
     namer = RuleNamer(rules)
     captures: Dict[str, str] = {}
-    refs = tuple(embed_grammar(rules, g, namer, "root", captures) for g in grammars)
+    budgets: Dict[str, int] = {}
+    refs = tuple(embed_grammar(rules, g, namer, "root", captures, budgets) for g in grammars)
     if len(refs) == 1:
         rules["root"] = refs[0]
     elif refs:
         rules["root"] = Choice(refs) if kind == "union" else Seq(refs)
-    return Grammar(rules, root="root", captures=captures)
+    return Grammar(rules, root="root", captures=captures, budgets=budgets)

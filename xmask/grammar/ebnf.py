@@ -24,7 +24,8 @@ XGrammar extensions (see :mod:`~xmask.grammar.ebnf_builtins`,
 :mod:`~xmask.grammar.lookahead`, :mod:`~xmask.grammar.rule_attributes`): the built-in atoms
 are parsed into IR; a lookahead is dropped, as it never changes the language in XGrammar
 (a matching hint there; see :mod:`~xmask.grammar.lookahead`); ``max_chars`` /
-``max_tokens`` are lowered exactly to bounded rules or raise; ``temperature`` does not change the language and is ignored.  Single-quoted
+``max_tokens`` are lowered exactly to bounded rules, or (``max_tokens`` over text) kept as
+``Grammar.budgets`` that the matcher enforces; ``temperature`` does not change the language and is ignored.  Single-quoted
 strings are rejected (as in XGrammar).
 
 The result is lightly simplified: nested sequences / alternations are flattened, single-item
@@ -233,6 +234,7 @@ class _Parser:
     def finish(self, rules: Dict[str, Expr], root: str) -> Grammar:
         """Lower what has no IR node of its own (TagDispatch, rule attributes); lookaheads are
         dropped: in XGrammar they never change the language (see xmask.grammar.lookahead)."""
+        budgets: Dict[str, int] = {}
         if self.dispatches:
             from .ebnf_lowering import lower_dispatch
 
@@ -247,10 +249,10 @@ class _Parser:
         if self.attributes:
             from .rule_attributes import apply_rule_attributes
 
-            apply_rule_attributes(rules, self.attributes, self.fresh_rule, self.line_col)
+            apply_rule_attributes(rules, self.attributes, self.fresh_rule, self.line_col, budgets)
         if self.dispatches or self.attributes:
             _drop_unreachable_generated(rules, root, self.defined)
-        return Grammar(rules, root=root, captures=self.captures)
+        return Grammar(rules, root=root, captures=self.captures, budgets=budgets)
 
     def bound_free_text(self, rules: Dict[str, Expr]) -> None:
         """``name[max_chars=n] ::= TagDispatch(excludes=...)`` with no trigger (XGrammar's

@@ -85,16 +85,19 @@ class Grammar:
         root ::= "yes" | "no"
     """
 
-    __slots__ = ("_rules", "_root", "_captures")
+    __slots__ = ("_rules", "_root", "_captures", "_budgets")
 
     def __init__(self, rules: Dict[str, Expr], root: str = "root",
-                 captures: Optional[Dict[str, str]] = None):
+                 captures: Optional[Dict[str, str]] = None,
+                 budgets: Optional[Dict[str, int]] = None):
         if root not in rules:
             raise GrammarError(f"root rule '{root}' is not defined", rule=root)
         self._rules = dict(rules)
         self._root = root
         # rule -> capture name (XGrammar's ``rule[capture="name"]``), in rule order
         self._captures = {r: captures[r] for r in self._rules if r in captures} if captures else {}
+        # rule -> token budget (``rule[max_tokens=n]`` over text, enforced at run time)
+        self._budgets = {r: int(budgets[r]) for r in self._rules if r in budgets} if budgets else {}
         missing = _first_undefined_ref(self._rules)
         if missing is not None:
             raise GrammarError(f"rule '{missing[1]}' is referenced but not defined", rule=missing[0])
@@ -114,6 +117,20 @@ class Grammar:
         return dict(self._captures)
 
     @property
+    def budgets(self) -> Dict[str, int]:
+        """Rule name -> token budget for the rules with a ``max_tokens`` attribute that the
+        compiler could not lower (text rules): the matcher enforces them token by token (see
+        ``xmask.grammar.rule_attributes``).
+
+        Example::
+
+            >>> from xmask.grammar.ebnf import parse_ebnf
+            >>> parse_ebnf('root ::= "(" a ")"\\na[max_tokens=3] ::= [a-z]*').budgets
+            {'a': 3}
+        """
+        return dict(self._budgets)
+
+    @property
     def root_rule_name(self) -> str:
         return self._root
 
@@ -125,10 +142,12 @@ class Grammar:
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Grammar) and self._root == other._root
-                and self._rules == other._rules and self._captures == other._captures)
+                and self._rules == other._rules and self._captures == other._captures
+                and self._budgets == other._budgets)
 
     def __hash__(self) -> int:
-        return hash((self._root, tuple(self._rules.items()), tuple(self._captures.items())))
+        return hash((self._root, tuple(self._rules.items()), tuple(self._captures.items()),
+                     tuple(self._budgets.items())))
 
     def __str__(self) -> str:
         return grammar_to_ebnf(self)
@@ -190,6 +209,7 @@ class Grammar:
         out._rules = grammar._rules
         out._root = grammar._root
         out._captures = grammar._captures
+        out._budgets = grammar._budgets
         return out
 
 
@@ -237,8 +257,8 @@ def grammar_from_body(body, where: str, cls: type = Grammar) -> Grammar:
         >>> grammar_from_body(grammar_to_body(g), "Grammar") == g
         True
     """
-    rules, root, captures = rules_from_body(body, where)
+    rules, root, captures, budgets = rules_from_body(body, where)
     try:
-        return cls(rules, root=root, captures=captures)
+        return cls(rules, root=root, captures=captures, budgets=budgets)
     except GrammarError as exc:
         raise format_error(where, str(exc)) from None

@@ -144,7 +144,8 @@ def eliminate_left_recursion(grammar: Grammar) -> Grammar:
         if new is not None:
             rules.update(new)
             changed = True
-    return Grammar(rules, root=grammar.root, captures=grammar.captures) if changed else grammar
+    return Grammar(rules, root=grammar.root, captures=grammar.captures,
+                   budgets=grammar.budgets) if changed else grammar
 
 
 def _paull(order: List[str], rules: Dict[str, Expr], an: _Analysis) -> Optional[Dict[str, Expr]]:

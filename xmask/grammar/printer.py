@@ -229,10 +229,16 @@ def grammar_to_ebnf(grammar) -> str:
     root = grammar.root
     order: List[str] = [root] + [name for name in rules if name != root]
     captures = grammar.captures
-    return "\n".join(f"{name}{_capture_attr(captures.get(name))} ::= {expr_to_ebnf(rules[name])}"
-                     for name in order)
+    budgets = grammar.budgets
+    return "\n".join(f"{name}{_attrs(captures.get(name), budgets.get(name))} ::= "
+                     f"{expr_to_ebnf(rules[name])}" for name in order)
 
 
-def _capture_attr(name) -> str:
-    # XGrammar prints every captured rule as ``rule[capture="name"]``
-    return "" if name is None else f"[capture={_string_literal(name.encode('utf-8'))}]"
+def _attrs(capture, budget) -> str:
+    # XGrammar prints a captured rule as ``rule[capture="name"]``, a budget as [max_tokens=n]
+    out = []
+    if capture is not None:
+        out.append(f"capture={_string_literal(capture.encode('utf-8'))}")
+    if budget is not None:
+        out.append(f"max_tokens={budget}")
+    return f"[{', '.join(out)}]" if out else ""

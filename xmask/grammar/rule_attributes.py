@@ -2,11 +2,15 @@
 lowered exactly to bounded rules.
 
 ``max_chars=n``: the rule matches only strings of at most ``n`` characters (code points).
-``max_tokens=n``: the rule matches at most ``n`` whole tokens; xmask lowers it when the
-rule consumes nothing but whole tokens (``Token`` / ``ExcludeToken``, XGrammar's
-``any_tokens`` shape), and keeps a text rule of at most ``n`` bytes unchanged (a token counts
-only if it starts inside the rule's match, as in XGrammar, so such a budget never binds);
-counting the tokens of longer *text* needs a runtime token budget, and raises.
+``max_tokens=n``: the rule consumes at most ``n`` tokens; xmask lowers it when the rule
+consumes nothing but whole tokens (``Token`` / ``ExcludeToken``, XGrammar's ``any_tokens``
+shape), and keeps a text rule of at most ``n`` bytes unchanged (a token counts only if it
+starts inside the rule's match, as in XGrammar, so such a budget never binds).  Any other text
+rule keeps its body and gets a *runtime* token budget (``Grammar.budgets``): the compiler
+never inlines it and the matcher counts the tokens read inside each occurrence (see
+``xmask/runtime/_stack_budget.pyx``).  ``max_tokens=0`` on a text rule raises (the rule could only
+read the rest of the token it starts in, which no cached mask can know), and so does a
+``max_chars`` rule that uses a budgeted rule.
 
 The lowering unfolds the rule (and every rule it uses) with a budget: a state is a set of
 "what remains to match" configurations plus the units used so far; one new rule per reachable
@@ -217,9 +221,11 @@ def _merged_edges(edges: List[Tuple[Expr, str]]) -> List[Expr]:
 
 
 def apply_rule_attributes(rules: Dict[str, Expr], attributes: Dict[str, Dict[str, Tuple[object, int]]],
-                          fresh_rule: Callable[[str], str], line_col) -> None:
+                          fresh_rule: Callable[[str], str], line_col,
+                          budgets: Optional[Dict[str, int]] = None) -> None:
     """Lower every ``max_chars`` / ``max_tokens`` attribute in place (``temperature`` does
-    not change the language and is dropped)."""
+    not change the language and is dropped); a text rule's ``max_tokens`` goes to
+    ``budgets`` (rule -> n, enforced at run time)."""
     bounded = {}
     for rule, attrs in attributes.items():
         kinds = [k for k in ("max_chars", "max_tokens") if k in attrs]
@@ -242,12 +248,50 @@ def apply_rule_attributes(rules: Dict[str, Expr], attributes: Dict[str, Dict[str
         for r in ready:
             order.append(r)
             pending.discard(r)
+    runtime: Dict[str, int] = {}
     for rule in order:
         kind, n, pos = bounded[rule]
         if kind == "max_tokens" and _text_budget_never_binds(rules, rule, n):
             continue
         line, col = line_col(pos)
-        limit_rule(rules, rule, kind, n, fresh_rule, f"line {line}, column {col}")
+        where = f"line {line}, column {col}"
+        if kind == "max_tokens" and _matches_text(rules, rule):
+            if n == 0:
+                raise GrammarError(f"max_tokens=0 on rule '{rule}' ({where}), which matches text: "
+                                   "xmask needs a token budget of at least 1 there", rule=rule)
+            runtime[rule] = n
+            continue
+        inner = sorted(reach[rule] & set(runtime))
+        if inner:
+            raise GrammarError(f"{kind} on rule '{rule}' ({where}) uses rule '{inner[0]}', which has a "
+                               "runtime token budget (max_tokens over text); xmask cannot bound both",
+                               rule=rule)
+        limit_rule(rules, rule, kind, n, fresh_rule, where)
+    if runtime:
+        if budgets is None:
+            rule = next(iter(runtime))
+            raise GrammarError(f"max_tokens on rule '{rule}' matches text and needs a runtime token "
+                               "budget, which this grammar source cannot carry", rule=rule)
+        budgets.update(runtime)
+
+
+def _matches_text(rules: Dict[str, Expr], rule: str) -> bool:
+    """Whether ``rule`` (or a rule it uses) reads bytes, not only whole tokens."""
+    seen = {rule}
+    stack = [rules[rule]]
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t is Bytes and e.data or t is CharClass:
+            return True
+        if t is Seq or t is Choice:
+            stack.extend(e.items)
+        elif t is Repeat:
+            stack.append(e.item)
+        elif t is RuleRef and e.name not in seen:
+            seen.add(e.name)
+            stack.append(rules[e.name])
+    return False
 
 
 def _text_budget_never_binds(rules: Dict[str, Expr], rule: str, n: int) -> bool:

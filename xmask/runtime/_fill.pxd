@@ -29,6 +29,7 @@ cdef int accept_bytes(StackC* st, const AutomatonC* a, const uint8_t* data,
                       intp_t n, GuardC* g) except -1 nogil
 cdef int accept_token_id(StackC* st, const AutomatonC* a, const VocabC* v,
                          intp_t tid, GuardC* g) except -1 nogil
+cdef int budget_end(StackC* st, intp_t base, int ok) except -1 nogil
 cdef int or_token_sets(const StackC* st, const AutomatonC* a, word_t* row,
                        intp_t n_words) except -1 nogil
 cdef intp_t max_top_depth(const StackC* st) noexcept nogil

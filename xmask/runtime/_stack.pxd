@@ -115,6 +115,16 @@ ctypedef struct StackC:
     int32_t* buf             # GSS step: one parent set being built
     intp_t cap_buf
     uint32_t sentinels       # GSS step: bit 0 BOTTOM, bit 1 CONTEXT popped to
+    # Token budgets (rule[max_tokens=n] over text; all NULL unless stack_enable_budgets, in
+    # _stack_budget.pyx): a call of a budgeted rule puts a *marker* node under the callee,
+    # state -3 - deadline (the last token index its frame may read: tok_index at the call + n),
+    # transparent to popping.
+    int32_t* node_live       # [cap_nodes] max over the node's paths of the least deadline
+    int32_t* node_dead       # [cap_nodes] least deadline over all its paths (0x7FFFFFFF: none)
+    int32_t* ps_live         # [cap_ps] the same for parent sets
+    int32_t* ps_dead
+    int32_t* set_tok         # [cap_depth] index of the token each top set belongs to
+    int32_t tok_index        # index of the token being read (-1 before the first)
 
 
 cdef enum:
@@ -193,9 +203,44 @@ cdef inline int stack_emit(StackC* st, int32_t node) except -1 nogil:
 
 cdef inline int stack_open_set(StackC* st) except -1 nogil:
     # Room for one more top set's start in the history.
+    cdef intp_t cap
     if st.depth + 2 > st.cap_depth:
+        cap = st.cap_depth
         grow_array(<void**>&st.set_start, &st.cap_depth, st.depth + 2, sizeof(intp_t))
+        if st.set_tok != NULL:
+            grow_array(<void**>&st.set_tok, &cap, st.cap_depth, sizeof(int32_t))
     return 0
+
+
+cdef inline void stack_close_set(StackC* st) noexcept nogil:
+    # The newest set is complete: record its end (and its token, with budgets).
+    st.depth += 1
+    st.set_start[st.depth] = st.n_tops
+    if st.set_tok != NULL:
+        st.set_tok[st.depth - 1] = st.tok_index
+
+
+# ---- token budgets (the rest is in _stack_budget.pyx) ----------------------------------------
+
+cdef enum:
+    NO_DEADLINE = 0x7FFFFFFF
+    MAX_DEADLINE = 0x7FFFFFF0
+
+
+cdef inline int32_t stack_marker(const StackC* st, int32_t budget) noexcept nogil:
+    # The state of the marker a call of a rule with this budget puts under the callee now.
+    cdef int64_t d = <int64_t>st.tok_index + budget
+    if d > MAX_DEADLINE:
+        d = MAX_DEADLINE
+    if d < 0:
+        d = 0
+    return <int32_t>(-3 - d)
+
+
+cdef inline void stack_budget_token(StackC* st, int32_t plus) noexcept nogil:
+    # Before reading input: the token index is the newest set's, + 1 for a new token.
+    if st.set_tok != NULL and st.depth > 0:
+        st.tok_index = st.set_tok[st.depth - 1] + plus
 
 
 cdef inline bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:

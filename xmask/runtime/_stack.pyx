@@ -108,6 +108,11 @@ cdef void stack_free(StackC* st) noexcept nogil:
     free(st.pair_stamp)
     free(st.order)
     free(st.buf)
+    free(st.node_live)
+    free(st.node_dead)
+    free(st.ps_live)
+    free(st.ps_dead)
+    free(st.set_tok)
     memset(st, 0, sizeof(StackC))
 
 
@@ -159,6 +164,14 @@ cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil:
           sizeof(intp_t))
     dst.depth = src.depth
     _copy(<void**>&dst.work, &dst.cap_work, src.work, 0, 256, sizeof(int32_t))
+    if src.node_live != NULL:
+        _copy(<void**>&dst.node_live, &cap2, src.node_live, src.n_nodes, cap_nodes, sizeof(int32_t))
+        _copy(<void**>&dst.node_dead, &cap2, src.node_dead, src.n_nodes, cap_nodes, sizeof(int32_t))
+        _copy(<void**>&dst.ps_live, &cap2, src.ps_live, src.n_ps, cap_ps, sizeof(int32_t))
+        _copy(<void**>&dst.ps_dead, &cap2, src.ps_dead, src.n_ps, cap_ps, sizeof(int32_t))
+        _copy(<void**>&dst.set_tok, &cap2, src.set_tok, src.depth + 1, dst.cap_depth,
+              sizeof(int32_t))
+        dst.tok_index = src.tok_index
     dst.bottom_cont = src.bottom_cont
     dst.n_bottom_cont = src.n_bottom_cont
     dst.max_depth = src.max_depth
@@ -188,6 +201,7 @@ cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil:
     st.depth = 0
     st.n_tops = 0
     st.set_start[0] = 0
+    st.tok_index = -1
     return 0
 
 
@@ -218,16 +232,24 @@ cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nog
         old_cap = st.n_nodes
         grow_array(<void**>&st.mark, &old_cap, st.cap_nodes, sizeof(uint32_t))
         memset(st.mark + st.n_nodes, 0, <size_t>(st.cap_nodes - st.n_nodes) * sizeof(uint32_t))
+        if st.node_live != NULL:
+            old_cap = st.n_nodes
+            grow_array(<void**>&st.node_live, &old_cap, st.cap_nodes, sizeof(int32_t))
+            old_cap = st.n_nodes
+            grow_array(<void**>&st.node_dead, &old_cap, st.cap_nodes, sizeof(int32_t))
     n = <int32_t>st.n_nodes
     st.n_nodes += 1
     st.node_state[n] = state
     st.node_parent[n] = parent
+    # (a budget marker, state < -1, is not a frame: it adds no depth)
     if parent >= 0:
-        st.node_depth[n] = st.node_depth[parent] + 1
+        st.node_depth[n] = st.node_depth[parent] + (state >= 0)
         st.node_reach[n] = st.node_reach[parent]
     else:
-        st.node_depth[n] = st.ps_depth[-2 - parent] + 1
+        st.node_depth[n] = st.ps_depth[-2 - parent] + (state >= 0)
         st.node_reach[n] = st.ps_reach[-2 - parent]
+    if st.node_live != NULL:
+        _budget_of_node(st, n, state, parent)
     st.table[slot] = n
     if 2 * st.n_nodes > st.table_cap:
         _rehash(st, 2 * st.table_cap)
@@ -298,6 +320,11 @@ cdef int32_t stack_parent_of(StackC* st, int32_t* ids, intp_t n) except -1 nogil
         grow_array(<void**>&st.ps_depth, &b, st.cap_ps, sizeof(int32_t))
         b = cap_ps
         grow_array(<void**>&st.ps_reach, &b, st.cap_ps, sizeof(uint8_t))
+        if st.ps_live != NULL:
+            b = cap_ps
+            grow_array(<void**>&st.ps_live, &b, st.cap_ps, sizeof(int32_t))
+            b = cap_ps
+            grow_array(<void**>&st.ps_dead, &b, st.cap_ps, sizeof(int32_t))
     ensure_array(<void**>&st.ps_items, &st.cap_ps_items, st.n_ps_items + n, sizeof(int32_t))
     memcpy(st.ps_items + st.n_ps_items, ids, <size_t>n * sizeof(int32_t))
     for i in range(n):
@@ -307,6 +334,8 @@ cdef int32_t stack_parent_of(StackC* st, int32_t* ids, intp_t n) except -1 nogil
     k = <int32_t>st.n_ps
     st.ps_depth[k] = depth
     st.ps_reach[k] = reach
+    if st.ps_live != NULL:
+        _budget_of_set(st, k, ids, n)
     st.n_ps_items += n
     st.n_ps += 1
     st.ps_start[st.n_ps] = st.n_ps_items
@@ -365,13 +394,16 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work, intp_t max_con
             stack_emit(st, x)
             continue
         s = st.node_state[x]
+        parent = st.node_parent[x]
+        if s < -1:  # a budget marker, popped to: pop on to its parent
+            _push_parents(st, &n_work, parent)
+            continue
         if lv[s].mark == epoch:
             conflicts[0] += 1
             if conflicts[0] > max_conflicts:
                 st.work_count += done
                 return 1
         lv[s].mark = epoch
-        parent = st.node_parent[x]
         f = a.flags[s]
         if f & (XM_FLAG_HAS_BYTES | XM_FLAG_TOKEN):
             stack_emit(st, x)
@@ -387,15 +419,23 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work, intp_t max_con
                 ret = stack_node(st, ret, parent)
             else:
                 ret = parent  # tail call: the callee replaces x, no deeper
+            if a.call_budget != NULL and a.call_budget[k] >= 0:
+                ret = stack_node(st, stack_marker(st, a.call_budget[k]), ret)
             stack_push_work(st, &n_work, stack_node(st, a.call_target[k], ret))
             k += 1
         if f & XM_FLAG_FINAL:
-            if parent >= 0:
-                stack_push_work(st, &n_work, parent)
-            else:
-                for i in range(st.ps_start[-2 - parent], st.ps_start[-1 - parent]):
-                    stack_push_work(st, &n_work, st.ps_items[i])
+            _push_parents(st, &n_work, parent)
     st.work_count += done
+    return 0
+
+
+cdef inline int _push_parents(StackC* st, intp_t* n_work, int32_t parent) except -1 nogil:
+    cdef intp_t i
+    if parent >= 0:
+        stack_push_work(st, n_work, parent)
+    else:
+        for i in range(st.ps_start[-2 - parent], st.ps_start[-1 - parent]):
+            stack_push_work(st, n_work, st.ps_items[i])
     return 0
 
 
@@ -428,6 +468,8 @@ cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil:
     st.n_tops -= off
     for i in range(n_sets, st.depth + 1):
         st.set_start[i - n_sets] = st.set_start[i] - off
+    if st.set_tok != NULL:
+        memmove(st.set_tok, st.set_tok + n_sets, <size_t>(st.depth - n_sets) * sizeof(int32_t))
     st.depth -= n_sets
     return 0
 
@@ -444,4 +486,34 @@ cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil:
             + st.cap_lv * <int64_t>sizeof(LvState) + st.cap_lr * <int64_t>sizeof(LvRet)
             + st.cap_items * <int64_t>sizeof(LvItem)
             + st.pair_cap * <int64_t>(sizeof(uint64_t) + sizeof(uint32_t))
-            + st.cap_order * <int64_t>sizeof(int32_t) + st.cap_buf * <int64_t>sizeof(int32_t))
+            + st.cap_order * <int64_t>sizeof(int32_t) + st.cap_buf * <int64_t>sizeof(int32_t)
+            + (0 if st.node_live == NULL else
+               2 * (st.cap_nodes + st.cap_ps) * <int64_t>sizeof(int32_t)
+               + st.cap_depth * <int64_t>sizeof(int32_t)))
+
+
+# ---- token budgets: deadlines of new nodes and parent sets (see _stack_budget.pyx) -----------
+
+cdef inline void _budget_of_node(StackC* st, int32_t n, int32_t state, int32_t parent) noexcept nogil:
+    cdef int32_t own = -3 - state if state < -1 else NO_DEADLINE
+    cdef int32_t live, dead
+    if parent >= 0:
+        live = st.node_live[parent]
+        dead = st.node_dead[parent]
+    else:
+        live = st.ps_live[-2 - parent]
+        dead = st.ps_dead[-2 - parent]
+    st.node_live[n] = own if own < live else live
+    st.node_dead[n] = own if own < dead else dead
+
+
+cdef inline void _budget_of_set(StackC* st, int32_t k, const int32_t* ids, intp_t n) noexcept nogil:
+    cdef int32_t live = -1, dead = NO_DEADLINE
+    cdef intp_t i
+    for i in range(n):
+        if st.node_live[ids[i]] > live:
+            live = st.node_live[ids[i]]
+        if st.node_dead[ids[i]] < dead:
+            dead = st.node_dead[ids[i]]
+    st.ps_live[k] = live
+    st.ps_dead[k] = dead

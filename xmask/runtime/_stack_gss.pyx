@@ -29,7 +29,7 @@ from xmask.runtime._tables cimport AutomatonC
 from xmask.runtime._stack cimport (
     StackC, LvState, LvRet, LvItem, grow_array, ensure_array, stack_node, stack_parent_of,
     stack_push_work, stack_emit, stack_open_set, stack_next_epoch, stack_begin,
-    stack_plain_seed, stack_set_contains, stack_step_over,
+    stack_plain_seed, stack_set_contains, stack_step_over, stack_close_set, stack_marker,
 )
 
 cdef enum:
@@ -188,6 +188,12 @@ cdef int _pop(StackC* st, const AutomatonC* a, int32_t p, intp_t* n_work) except
             return 0
         q = st.node_state[p]
         par = st.node_parent[p]
+        if q < -1:  # a budget marker: pop on to its parent(s)
+            if par >= 0:
+                return _pop(st, a, par, n_work)
+            for j in range(st.ps_start[-2 - par], st.ps_start[-1 - par]):
+                _pop(st, a, st.ps_items[j], n_work)
+            return 0
         if par >= 0:
             _act(st, a, q, par, n_work)
         else:
@@ -271,7 +277,7 @@ cdef int32_t _build_list(StackC* st, const AutomatonC* a, int32_t head) except -
 
 cdef int _build_ret(StackC* st, const AutomatonC* a, int32_t k) except -1 nogil:
     cdef LvRet* R = &st.lr[k]
-    cdef int32_t par
+    cdef int32_t par, node
     if R.node >= 0:
         return 0
     if R.flags & LV_BUSY:  # only left recursion could do this, and the compiler rejects it
@@ -279,8 +285,11 @@ cdef int _build_ret(StackC* st, const AutomatonC* a, int32_t k) except -1 nogil:
             raise RuntimeError("xmask internal error: cyclic return frames in one stack step")
     R.flags |= LV_BUSY
     par = _build_list(st, a, R.ret)
+    node = stack_node(st, a.call_ret[k], par)
+    if a.call_budget != NULL and a.call_budget[k] >= 0:  # the callee's marker over its return
+        node = stack_node(st, stack_marker(st, a.call_budget[k]), node)
     R = &st.lr[k]
-    R.node = stack_node(st, a.call_ret[k], par)
+    R.node = node
     R.flags &= ~(<uint32_t>LV_BUSY)
     return 0
 
@@ -364,8 +373,7 @@ cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* sta
         _gss_finish(st, a, n_work, -1)
     if st.step_over:
         st.n_tops = begin  # an empty set: nothing can be read from it
-    st.depth += 1
-    st.set_start[st.depth] = st.n_tops
+    stack_close_set(st)
     return st.n_tops - begin
 
 
@@ -421,8 +429,7 @@ cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 
         st.n_tops = end
     if st.n_tops == end:
         return 0
-    st.depth += 1
-    st.set_start[st.depth] = st.n_tops
+    stack_close_set(st)
     return st.n_tops - end
 
 
@@ -478,6 +485,7 @@ cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth,
     if st.n_tops == end:
         return 0
     if not merge:
-        st.depth += 1
-    st.set_start[st.depth] = st.n_tops
+        stack_close_set(st)
+    else:
+        st.set_start[st.depth] = st.n_tops
     return st.n_tops - end

@@ -15,6 +15,8 @@ ctypedef struct AutomatonC:
     const int32_t* call_offsets    # [n_states + 1] range into call_target / call_ret
     const int32_t* call_target     # callee start state
     const int32_t* call_ret        # return state, -1 = tail call (return to our caller)
+    const int32_t* call_budget     # token budget of the callee (-1: none); NULL: no budgets
+    int32_t min_call_budget        # the least of them (0x7FFFFFFF without budgets)
     # Token edges (whole-token grammar elements, xmask/compiler/token_rules.py): a state with
     # XM_FLAG_TOKEN reads one whole token whose id is in its set, to token_target[state].
     const int32_t* token_set_of    # [n_states] token set of the state's token edge, or -1
@@ -61,6 +63,7 @@ cdef class AutomatonTables:
     cdef intp_t _push_bound_plus1  # cached push_bound() + 1, 0 = not computed yet
     cdef intp_t push_bound(self) except -1
     cdef int _set_token_edges(self, automaton) except -1
+    cdef int _set_budgets(self, automaton) except -1
 
 
 cdef class VocabTables:

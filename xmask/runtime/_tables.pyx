@@ -73,6 +73,32 @@ cdef class AutomatonTables:
         self.c.call_ret = _i32(own["call_ret"])
         self.arrays = {k: v[0] for k, v in own.items()}
         self._set_token_edges(automaton)
+        self._set_budgets(automaton)
+
+    cdef int _set_budgets(self, automaton) except -1:
+        # Per call edge, the token budget of the callee rule (NULL: the grammar has none).
+        self.c.call_budget = NULL
+        self.c.min_call_budget = 0x7FFFFFFF
+        budget = getattr(automaton, "rule_budget", None)
+        if budget is None or not (np.asarray(budget) >= 0).any():
+            return 0
+        starts = np.asarray(automaton.rule_start, dtype=np.intp)
+        rule_of = np.full(self.c.n_states, -1, dtype=np.intp)
+        rule_of[starts] = np.arange(len(starts))
+        target = np.asarray(self.arrays["call_target"], dtype=np.intp)
+        if (rule_of[target] < 0).any():
+            raise ValueError("a call target is not the start of a rule")
+        own = _own({"call_budget": np.asarray(budget, dtype=np.int32)[rule_of[target]]},
+                   {"call_budget": np.int32})
+        self.arrays["call_budget"] = own["call_budget"][0]
+        cb = own["call_budget"][0]
+        if own["call_budget"][1]:
+            if ((cb >= 0) & (np.asarray(self.arrays["call_ret"]) < 0)).any():
+                raise ValueError("a budgeted rule is tail-called")
+            self.c.call_budget = _i32(own["call_budget"])
+            if (cb >= 0).any():
+                self.c.min_call_budget = int(cb[cb >= 0].min())
+        return 0
 
     cdef int _set_token_edges(self, automaton) except -1:
         # Automata built without token sets (tests, older builders) get empty token tables.

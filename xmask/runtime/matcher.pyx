@@ -22,8 +22,9 @@ from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t, XM_FLAG_TOKE
 from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
     stack_init, stack_free, stack_reset, stack_truncate, stack_clone, stack_has_bottom,
-    stack_drop_front, stack_memory_bytes,
+    stack_drop_front, stack_memory_bytes, stack_budget_token,
 )
+from xmask.runtime._stack_budget cimport stack_enable_budgets, stack_repeat_set
 from xmask.runtime._stack_gss cimport stack_start
 from xmask.runtime._guard cimport (
     GuardC, guarded_step, XM_LIMIT_NONE, XM_LIMIT_TOPS, XM_LIMIT_WORK, XM_LIMIT_DEPTH,
@@ -31,7 +32,7 @@ from xmask.runtime._guard cimport (
 )
 from xmask.runtime._fill cimport (
     FillJob, fill_job, fill_cost, accept_bytes, accept_token_id, max_top_depth, update_exact,
-    current_max_depth, is_stop_id,
+    current_max_depth, is_stop_id, budget_end,
     set_max_depth, nogil_min_cost,
 )
 from xmask.runtime._draft_tree cimport check_tree, traverse_tree
@@ -294,6 +295,8 @@ cdef class GrammarMatcher:
                      limits, rollback)
         fresh.st_ready = True  # stack_free is safe on the zeroed or partly built stack
         stack_init(&fresh.st)
+        if fresh.at.c.call_budget != NULL:  # token budgets: deadlines on the stack
+            stack_enable_budgets(&fresh.st)
         fresh._reset_state()
         fresh.ready = True
         # Python code ran above (__index__, warning filters, the allocator's GC): another
@@ -713,9 +716,16 @@ cdef class GrammarMatcher:
         # accept_string on bytes `data`, the matcher entered; 1 if accepted.
         cdef const uint8_t[::1] view
         cdef int ok = 0
+        cdef intp_t base
         if self.terminated or self.guard.crossed:
             return 0
         if len(data) == 0:
+            if self.st.node_live != NULL:  # with budgets it still counts as a token (XGrammar)
+                base = self.st.depth
+                stack_budget_token(&self.st, 1)
+                stack_repeat_set(&self.st)
+                if not budget_end(&self.st, base, 1):
+                    return 0
             self._push_token()
             if self._cap_units is not None:
                 self._cap_units.append(b"")
@@ -723,8 +733,10 @@ cdef class GrammarMatcher:
         view = data
         self.st.max_depth = current_max_depth()
         self.guard.work = 0
-        cdef intp_t n = view.shape[0], i = 0, k, base = self.st.depth
+        cdef intp_t n = view.shape[0], i = 0, k
+        base = self.st.depth
         ok = 1
+        stack_budget_token(&self.st, 1)  # a string counts as one token for budgets (XGrammar)
         if n <= _ACCEPT_NOGIL_BYTES and self.byte_work * n < _ACCEPT_NOGIL_WORK:
             # with the GIL, a few bytes at a time while the work stays small; the rest (the
             # prediction was wrong: the steps got slow) without it
@@ -737,6 +749,7 @@ cdef class GrammarMatcher:
         if ok and i < n:
             with nogil:
                 ok = accept_bytes(&self.st, &self.at.c, &view[i], n - i, &self.guard)
+        ok = budget_end(&self.st, base, ok)  # (rolls back when no path keeps its budget)
         if not ok:
             stack_truncate(&self.st, base)
         # (guard.work restarts every 4 KiB: it holds the last chunk's work)

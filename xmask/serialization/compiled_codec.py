@@ -71,6 +71,9 @@ def automaton_to_body(automaton) -> Dict[str, Any]:
         if name == "nullable":
             value = np.asarray(value, dtype=np.uint8)
         body[name] = encode_array(value)
+    budget = getattr(automaton, "rule_budget", None)
+    if budget is not None and (np.asarray(budget) >= 0).any():  # optional: runtime token budgets
+        body["rule_budget"] = encode_array(np.asarray(budget, dtype=np.int32))
     return body
 
 
@@ -189,6 +192,15 @@ def automaton_from_body(body: Any, where: str) -> Automaton:
     arr["rule_ctx_flat"] = ctx_flat
     _check_token_edges(arr, n_states, n_classes, w)
     _check_no_left_recursion(arr, n_states, names, where)
+    if isinstance(body, dict) and "rule_budget" in body:
+        budget = get_array(body, "rule_budget", where, _I4, 1)
+        _check_len(budget, n_rules, w + "rule_budget")
+        _check_range(budget, -1, 2**31 - 1, w + "rule_budget")
+        if (budget == 0).any():
+            raise format_error(w + "rule_budget", "a token budget of 0")
+    else:
+        budget = np.full(n_rules, -1, dtype=np.int32)
+    arr["rule_budget"] = budget
     rule_start = arr.pop("rule_start")
     arr["nullable"] = arr["nullable"].astype(np.bool_)
     return Automaton(rule_names=list(names), root_start=int(rule_start[0]),

@@ -18,7 +18,7 @@ Example::
 
     >>> from xmask.grammar.ebnf import parse_ebnf
     >>> g = parse_ebnf('root ::= "a" [0-9]* | item\\nitem ::= "b"')
-    >>> rules_from_body(grammar_to_body(g), "Grammar") == (g.rules, g.root, {})
+    >>> rules_from_body(grammar_to_body(g), "Grammar") == (g.rules, g.root, {}, {})
     True
 
 Grammars are rebuilt from the rule table by :func:`xmask.grammar.ir.grammar_from_body` (this
@@ -96,6 +96,8 @@ def grammar_to_body(grammar) -> Dict[str, Any]:
     body = {"root": grammar.root, "rules": rules, "nodes": nodes}
     if grammar.captures:  # optional: absent in grammars without capture attributes
         body["captures"] = [[r, name] for r, name in grammar.captures.items()]
+    if grammar.budgets:  # optional: rules with a runtime token budget (max_tokens over text)
+        body["budgets"] = [[r, n] for r, n in grammar.budgets.items()]
     return body
 
 
@@ -144,8 +146,9 @@ def _decode_node(node, built: list, where: str):
     raise format_error(where, f"malformed node {str(node)[:80]}")
 
 
-def rules_from_body(body: Any, where: str) -> Tuple[Dict[str, Expr], str, Dict[str, str]]:
-    """The rules, root name and captures (rule -> capture name) of :func:`grammar_to_body` output; every malformed piece raises
+def rules_from_body(body: Any, where: str) -> Tuple[Dict[str, Expr], str, Dict[str, str],
+                                                   Dict[str, int]]:
+    """The rules, root name, captures (rule -> capture name) and token budgets of :func:`grammar_to_body` output; every malformed piece raises
     ``DeserializeFormatError`` naming its place (``where`` is the body's own path).  Whether
     every referenced rule exists is the ``Grammar`` constructor's check."""
     root = get_str(body, "root", where)
@@ -170,4 +173,13 @@ def rules_from_body(body: Any, where: str) -> Tuple[Dict[str, Expr], str, Dict[s
                 and entry[0] in rules):
             raise format_error(f"{where}.captures[{i}]", "expected [defined rule, capture name]")
         captures[entry[0]] = entry[1]
-    return rules, root, captures
+    budgets = {}
+    raw = body.get("budgets", []) if isinstance(body, dict) else []
+    if not isinstance(raw, list):
+        raise format_error(f"{where}.budgets", "expected a list of [rule, max_tokens]")
+    for i, entry in enumerate(raw):
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+                and entry[0] in rules and type(entry[1]) is int and 1 <= entry[1] < 2**31):
+            raise format_error(f"{where}.budgets[{i}]", "expected [defined rule, max_tokens >= 1]")
+        budgets[entry[0]] = entry[1]
+    return rules, root, captures, budgets

@@ -18,8 +18,9 @@ matcher accepts), made exact:
 * token formats become :class:`~xmask.grammar.ir.TokenSet` nodes; token strings are resolved
   against the tokenizer (``Grammar.from_structural_tag`` has none and refuses them, as
   XGrammar does).  ``any_tokens.max_tokens`` is an exact bounded repeat.
-* ``any_text.max_chars`` counts code points exactly; ``any_text.max_tokens`` would need a
-  per-sequence token budget at runtime, which xmask does not have: it raises.
+* ``any_text.max_chars`` counts code points exactly; ``any_text.max_tokens`` becomes a rule
+  with a runtime token budget (``Grammar.budgets``, as ``rule[max_tokens=n]`` in EBNF): at
+  most ``n`` tokens that start inside the text; ``max_tokens=0`` raises.
 
 Example::
 
@@ -98,6 +99,7 @@ class _Lowerer:
         self.names = RuleNamer(self.rules)
         self.info = tokenizer_info
         self.captures: Dict[str, str] = {}  # of embedded EBNF grammars (capture attributes)
+        self.budgets: Dict[str, int] = {}  # rule -> runtime token budget (any_text.max_tokens...)
 
     # ---------------------------------------------------------------- helpers
 
@@ -111,7 +113,7 @@ class _Lowerer:
             g = make()
         except XmaskError as e:
             raise _wrap(e, path) from e
-        return embed_grammar(self.rules, g, self.names, hint, self.captures)
+        return embed_grammar(self.rules, g, self.names, hint, self.captures, self.budgets)
 
     def token_id(self, tok, path: str) -> int:
         if self.info is None:
@@ -165,16 +167,21 @@ class _Lowerer:
         return self.embed(lambda: regex_to_grammar(f.pattern), f"{f.path}.pattern", "regex")
 
     def _anytext(self, f: S.AnyText, ends):
-        if f.max_tokens is not None:
+        if f.max_tokens == 0:
             raise InvalidStructuralTagError(
-                "any_text 'max_tokens' needs a per-sequence token budget at runtime, which "
-                "xmask does not have (use max_chars, or any_tokens with max_tokens)",
-                f"{f.path}.max_tokens")
+                "any_text 'max_tokens' must be at least 1 in xmask (a budget of 0 tokens would "
+                "only allow the rest of the token the text starts in)", f"{f.path}.max_tokens")
         excludes = _dedup(f.excludes + ends)
         if not excludes:
-            return self.rule("any_text", Repeat(_ANY, 0, f.max_chars))
-        return self.free_text(FreeText(excludes=excludes, max_chars=f.max_chars), f.path,
-                              "any_text")
+            text = self.rule("any_text", Repeat(_ANY, 0, f.max_chars))
+        else:
+            text = self.free_text(FreeText(excludes=excludes, max_chars=f.max_chars), f.path,
+                                  "any_text")
+        if f.max_tokens is None:
+            return text
+        budgeted = self.rule("any_text_budget", text)
+        self.budgets[budgeted.name] = f.max_tokens
+        return budgeted
 
     def _token(self, f: S.Token, ends):
         return TokenSet((self.token_id(f.token, f"{f.path}.token"),))
@@ -310,4 +317,4 @@ def structural_tag_to_grammar(structural_tag, tokenizer_info=None) -> Grammar:
         S.parse_structural_tag(structural_tag)
     low = _Lowerer(tokenizer_info)
     low.rules["root"] = low.lower(st.format, ())
-    return Grammar(low.rules, "root", captures=low.captures)
+    return Grammar(low.rules, "root", captures=low.captures, budgets=low.budgets)
