@@ -101,12 +101,16 @@ class RuntimeLimits:
       set of stack tops; ambiguous grammars grow it, up to 2^n after n bytes without the
       graph-structured stack; JSON and MaskBench schemas need a few to a few hundred);
     * ``max_work_per_call``: work units of one call (``accept_string``: of each 4 KiB of its
-      input): each byte step costs 1 plus the stack tops it writes plus the stack nodes it
-      creates, each token a fill checks costs 1.  A JSON fill on Llama-3 takes 30 to a few
-      thousand units, an exact fill near the recursion bound (every token checked) ~140,000,
-      a 4 KiB JSON string ~16,000.  A unit takes ~10-100 ns, up to ~1 us once a matcher's
-      stack arena holds millions of nodes (cache misses), so the default bounds a call to
-      well under a second;
+      input): each byte step costs 1 plus the closure work it does (frames visited; under the
+      graph-structured stack the (state, parent) pairs it propagates and the parent-set
+      entries it reads) plus the stack nodes it creates, each token a fill checks costs 1.  A
+      JSON fill on Llama-3 takes 0 to a few thousand units (MaskBench: p99 ~800, max ~60,000),
+      an exact fill near the recursion bound (every token checked) ~140,000, a 4 KiB JSON
+      string ~8,000; ``root ::= "a" root | "a" root "b" | ""`` costs ~depth / 2 per byte (its
+      closure walks every open frame, as an Earley parser's completion does), so 1,000 'a' in
+      one call take ~500,000.  A unit takes ~10-100 ns, up to ~1 us once a matcher's stack
+      arena holds millions of nodes (cache misses), so the default bounds a call to well under
+      a second;
     * ``max_stack_depth``: frames of any stack top (None: no cap here; the process-wide
       ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead).
 
@@ -130,13 +134,13 @@ class RuntimeLimits:
 
         >>> import xmask
         >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
-        >>> cg = xmask.GrammarCompiler(info).compile_grammar(
-        ...     'root ::= y "b" | z "c" | "d"\\ny ::= "a" root\\nz ::= "a" root')
-        >>> m = xmask.GrammarMatcher(cg, limits=xmask.RuntimeLimits(max_stack_tops=16))
-        >>> m.accept_string("aaaaaaaaaa")
+        >>> ab = 'root ::= "a" root | "a" root "b" | ""'  # O(depth) work per byte
+        >>> cg = xmask.GrammarCompiler(info).compile_grammar(ab)
+        >>> m = xmask.GrammarMatcher(cg, limits=xmask.RuntimeLimits(max_work_per_call=10_000))
+        >>> m.accept_string("a" * 200)
         False
         >>> m.limit_error.limit
-        'max_stack_tops'
+        'max_work_per_call'
         >>> m.reset(); m.limit_error is None
         True
     """

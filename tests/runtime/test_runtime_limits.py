@@ -1,7 +1,8 @@
 """RuntimeLimits: real grammars on Llama-3 that cross each cap (stack tops, work per call, stack
-depth) put the matcher in a sticky error state (accepts return False, fills write zero rows on
-the single, batch and draft-tree paths), report the limit by name, leave other matchers alone,
-and are cleared by reset() / rollback(); below the caps masks equal the slow reference."""
+depth) under the default graph-structured stack put the matcher in a sticky error state
+(accepts return False, fills write zero rows on the single, batch and draft-tree paths), report
+the limit by name, leave other matchers alone, and are cleared by reset() / rollback(); below
+the caps masks equal the slow reference."""
 
 import numpy as np
 import pytest
@@ -9,20 +10,22 @@ from matchers_util import Tok, fast_row, reference_row
 
 import xmask
 
-# Every 'a' may belong to y or z: unmerged, the stack tops double with each byte (3 x 2^n after
-# n bytes).  The graph-structured stack keeps this grammar at 3 tops (tests/runtime/
-# test_gss_stack.py), so these tests turn merging off (the stack as it was before the GSS, a test
-# switch): an exponential top count is what the caps must stop, whatever produces it.
-AMBIGUOUS = 'root ::= y "b" | z "c" | "d"\ny ::= "a" root\nz ::= "a" root'
+
+def stairs(n):
+    """After k <= n bytes 'a', k + 1 distinct rules are live (w1..wk and s(k+1)): k + 1 stack
+    tops under the graph-structured stack, which merges only tops of the same state.  The
+    grammar is not ambiguous and each byte is cheap: the tops cap must stop it all the same."""
+    lines = ["root ::= s1"]
+    for k in range(1, n + 1):
+        lines.append(f's{k} ::= "a" (w{k}' + (f" | s{k + 1})" if k < n else ")"))
+        lines.append(f'w{k} ::= "a" w{k} "b" | "d"')
+    return "\n".join(lines)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def unmerged_stacks():
-    from xmask.runtime import _stack
-
-    old = _stack.set_max_conflicts(1 << 60)
-    yield
-    _stack.set_max_conflicts(old)
+# Ambiguous: every 'a' may open a frame that needs a 'b' or not.  The GSS keeps it at <= 3 tops
+# and O(depth) closure work per byte (Earley needs the same): only the work cap (which counts
+# the merged closure's (state, parent) pairs) and the depth cap can stop it.
+AB = 'root ::= "a" root | "a" root "b" | ""'
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +35,12 @@ def tok():
 
 @pytest.fixture(scope="module")
 def ambiguous(tok):
-    return tok.compiler.compile_grammar(AMBIGUOUS)
+    return tok.compiler.compile_grammar(stairs(64))
+
+
+@pytest.fixture(scope="module")
+def ab(tok):
+    return tok.compiler.compile_grammar(AB)
 
 
 def token_of(tok, text):
@@ -48,14 +56,15 @@ def zero_row_after_fill(m, n_words):
 
 def test_tops_cap_on_accept_is_sticky_and_named(tok, ambiguous):
     a = token_of(tok, "a")
-    m = xmask.GrammarMatcher(ambiguous, limits=xmask.RuntimeLimits(max_stack_tops=64))
+    m = xmask.GrammarMatcher(ambiguous, limits=xmask.RuntimeLimits(max_stack_tops=16))
     accepted = 0
     while m.accept_token(a):
         accepted += 1
-    assert accepted == 4  # 3 x 2^4 = 48 tops fit, the 5th 'a' would need 96
+        assert len(m._debug_top_states()) == accepted + 1
+    assert accepted == 15  # 16 tops fit, the 16th 'a' would need 17
     err = m.limit_error
     assert isinstance(err, xmask.RuntimeLimitError) and isinstance(err, xmask.XmaskError)
-    assert err.limit == "max_stack_tops" and "max_stack_tops" in str(err) and "64" in str(err)
+    assert err.limit == "max_stack_tops" and "max_stack_tops" in str(err) and "16" in str(err)
     # sticky: everything is rejected, fills write all-zero rows, nothing raises
     assert not m.accept_token(token_of(tok, "d")) and not m.accept_string("d")
     assert not zero_row_after_fill(m, tok.n_words).any()
@@ -72,19 +81,19 @@ def test_tops_cap_on_accept_is_sticky_and_named(tok, ambiguous):
 
 
 def test_tops_cap_in_accept_string_and_other_matchers_unaffected(tok, ambiguous):
-    limited = xmask.GrammarMatcher(ambiguous, limits=xmask.RuntimeLimits(max_stack_tops=100))
-    other = xmask.GrammarMatcher(ambiguous)  # default limits: 768 tops are fine
-    assert not limited.accept_string("a" * 8)
+    limited = xmask.GrammarMatcher(ambiguous, limits=xmask.RuntimeLimits(max_stack_tops=16))
+    other = xmask.GrammarMatcher(ambiguous)  # default limits: 21 tops are fine
+    assert not limited.accept_string("a" * 20)
     assert limited.limit_error.limit == "max_stack_tops"
     assert limited.num_accepted_tokens == 0
-    assert other.accept_string("a" * 8) and other.limit_error is None
+    assert other.accept_string("a" * 20) and other.limit_error is None
     np.testing.assert_array_equal(fast_row(other, tok.n_words), reference_row(other, tok.n_words))
-    assert other.accept_string("d" + "b" * 8) and other.is_completed()
+    assert other.accept_string("d" + "b" * 10) and other.is_completed()  # through w10
 
 
 def test_work_cap_on_accept(tok):
     m = xmask.GrammarMatcher(tok.json, limits=xmask.RuntimeLimits(max_work_per_call=500))
-    assert m.accept_string('"' + "x" * 100)  # ~ 4 units per byte
+    assert m.accept_string('"' + "x" * 100)  # ~ 2 units per byte
     assert m.limit_error is None
     assert not m.accept_string("y" * 400)
     assert m.limit_error.limit == "max_work_per_call"
@@ -135,21 +144,52 @@ def test_depth_cap(tok):
     np.testing.assert_array_equal(fast_row(m, tok.n_words), reference_row(m, tok.n_words))
 
 
+def test_work_cap_bounds_the_merged_closure(tok, ab):
+    # The GSS keeps AB at <= 3 tops and creates a few nodes per byte, but each byte closes over
+    # every open frame (O(depth) (state, parent) pairs): that work is what the cap counts.
+    m = xmask.GrammarMatcher(ab)  # default limits
+    assert m.accept_string("a" * 1000) and m.limit_error is None
+    assert len(m._debug_top_states()) <= 3
+    assert m._debug_call_work() > 250 * 1000  # ~ depth / 2 units per byte, not ~5
+    m.reset()
+    assert not m.accept_string("a" * 2000)  # ~2M units past the default 1M
+    assert m.limit_error.limit == "max_work_per_call" and m.num_accepted_tokens == 0
+    assert not zero_row_after_fill(m, tok.n_words).any()
+    m.reset()  # the same text in calls below the cap (closing frames costs O(depth) too)
+    assert m.accept_string("a" * 1000)
+    assert all(m.accept_string("b" * 100) for _ in range(10)) and m.is_completed()
+
+
+def test_depth_cap_on_the_merged_stack(tok, ab):
+    a = token_of(tok, "a")
+    m = xmask.GrammarMatcher(ab, limits=xmask.RuntimeLimits(max_stack_depth=40))
+    n = 0
+    while m.accept_token(a):
+        n += 1
+        assert n < 100
+    assert m.limit_error.limit == "max_stack_depth" and "40" in str(m.limit_error)
+    free = xmask.GrammarMatcher(ab)
+    assert free.accept_string("a" * (n + 1)) and free.limit_error is None
+    m.rollback(1)
+    assert m.limit_error is None
+    np.testing.assert_array_equal(fast_row(m, tok.n_words), reference_row(m, tok.n_words))
+
+
 def test_fork_copies_the_error_and_settings(tok, ambiguous):
     limits = xmask.RuntimeLimits(max_stack_tops=8)
     m = xmask.GrammarMatcher(ambiguous, limits=limits)
     assert m.runtime_limits is limits
-    assert not m.accept_string("aaaa")
+    assert not m.accept_string("a" * 10)
     child = m.fork()
     assert child.limit_error.limit == "max_stack_tops" and child.runtime_limits is limits
     child.reset()
     assert child.limit_error is None and m.limit_error is not None
-    assert child.accept_string("a") and not child.accept_string("a")
+    assert child.accept_string("a" * 7) and not child.accept_string("a")
 
 
 def test_batch_rows_of_an_errored_matcher_are_zero_others_exact(tok, ambiguous):
     bad = xmask.GrammarMatcher(ambiguous, limits=xmask.RuntimeLimits(max_stack_tops=8))
-    assert not bad.accept_string("aaaa")
+    assert not bad.accept_string("a" * 10)
     good = [xmask.GrammarMatcher(tok.json), xmask.GrammarMatcher(ambiguous)]
     assert good[0].accept_string('{"a": [1, ') and good[1].accept_string("aaa")
     # a matcher that crosses its cap inside the batch fill itself
@@ -173,9 +213,9 @@ def test_batch_rows_of_an_errored_matcher_are_zero_others_exact(tok, ambiguous):
 
 def test_draft_tree_rows_are_zero_once_a_path_crosses(tok, ambiguous):
     a, d = token_of(tok, "a"), token_of(tok, "d")
-    # a chain root -> a -> a -> a -> a: the 3rd 'a' needs 24 tops, over the cap of 20
+    # a chain root -> a -> a -> a -> a: the 3rd 'a' needs 4 tops, over the cap of 3
     nxt, sib, toks = [1, 2, 3, 4, -1], [-1] * 5, [0, a, a, a, a]
-    m = xmask.GrammarMatcher(ambiguous, limits=xmask.RuntimeLimits(max_stack_tops=20))
+    m = xmask.GrammarMatcher(ambiguous, limits=xmask.RuntimeLimits(max_stack_tops=3))
     bm = np.full((5, tok.n_words), -1, np.int32)
     assert m.traverse_draft_tree(nxt, sib, toks, bm) is True
     assert not bm.any()

@@ -212,17 +212,27 @@ def _progress_during(call):
     return c1 - c0
 
 
+# Long calls by construction, not by luck: each takes tens to hundreds of milliseconds, so the
+# counter thread gets a core even when other processes load the machine.
+BATCH_ROWS = 2048  # ~30-100 ms of fills on 2 threads (128 rows took ~0.4 ms: too short to see)
+AB = 'root ::= "a" root | "a" root "b" | ""'  # O(depth) per byte even under the GSS
+AB_BYTES = 5000  # > 4 KiB (accept_string releases the GIL past that), ~0.3 s: 12.5M closure items
+
+
 def test_long_batch_fill_and_long_accept_leave_the_gil(llama):
     ids = llama.encode(DOCS[0])
-    matchers = [advanced(llama.json, ids, k % len(ids)) for k in range(128)]
+    bases = [advanced(llama.json, ids, k) for k in range(len(ids))]
+    matchers = [bases[k % len(bases)].fork() for k in range(BATCH_ROWS)]
     bm = np.zeros((len(matchers), llama.n_words), np.int32)
     batch = xmask.BatchGrammarMatcher(2)
     batch.batch_fill_next_token_bitmask(matchers, bm)  # warm the lazy cache
     assert _progress_during(lambda: batch.batch_fill_next_token_bitmask(matchers, bm)) > 0
 
-    m = xmask.GrammarMatcher(llama.json)
-    assert m.accept_string('["')
-    assert _progress_during(lambda: m.accept_string("x" * 200_000)) > 0  # > 4 KB: nogil
+    ab = llama.compiler.compile_grammar(AB)
+    m = xmask.GrammarMatcher(ab, limits=xmask.RuntimeLimits(max_work_per_call=10**9))
+    ok = []
+    assert _progress_during(lambda: ok.append(m.accept_string("a" * AB_BYTES))) > 0
+    assert ok == [True]
 
 
 def test_short_accept_keeps_the_gil(llama):

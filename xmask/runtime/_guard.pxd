@@ -1,5 +1,7 @@
 # Runtime limits of one matcher call (xmask.RuntimeLimits): byte steps taken through
-# guarded_step / guarded_token_step are counted and checked; crossing a cap records which one in
+# guarded_step / guarded_token_step are counted and checked (a step's units: 1, plus the closure
+# items it handled, plain nodes or GSS (state, parent) pairs, see StackC.work_count, plus the
+# stack nodes it created); crossing a cap records which one in
 # GuardC.crossed and makes the step fail (nothing appended), so the caller's call unwinds as if
 # the input were rejected.  Checked after each step: a call overshoots a cap by at most one step.
 from xmask.runtime._types cimport int32_t, uint8_t, intp_t
@@ -43,14 +45,15 @@ cdef inline intp_t guarded_step(StackC* st, const AutomatonC* a, uint8_t byte,
                                 GuardC* g) except -1 nogil:
     # stack_step under the guard g (NULL: unguarded).  0 if the byte is rejected or a cap is
     # crossed (then nothing is appended and g.crossed says which cap).
-    cdef intp_t nodes, r
+    cdef intp_t nodes, items, r
     if g == NULL:
         return stack_step(st, a, byte)
     if g.crossed:
         return 0
     nodes = st.n_nodes
+    items = st.work_count
     r = stack_step(st, a, byte)
-    g.work += 1 + r + (st.n_nodes - nodes)
+    g.work += 1 + (st.work_count - items) + (st.n_nodes - nodes)
     if r > 0 and _guard_check(g, st, r):
         stack_truncate(st, st.depth - 1)
         return 0
@@ -61,14 +64,15 @@ cdef inline intp_t guarded_token_step(StackC* st, const AutomatonC* a, intp_t fr
                                       int32_t tid, bint merge, GuardC* g) except -1 nogil:
     # stack_token_step under the guard g (NULL: unguarded).  On a crossed cap the caller's
     # history is restored by the caller (accept_token_id truncates to its base), 0 returned.
-    cdef intp_t nodes, r
+    cdef intp_t nodes, items, r
     if g == NULL:
         return stack_token_step(st, a, from_depth, tid, merge)
     if g.crossed:
         return 0
     nodes = st.n_nodes
+    items = st.work_count
     r = stack_token_step(st, a, from_depth, tid, merge)
-    g.work += r + (st.n_nodes - nodes)
+    g.work += (st.work_count - items) + (st.n_nodes - nodes)
     if r > 0 and _guard_check(g, st, r):
         return 0
     return r

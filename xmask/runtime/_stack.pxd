@@ -81,8 +81,10 @@ ctypedef struct StackC:
     intp_t n_bottom_cont
     intp_t max_depth         # > 0: a call that would make a stack deeper is dropped (see
                              # xmask.set_max_recursion_depth); 0 = unbounded (the cache builder)
-    intp_t work_count        # closure items handled since stack_init (never reset): a measure
-                             # of work for callers that bound it
+    intp_t work_count        # closure work since stack_init (never reset), for callers that
+                             # bound it (RuntimeLimits.max_work_per_call): plain work-list items
+                             # (repeats included), GSS (state, parent) pairs and the parent-set
+                             # items the GSS closure reads
     # scratch of one step (not copied by stack_clone)
     LvState* lv              # [cap_lv] per automaton state
     intp_t cap_lv

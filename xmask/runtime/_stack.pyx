@@ -421,10 +421,10 @@ cdef int _closure(StackC* st, const AutomatonC* a, intp_t n_work,
     while n_work > 0:
         n_work -= 1
         x = st.work[n_work]
+        done += 1  # every work item counts (StackC.work_count), repeats included
         if st.mark[x] == epoch:
             continue
         st.mark[x] = epoch
-        done += 1
         if x < 2:  # a sentinel: no edges of its own
             _emit(st, x)
             continue
@@ -597,6 +597,7 @@ cdef int _pop(StackC* st, const AutomatonC* a, int32_t p, intp_t* n_work) except
         if par >= 0:
             _act(st, a, q, par, n_work)
         else:
+            st.work_count += st.ps_start[-1 - par] - st.ps_start[-2 - par]
             for j in range(st.ps_start[-2 - par], st.ps_start[-1 - par]):
                 _act(st, a, q, st.ps_items[j], n_work)
         return 0
@@ -617,6 +618,7 @@ cdef int _gss_seed(StackC* st, const AutomatonC* a, int32_t s, int32_t parent,
     cdef intp_t j
     if parent >= 0:
         return _act(st, a, s, parent, n_work)
+    st.work_count += st.ps_start[-1 - parent] - st.ps_start[-2 - parent]
     for j in range(st.ps_start[-2 - parent], st.ps_start[-1 - parent]):
         _act(st, a, s, st.ps_items[j], n_work)
     return 0

@@ -1085,6 +1085,11 @@ cdef class GrammarMatcher:
         finally:
             self._leave()
 
+    def _debug_call_work(self):
+        """Work units (``RuntimeLimits.max_work_per_call``) the last call spent."""
+        self._check_ready()
+        return self.guard.work
+
     def _memory_bytes(self):
         """Bytes this matcher holds on the heap besides the Python object itself: its parse
         stack (arena, hash table, history), token history and stop ids.  Nothing scales with
