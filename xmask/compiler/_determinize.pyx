@@ -450,74 +450,50 @@ cdef isz local_classes(Ctx* c, int32_t start, const int32_t* g_lo, const int32_t
     the rule's byte edges; returns the number of local classes, or -1 (no memory).  The
     determinized and minimized rule is the same automaton (its columns are a run-length
     form of the global ones, in the same order), built at the cost of fewer columns."""
-    cdef isz k, g, n = 0
+    cdef isz i, k, g, n = 0
     cdef int32_t s, t
     c.stamp += 1
     if c.stamp == 0x7FFFFFFF:
         return -1
     memset(cut, 0, (nc + 1) * sizeof(int32_t))
-    c.stack.n = 0
+    # the rule's NFA states (through byte, epsilon and call-return edges), in c.clos
+    c.clos.n = 0
     c.mark[start] = c.stamp
-    if iv_push(&c.stack, start):
+    if iv_push(&c.clos, start):
         return -1
-    while c.stack.n:
-        c.stack.n -= 1
-        s = c.stack.d[c.stack.n]
+    i = 0
+    while i < c.clos.n:
+        s = c.clos.d[i]
+        i += 1
         for k in range(c.b_off[s], c.b_off[s + 1]):
             cut[g_lo[k]] = 1
             cut[g_hi[k] + 1] = 1
             t = c.b_dst[k]
             if c.mark[t] != c.stamp:
                 c.mark[t] = c.stamp
-                if iv_push(&c.stack, t):
+                if iv_push(&c.clos, t):
                     return -1
         for k in range(c.eps_off[s], c.eps_off[s + 1]):
             t = c.eps_dst[k]
             if c.mark[t] != c.stamp:
                 c.mark[t] = c.stamp
-                if iv_push(&c.stack, t):
+                if iv_push(&c.clos, t):
                     return -1
         for k in range(c.c_off[s], c.c_off[s + 1]):
             t = c.c_dst[k]
             if c.mark[t] != c.stamp:
                 c.mark[t] = c.stamp
-                if iv_push(&c.stack, t):
+                if iv_push(&c.clos, t):
                     return -1
     lmap[0] = 0
     for g in range(1, nc):
         n += cut[g]
         lmap[g] = <int32_t>n
-    # second walk not needed: every edge of a reached state gets its local range
-    c.stamp += 1
-    if c.stamp == 0x7FFFFFFF:
-        return -1
-    c.stack.n = 0
-    c.mark[start] = c.stamp
-    if iv_push(&c.stack, start):
-        return -1
-    while c.stack.n:
-        c.stack.n -= 1
-        s = c.stack.d[c.stack.n]
+    for i in range(c.clos.n):
+        s = c.clos.d[i]
         for k in range(c.b_off[s], c.b_off[s + 1]):
             l_lo[k] = lmap[g_lo[k]]
             l_hi[k] = lmap[g_hi[k]]
-            t = c.b_dst[k]
-            if c.mark[t] != c.stamp:
-                c.mark[t] = c.stamp
-                if iv_push(&c.stack, t):
-                    return -1
-        for k in range(c.eps_off[s], c.eps_off[s + 1]):
-            t = c.eps_dst[k]
-            if c.mark[t] != c.stamp:
-                c.mark[t] = c.stamp
-                if iv_push(&c.stack, t):
-                    return -1
-        for k in range(c.c_off[s], c.c_off[s + 1]):
-            t = c.c_dst[k]
-            if c.mark[t] != c.stamp:
-                c.mark[t] = c.stamp
-                if iv_push(&c.stack, t):
-                    return -1
     return n + 1
 
 
@@ -643,8 +619,6 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                     bad = <int32_t>r
                     break
                 c.nc = nl
-                # Moore's work budget counts states x columns: in global columns, as before
-                c.budget = budget * nl // n_classes
                 status = determinize(&c, r_start[r])
                 if status == ST_OK:
                     if c.finals.n > blk_cap:
@@ -655,7 +629,8 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                             status = ST_NOMEM
                 if status == ST_OK:
                     m = minimize_dfa(c.finals.n, c.nc, c.trans.d, c.finals.d, c.call_src.d,
-                                     c.call_rule.d, c.call_dst.d, c.call_rule.n, c.budget, blk)
+                                     c.call_rule.d, c.call_dst.d, c.call_rule.n, c.budget, blk,
+                                     n_classes)  # budget in global columns, as before
                     if m < 0:
                         status = ST_NOMEM
                     elif emit(&c, blk, m, &g_trans, &g_final, &g_csrc, &g_crule, &g_cdst,
