@@ -32,6 +32,7 @@ DIRECTIVES = {
 MODULES = [
     "xmask.runtime._tables",
     "xmask.runtime._stack",
+    "xmask.runtime._stack_gss",
     "xmask.runtime._classify",
     "xmask.runtime._mask_cache",
     "xmask.runtime._fill",

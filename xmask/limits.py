@@ -49,21 +49,26 @@ class CompileLimits:
       ~1.5 s.  The largest MaskBench schema needs 4.6e5;
     * ``max_compile_seconds``: wall-clock time of one compile (default 60 s; None:
       unbounded).  Checked inside the native loops too (determinization every 256 DFA states,
-      the token-mask classifier every 256 byte steps, or every step when steps are slow), so
+      the token-mask classifier every 256 byte steps, or every step when steps are slow, and
+      every 4,096 closure items inside one step), so
       the error comes shortly after the deadline, not exactly at it.  The default is a
       backstop for what the size limits do not foresee (e.g. a recursive rule called from
       inside a 10,000-count repeat); every MaskBench schema that compiles needs far less.
       ``CompiledGrammar.precompute()`` runs under the same deadline, and a fill that
-      classifies a state of the lazy token-mask cache gives that state the same time;
+      classifies states of the lazy token-mask cache gives them the same time, one deadline
+      for all the states it classifies;
     * ``max_compile_memory_bytes``: the largest tables of a compile, each checked as it grows,
       before the memory is taken: the NFA's edge arrays, the determinizer's transitions and
       subsets, and the parse stack of one token-mask classification (also when a fill
-      classifies a state lazily).  Default 1 GiB; MaskBench schemas need at most a few tens
+      classifies a state lazily; one parse step of it may handle at most this / 64 closure
+      items, its scratch being < 64 bytes an item).  Default 1 GiB; MaskBench schemas need at most a few tens
       of MB in each;
     * ``max_classify_tops``: stack tops after one byte while classifying the vocabulary for
-      one state of the token-mask cache (lazily at a fill, or in ``precompute()``).  An
-      ambiguous grammar such as ``r0 ::= (("  " | . r0 [\\u00e0-\\u00ff] r0)?){1,3}`` doubles
-      them with every two spaces of a token; the largest MaskBench schema needs ~400.
+      one state of the token-mask cache (lazily at a fill, or in ``precompute()``).  The
+      graph-structured stack keeps one top per automaton state, so ambiguity alone no longer
+      grows them (``r0 ::= (("  " | . r0 [\\u00e0-\\u00ff] r0)?){1,3}`` once doubled them
+      with every two spaces of a token, now 9 at most); many distinct rules live at once
+      still do; the largest MaskBench schema needs ~400.
     """
 
     max_automaton_states: int = 200_000
@@ -103,7 +108,8 @@ class RuntimeLimits:
     * ``max_work_per_call``: work units of one call (``accept_string``: of each 4 KiB of its
       input): each byte step costs 1 plus the closure work it does (frames visited; under the
       graph-structured stack the (state, parent) pairs it propagates and the parent-set
-      entries it reads) plus the stack nodes it creates, each token a fill checks costs 1.  A
+      entries it reads) plus the stack nodes it creates, each token a fill checks costs 1 (a
+      step stops inside its closure once it passes the call's remaining budget).  A
       JSON fill on Llama-3 takes 0 to a few thousand units (MaskBench: p99 ~800, max ~60,000),
       an exact fill near the recursion bound (every token checked) ~140,000, a 4 KiB JSON
       string ~8,000; ``root ::= "a" root | "a" root "b" | ""`` costs ~depth / 2 per byte (its
@@ -112,7 +118,13 @@ class RuntimeLimits:
       arena holds millions of nodes (cache misses), so the default bounds a call to well under
       a second;
     * ``max_stack_depth``: frames of any stack top (None: no cap here; the process-wide
-      ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead).
+      ``set_max_recursion_depth`` bound still applies, which drops deeper paths instead);
+    * ``max_stack_bytes``: heap bytes of the matcher's parse stack (arena, parent sets,
+      history, step scratch; what ``_memory_bytes()`` reports), checked whenever one of its
+      arrays grows, so across calls too.  Default 1 GiB.  JSON takes ~85 bytes per accepted
+      token (100k tokens ~8.5 MB; ``max_rollback_tokens`` drops older history), while
+      ``root ::= "a" root | "a" root "b" | ""`` keeps O(depth) parents per step, O(n^2)
+      bytes: ~270 MB at 9,000 'a'.
 
     Crossing a cap puts the matcher in a sticky error state: the call that crossed it changes
     no state (an accept returns False; a fill writes an all-zero row), and from then on every
@@ -123,12 +135,15 @@ class RuntimeLimits:
     or ``rollback(n >= 1)`` clears it (the state goes back to one reached within the caps).
     Other matchers, of the same grammar or not, are never affected.
 
-    Worst case of one call: the caps are checked after every byte step, so a call does at most
-    ``max_work_per_call`` units plus one step; one step from t <= ``max_stack_tops`` tops
-    reads t tops and closes each over the calls and returns it can reach: at most t x (rule
-    frames entered from one state + the depth popped through finished frames).  A fill adds
+    Worst case of one call: the caps are checked after every byte step and the work cap also
+    inside a step's closure, so a call does at most ``max_work_per_call`` units plus one step's
+    new tops and nodes (one step from t <= ``max_stack_tops`` tops closes each over the calls
+    and returns it can reach: t x (rule frames entered from one state + the depth popped
+    through finished frames), cut off at the remaining budget).  A fill adds
     O(vocab_size / 32) word operations for the row and, once per grammar state ever,
-    classifying that state's tokens (bounded by ``CompileLimits``).
+    classifying that state's tokens (bounded by ``CompileLimits``, one deadline per fill).
+    Measured on Llama-3 under the defaults (README, bench/bench_worst_call.py): 71-80 ms for
+    calls stopped by the work cap, ~0.4 ms for the largest single steps, fills up to ~14 ms.
 
     Example::
 
@@ -148,6 +163,7 @@ class RuntimeLimits:
     max_stack_tops: int = 10_000
     max_work_per_call: int = 1_000_000
     max_stack_depth: Optional[int] = None
+    max_stack_bytes: int = 1 << 30
 
     def __post_init__(self):
         for f in fields(self):

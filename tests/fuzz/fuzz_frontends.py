@@ -319,13 +319,13 @@ def outcome(fn):
     return label or "ok"
 
 
-# An ambiguous grammar can make the parser's set of stack tops grow exponentially with the
-# input (issue 15, "Graph-structured stack": e.g. 150,000 tops after 5 tokens of
-# ``r2 ::= r1 (r2){2,}``), and then one fill takes minutes.  Until the runtime bounds that,
-# a walk stops when the next fill's estimated work passes this cap and the example is counted
-# as "runtime blow-up (known)", as one whose walk outlives fuzz_child.WALK_SECONDS; the long
-# run reports how often.
-FILL_COST_CAP = 500_000
+# Every matcher call is bounded (RuntimeLimits: work per call, also inside one parse step;
+# classification: CompileLimits, one deadline per fill), so the walk runs every fill; only the
+# slow reference (every token on the real stack, no limits: a test tool) is skipped once the
+# matcher's steps are slow (an ambiguous grammar: fill_cost scales with the work per byte), and
+# the walk is then labelled "ok, reference skipped".  A walk past fuzz_child.WALK_SECONDS is a
+# finding.
+REFERENCE_COST_CAP = 20_000_000
 
 
 def walk(ctx, compiled, seed, steps=6):
@@ -335,23 +335,29 @@ def walk(ctx, compiled, seed, steps=6):
     m = xmask.GrammarMatcher(compiled)
     fast = np.zeros((1, ctx.words), np.int32)
     ref = np.zeros((1, ctx.words), np.int32)
+    label = None
     for step in range(steps):
         if m.is_terminated():
-            return None
-        if m._debug_fill_cost() > FILL_COST_CAP:
-            return "runtime blow-up (known)"
+            return label
+        slow = m._debug_fill_cost() > REFERENCE_COST_CAP
         m.fill_next_token_bitmask(fast)
-        if step in (0, steps - 1):
+        if step in (0, steps - 1) and slow:
+            label = "ok, reference skipped"
+        elif step in (0, steps - 1):
             m._reference_fill_next_token_bitmask(ref)
             assert np.array_equal(fast, ref), f"mask differs from the reference at step {step}"
         bits = np.unpackbits(fast[0].view(np.uint8), bitorder="little")[:ctx.vocab]
         allowed = np.flatnonzero(bits)
         if len(allowed) == 0:
-            return None
+            return label
         token = int(allowed[rng.randrange(len(allowed))])
-        assert m.accept_token(token), f"token {token} allowed by the mask but not accepted"
+        # (a runtime limit may stop the accept: then the matcher is in its error state)
+        assert m.accept_token(token) or m.limit_error is not None, \
+            f"token {token} allowed by the mask but not accepted"
+        if m.limit_error is not None:
+            return "ok, runtime limit"
     m.find_jump_forward_string()
-    return None
+    return label
 
 
 def _compile_and_walk(ctx, compile_fn, seed):

@@ -6,8 +6,8 @@ slow reference.  See fuzz_frontends.py and fuzz_matcher.py for the inputs and th
 
 Each target runs in a child process (fuzz_child.py) with a 3 GB address-space cap; front-end
 examples run in a forked worker under a timer, matcher examples under a watchdog, so a
-segfault, hang or blow-up fails the test and names the (shrunk) input.  Known runtime
-blow-ups of ambiguous grammars (issue 15's graph-structured stack) are counted, not failed.
+segfault, hang or blow-up (a compile past its deadline, a matcher walk past its runtime
+limits) fails the test and names the (shrunk) input.
 
 Profiles (environment):
 

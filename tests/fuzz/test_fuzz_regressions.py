@@ -9,7 +9,14 @@ Findings (all fixed):
   ``UnicodeEncodeError``;
 * a fill row index >= 2**63 raised ``OverflowError``;
 * malformed draft-tree arrays (different lengths, bad links, float arrays) raised a plain
-  ``ValueError``, not an xmask error.
+  ``ValueError``, not an xmask error;
+* (long run, seed 20261124) ``root ::= "" | [a-z] ("" root){10000}``: classifying a state for
+  the first fill spent 20 s and 2.7 GB inside one parse step (10^4 nullable calls x 10^4
+  parents) and ended in ``MemoryError``; a step now has a budget of closure items (compile
+  memory limit / 64, the run-time work cap) and the deadline is read inside it;
+* (long run) a schema whose ``enum`` holds an object with a 120,000-string array: building
+  the 1 MB literal fused its bytes pairwise (quadratic) and the compile ran minutes past its
+  deadline.
 """
 
 import copy
@@ -171,3 +178,50 @@ def test_rollback_of_a_huge_count_raises_invalid_token_error(small, count):
     with pytest.raises(xmask.InvalidTokenError):
         xmask.BatchGrammarMatcher.batch_rollback([m], count)
     assert m.num_accepted_tokens == 1
+
+
+NULLABLE_IN_REPEAT = 'root ::= "" | [a-z] ("" root){10000}'
+
+
+def test_classifying_nullable_calls_in_a_big_repeat_is_bounded(small):
+    info, _, _ = small
+    # memory: the step budget (64 MB / 64 = 1M closure items) stops the step, not the 3 GB cap
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False, limits=xmask.CompileLimits(
+        max_compile_memory_bytes=64 << 20))
+    m = xmask.GrammarMatcher(compiler.compile_grammar(NULLABLE_IN_REPEAT))
+    bm = np.zeros((1, (info.vocab_size + 31) // 32), np.int32)
+    with pytest.raises(xmask.GrammarLimitError, match="closure items in one parse step"):
+        m.fill_next_token_bitmask(bm)
+    # time: the deadline is read inside the step too
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False, limits=xmask.CompileLimits(
+        max_compile_seconds=0.3))
+    m = xmask.GrammarMatcher(compiler.compile_grammar(NULLABLE_IN_REPEAT))
+    with pytest.raises(xmask.GrammarLimitError, match="deadline .* inside one parse step"):
+        m.fill_next_token_bitmask(bm)
+
+
+def test_one_accept_step_of_nullable_calls_is_bounded_by_the_work_cap():
+    info = xmask.TokenizerInfo([])
+    compiled = xmask.GrammarCompiler(info).compile_grammar(NULLABLE_IN_REPEAT)
+    m = xmask.GrammarMatcher(compiled, limits=xmask.RuntimeLimits(max_work_per_call=100_000))
+    assert m.accept_string("a")
+    # the second byte's step meets ~10^8 (state, parent) pairs: abandoned at the cap
+    assert not m.accept_string("b")
+    assert m.limit_error.limit == "max_work_per_call"
+    assert m._debug_call_work() <= 100_000 + 10_000  # (a step's few nodes and tops on top)
+    m.rollback(1)
+    assert m.limit_error is None and m.is_completed()
+
+
+def test_schema_enum_with_a_huge_literal_ends_in_time(small):
+    # (before the fix: minutes in make_seq, past any deadline; no clock here, a hang would
+    # show as the test run's timeout)
+    info, _, _ = small
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
+    big = {"enum": [{"0": {"enum": [f"v{i}" for i in range(120_000)]}, "length": 1}]}
+    with pytest.raises(xmask.GrammarLimitError, match="max_automaton_states"):
+        compiler.compile_json_schema(big, any_whitespace=False)
+    schema = {"enum": [{"0": [f"v{i}" for i in range(20_000)], "length": 1}]}
+    m = xmask.GrammarMatcher(compiler.compile_json_schema(schema, any_whitespace=False))
+    assert m.accept_string('{"0": ["v0", "v1", ') and not m.accept_string('"v0"')
+    assert m.accept_string('"v2"')

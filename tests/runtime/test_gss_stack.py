@@ -1,4 +1,4 @@
-"""The graph-structured parse stack on ambiguous grammars (xmask/runtime/_stack.pyx).
+"""The graph-structured parse stack on ambiguous grammars (xmask/runtime/_stack_gss.pyx).
 
 Stacks with the same top state merge into one node with several parents, so the top count stays
 bounded by the automaton's states whatever the ambiguity.  Checked here on Llama-3: bounds on
@@ -13,7 +13,7 @@ from matchers_util import DOCS, Tok, fast_row, reference_row
 from maskutil import GreedyTokens
 
 import xmask
-from xmask.runtime import _stack
+from xmask.runtime import _stack_gss as _stack
 
 # name -> (grammar, a long ambiguous input, bytes that complete it)
 FAMILIES = {

@@ -175,6 +175,28 @@ def test_depth_cap_on_the_merged_stack(tok, ab):
     np.testing.assert_array_equal(fast_row(m, tok.n_words), reference_row(m, tok.n_words))
 
 
+def test_memory_cap_across_calls_on_the_merged_stack(tok, ab):
+    # AB keeps O(depth) parents per step: the stack's bytes grow as n^2 over many cheap calls,
+    # which no per-call cap sees; max_stack_bytes does (checked whenever an array grows).
+    cap = 4 << 20
+    m = xmask.GrammarMatcher(ab, limits=xmask.RuntimeLimits(max_stack_bytes=cap))
+    n = 0
+    while m.accept_string("a" * 50):
+        n += 50
+        assert n < 20_000
+    assert m.limit_error.limit == "max_stack_bytes" and str(cap) in str(m.limit_error)
+    assert m.num_accepted_tokens == n // 50  # the crossing call changed nothing
+    assert not zero_row_after_fill(m, tok.n_words).any()
+    held = m._memory_bytes()
+    assert cap < held < 4 * cap  # the crossing step grew it once, nothing after
+    assert not m.accept_string("a") and m._memory_bytes() == held
+    free = xmask.GrammarMatcher(ab)
+    assert free.accept_string("a" * 50) and free.limit_error is None
+    m.reset()
+    assert m.limit_error is None and m.accept_string("a" * (n // 2))
+    np.testing.assert_array_equal(fast_row(m, tok.n_words), reference_row(m, tok.n_words))
+
+
 def test_fork_copies_the_error_and_settings(tok, ambiguous):
     limits = xmask.RuntimeLimits(max_stack_tops=8)
     m = xmask.GrammarMatcher(ambiguous, limits=limits)
@@ -235,6 +257,7 @@ def test_default_limits_and_validation(tok):
     m = xmask.GrammarMatcher(tok.json)
     assert m.runtime_limits == xmask.RuntimeLimits() and m.limit_error is None
     for bad in ({"max_stack_tops": 0}, {"max_work_per_call": -1}, {"max_stack_depth": 0},
+                {"max_stack_bytes": 0}, {"max_stack_bytes": 2.0},
                 {"max_stack_tops": True}, {"max_work_per_call": 1.5}):
         with pytest.raises(ValueError, match="RuntimeLimits"):
             xmask.RuntimeLimits(**bad)

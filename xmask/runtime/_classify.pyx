@@ -30,9 +30,10 @@ from xmask.runtime._bitset cimport bitset_set
 from xmask.runtime._intseq cimport cmp_i32
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
-    StackC, grow_array, stack_init, stack_free, stack_reset, stack_start, stack_start_many, stack_step,
-    stack_truncate, stack_set_contains, stack_reaches_bottom,
+    StackC, grow_array, stack_init, stack_free, stack_reset, stack_truncate, stack_set_contains,
+    stack_reaches_bottom, stack_memory_bytes,
 )
+from xmask.runtime._stack_gss cimport stack_start, stack_start_many, stack_step
 
 from xmask.errors import GrammarLimitError
 
@@ -45,6 +46,10 @@ cdef extern from *:
 # took over a millisecond the walk checks after every step until they are fast again: the
 # deadline is overrun by at most one step.
 cdef intp_t _CHECK_EVERY = 256
+
+# Bytes one closure item of a parse step can hold (GSS item, pair-set slot at half load, work
+# list entry: ~50): the walk's memory bound, divided by this, bounds the items of one step.
+cdef intp_t _STEP_ITEM_BYTES = 64
 
 
 # The string-body shortcut of classify_entry (off only to test it against the full walk), and
@@ -131,9 +136,16 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     cdef bint ctx_has_ctx
     stack_reset(st, st.n_nodes > 1 << 16)
     st.bottom_cont = NULL
+    s.state = state
+    # one step's closure work is bounded too (a step's scratch is ~50 bytes per item): an
+    # ambiguous grammar can need seconds and GBs inside a single step, between two checks
+    st.step_budget = s.max_bytes // _STEP_ITEM_BYTES if s.max_bytes > 0 else 0
+    st.step_deadline = s.deadline
     # the caller contexts' top set, kept outside the history (node ids stay valid: no reset
     # drops nodes during this walk)
     stack_start_many(st, a, ctx, n_ctx, 1)
+    if st.step_over:
+        _step_over(s)
     n_ctx_tops = st.set_start[1]
     ctx_has_ctx = stack_set_contains(st, 0, 1)
     if n_ctx_tops > s.ctx_cap:
@@ -144,6 +156,8 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     st.bottom_cont = s.ctx_tops
     st.n_bottom_cont = n_ctx_tops
     stack_start(st, a, state)
+    if st.step_over:
+        _step_over(s)
     s.unc_prefix[0] = 0
     return ctx_has_ctx
 
@@ -166,6 +180,8 @@ cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp
             follow[b] != 0 and (stack_set_contains(st, d, 1)
                                 or (ctx_has_ctx and stack_set_contains(st, d, 0))))
         n = stack_step(st, a, b)
+        if n == 0 and st.step_over:
+            _step_over(s)
         if n > s.peak_tops:
             s.peak_tops = n
             if s.max_tops > 0 and n > s.max_tops:
@@ -179,19 +195,12 @@ cdef intp_t _feed(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp
     return -1
 
 
-cdef int64_t stack_bytes(const StackC* st) noexcept nogil:
-    """Bytes held by a stack's arrays (arena, hash table, history, work list)."""
-    return (st.cap_nodes * (3 * sizeof(int32_t) + sizeof(uint32_t))
-            + st.table_cap * sizeof(int32_t) + st.cap_tops * sizeof(int32_t)
-            + st.cap_depth * sizeof(intp_t) + st.cap_work * sizeof(int32_t))
-
-
 cdef int _check_bounds(ClassifyScratch* s) except -1 nogil:
     # The walk's bounds (see ClassifyScratch); raises GrammarLimitError past one.  The top-set
     # bound is exact (checked on every new peak), memory and the clock every _CHECK_EVERY
     # steps; one step holds at most max_classify_tops new tops, so memory passes its bound by
     # at most one step's growth.
-    cdef int64_t nbytes = stack_bytes(&s.st)
+    cdef int64_t nbytes = stack_memory_bytes(&s.st)  # parent sets and step scratch included
     cdef double now = monotonic_seconds()
     if now - s.last_check > 1e-3:
         s.check_every = 1
@@ -219,6 +228,21 @@ cdef int _check_bounds(ClassifyScratch* s) except -1 nogil:
                 f"classifying automaton state {s.state} for the token-mask cache ran past the "
                 f"deadline (CompileLimits.max_compile_seconds)")
     return 0
+
+
+cdef int _step_over(ClassifyScratch* s) except -1 nogil:
+    # One parse step of the walk was abandoned by its bounds (set in _walk_start): raise.
+    if s.deadline > 0 and monotonic_seconds() > s.deadline:
+        with gil:
+            raise GrammarLimitError(
+                f"classifying automaton state {s.state} for the token-mask cache ran past the "
+                f"deadline (CompileLimits.max_compile_seconds) inside one parse step")
+    with gil:
+        raise GrammarLimitError(
+            f"classifying automaton state {s.state} for the token-mask cache needs more than "
+            f"{s.st.step_budget} closure items in one parse step (a budget of "
+            f"CompileLimits.max_compile_memory_bytes / {_STEP_ITEM_BYTES}): a highly ambiguous "
+            f"grammar, e.g. nullable rules called from a large repeat")
 
 
 cdef inline int _push(int32_t** buf, intp_t* cap, intp_t* n, intp_t pos) except -1 nogil:

@@ -19,6 +19,7 @@ ctypedef struct FillJob:
     intp_t n_stop
     intp_t margin            # frames one token can push at most (max token bytes x push bound)
     bint exact               # near the recursion bound: check every token on the real stack
+    intp_t byte_work         # the matcher's work units per byte lately (scales fill_cost)
 
 
 cdef bint fill_classifies(FillJob* j) noexcept nogil

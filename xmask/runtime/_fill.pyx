@@ -12,7 +12,8 @@ MemoryError when the stack arena cannot grow.
 GIL policy (``nogil_min_cost``): releasing and re-taking the GIL costs ~5 us when no other
 Python thread runs, but up to a whole switch interval (5 ms by default) when one does, because
 the re-take waits for that thread to drop the GIL.  ``fill_cost`` estimates a fill's work in
-uncertain tokens to check (plus row-wide passes, see ``fill_cost``).  bench/bench_batch.py
+uncertain tokens to check (plus row-wide passes, see ``fill_cost``), scaled up when the matcher's
+byte steps cost much more than a plain grammar's (``FillJob.byte_work``: ambiguous grammars).  bench/bench_batch.py
 measured on Llama-3 (JSON and MaskBench schemas, 2 cores): 3-10 ns of kernel time per unit, and
 single fills along real documents estimate at most ~2,000 units (~4 us).  With a spinning Python
 thread, a fill that releases the GIL took 5.1-5.2 ms at p90 instead of 7-13 us.  So below 20,000
@@ -38,6 +39,10 @@ cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
 
 cdef intp_t _nogil_min_cost = 20000
+# Work units (RuntimeLimits) of one byte step in JSON-like grammars (1-6 on Llama-3): a fill whose
+# matcher's steps cost more (an ambiguous grammar's closure through thousands of frames) checks
+# each uncertain token that many times slower, which fill_cost scales by.
+cdef intp_t _PLAIN_BYTE_WORK = 16
 
 # Per-thread fill buffers: a row-sized scratch (contents undefined between fills) and the
 # position bitset of the uncertain tokens (all-zero between fills), shared by every matcher
@@ -222,7 +227,7 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     cdef int32_t node
     cdef const CacheEntryC* e
     if j.exact:
-        return j.v.n_sorted + row_pass
+        return (j.v.n_sorted + row_pass) * _work_scale(j)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
         if node != 0 and not _bytes_top(j.a, st, node):
@@ -235,7 +240,12 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
             cost += e.n_unc + 16
             if e.kind != XM_KIND_ACCEPTED:
                 cost += row_pass
-    return cost
+    return cost * _work_scale(j)
+
+
+cdef inline intp_t _work_scale(const FillJob* j) noexcept nogil:
+    # How much slower than a plain grammar's this matcher's byte steps are (>= 1).
+    return j.byte_work // _PLAIN_BYTE_WORK if j.byte_work > _PLAIN_BYTE_WORK else 1
 
 
 cdef bint fill_classifies(FillJob* j) noexcept nogil:
@@ -269,6 +279,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef const CacheEntryC* e
     cdef const CacheEntryC* single = NULL
     cdef bint can_end = False
+    cdef double deadline = 0.0  # of the lazy classifications this fill makes (one for all)
     cdef intp_t pos_words = (v.n_sorted + 31) >> 5
     cdef xm_fill_tls* tls
     memset(row, 0, <size_t>n_words * sizeof(word_t))
@@ -299,7 +310,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 continue
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
-            e = cache_entry(c, j.a, v, st.node_state[node])
+            e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
             n_real += 1
             single = e
             ids = e.data

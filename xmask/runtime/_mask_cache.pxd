@@ -27,22 +27,23 @@ ctypedef struct MaskCacheC:
     # bounds on one state's classification (CompileLimits; 0 = none) and the largest seen
     int64_t max_tops             # max_classify_tops
     int64_t max_bytes            # max_compile_memory_bytes (the walk's parse stack)
-    double max_seconds           # max_compile_seconds (per state when a fill classifies it)
+    double max_seconds           # max_compile_seconds (shared by the states one fill classifies)
     int64_t peak_tops            # largest top set one classification met
     int64_t peak_bytes           # most parse-stack bytes one classification held
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                                       int32_t state) except NULL nogil
+                                       int32_t state, double* deadline) except NULL nogil
 
 
 cdef inline const CacheEntryC* cache_entry(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                                           int32_t state) except NULL nogil:
-    # The state's entry, classifying it first if no thread has yet.
+                                           int32_t state, double* deadline) except NULL nogil:
+    # The state's entry, classifying it first if no thread has yet.  deadline: shared by the
+    # classifications of one call (0 until the first one sets it to max_seconds from then).
     cdef const CacheEntryC* e = <const CacheEntryC*>xm_load_acquire(<void**>&c.entry[state])
     if e != NULL:
         return e
-    return cache_classify(c, a, v, state)
+    return cache_classify(c, a, v, state, deadline)
 
 
 cdef inline const CacheEntryC* cache_peek(MaskCacheC* c, int32_t state) noexcept nogil:

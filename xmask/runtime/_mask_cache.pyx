@@ -170,12 +170,17 @@ cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const Automa
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                                       int32_t state) except NULL nogil:
+                                       int32_t state, double* deadline) except NULL nogil:
+    # A fill's lazy classification: every state one fill classifies shares one deadline, so a
+    # fill that meets thousands of new states (a grammar with that many rules live at once)
+    # still ends max_compile_seconds after its first classification.
     cdef ClassifyScratch s
     cdef CacheEntryC* e
+    if deadline[0] <= 0 and c.max_seconds > 0:
+        deadline[0] = monotonic_seconds() + c.max_seconds
     scratch_init(&s, v)
     try:
-        e = _classify_with(&s, c, a, v, state, 0.0)
+        e = _classify_with(&s, c, a, v, state, deadline[0])
     finally:
         scratch_free(&s)
     return _publish(c, state, e)

@@ -17,9 +17,12 @@
 # One step (a byte, a token edge, a start) first runs the plain closure, node by node; when it
 # meets the same state in more than a few different nodes (ambiguity), it is redone as a GSS
 # closure that groups frames by state and unions their parents, so a step costs at most
-# O(states x parents) whatever the ambiguity (see _stack.pyx).
+# O(states x parents) whatever the ambiguity.  The arena, parent sets, history and the plain
+# closure are in _stack.pyx; the steps (stack_start, stack_step, stack_token_step) and the GSS
+# closure in _stack_gss.pyx (_stack_gss.pxd).
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
+from xmask.runtime._clock cimport monotonic_seconds
 
 
 ctypedef struct LvState:
@@ -85,6 +88,15 @@ ctypedef struct StackC:
                              # bound it (RuntimeLimits.max_work_per_call): plain work-list items
                              # (repeats included), GSS (state, parent) pairs and the parent-set
                              # items the GSS closure reads
+    # bounds on one step (start, byte, token edge), set by the caller (0 = none): a step that
+    # handles more than step_budget closure items, or is still running at monotonic time
+    # step_deadline, is abandoned: nothing is appended, 0 is returned and step_over is set.
+    # Without them one step of a grammar whose nullable calls nest in big repeats (e.g.
+    # root ::= "" | [a-z] ("" root){10000}) meets states x parents = 10^8 items (seconds, GBs).
+    intp_t step_budget
+    double step_deadline
+    intp_t step_base         # work_count when the current step began
+    bint step_over           # the last step was abandoned by step_budget / step_deadline
     # scratch of one step (not copied by stack_clone)
     LvState* lv              # [cap_lv] per automaton state
     intp_t cap_lv
@@ -116,15 +128,74 @@ cdef void stack_free(StackC* st) noexcept nogil
 cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil
 cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil
 cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil
-cdef intp_t stack_start(StackC* st, const AutomatonC* a, int32_t state) except -1 nogil
-cdef intp_t stack_step(StackC* st, const AutomatonC* a, uint8_t byte) except -1 nogil
-cdef intp_t stack_token_step(StackC* st, const AutomatonC* a, intp_t from_depth, int32_t tid,
-                             bint merge) except -1 nogil
+cdef int32_t stack_parent_of(StackC* st, int32_t* ids, intp_t n) except -1 nogil
 cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept nogil
-cdef intp_t stack_start_many(StackC* st, const AutomatonC* a, const int32_t* states, intp_t n,
-                             int32_t parent) except -1 nogil
 cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil
 cdef int64_t stack_memory_bytes(const StackC* st) noexcept nogil
+# one step (the steps are in _stack_gss.pxd): a fresh epoch and per-state scratch, the plain
+# closure of one seed
+cdef int stack_epoch_wrapped(StackC* st) except -1 nogil
+cdef int stack_grow_lv(StackC* st, const AutomatonC* a) except -1 nogil
+cdef int stack_plain_seed(StackC* st, const AutomatonC* a, int32_t s, int32_t parent,
+                          intp_t max_conflicts, intp_t* conflicts) except -1 nogil
+
+
+cdef inline int stack_next_epoch(StackC* st) except -1 nogil:
+    # A fresh epoch: every stamp of an earlier one stops matching.
+    st.epoch += 1
+    if st.epoch == 0:
+        stack_epoch_wrapped(st)
+    return 0
+
+
+cdef inline int stack_begin(StackC* st, const AutomatonC* a) except -1 nogil:
+    # Start a step: per-state scratch for this automaton, a fresh epoch, its bounds' count.
+    if st.cap_lv < a.n_states:
+        stack_grow_lv(st, a)
+    st.step_base = st.work_count
+    st.step_over = False
+    return stack_next_epoch(st)
+
+
+cdef inline bint stack_step_over(StackC* st, intp_t done) noexcept nogil:
+    # Whether the current step passed its bounds (StackC.step_budget / step_deadline), with
+    # `done` items not yet added to work_count; the clock is read every 4,096 items (~0.1 ms).
+    cdef intp_t n = st.work_count + done - st.step_base
+    if st.step_budget > 0 and n > st.step_budget:
+        st.step_over = True
+    elif st.step_deadline > 0 and (n & 4095) == 0 and monotonic_seconds() > st.step_deadline:
+        st.step_over = True
+    return st.step_over
+
+
+cdef inline int ensure_array(void** ptr, intp_t* cap, intp_t need, size_t elem) except -1 nogil:
+    if need > cap[0]:
+        grow_array(ptr, cap, need, elem)
+    return 0
+
+
+cdef inline int stack_push_work(StackC* st, intp_t* n_work, int32_t v) except -1 nogil:
+    if n_work[0] == st.cap_work:
+        grow_array(<void**>&st.work, &st.cap_work, n_work[0] + 1, sizeof(int32_t))
+    st.work[n_work[0]] = v
+    n_work[0] += 1
+    return 0
+
+
+cdef inline int stack_emit(StackC* st, int32_t node) except -1 nogil:
+    # Append `node` to the top set being built.
+    if st.n_tops == st.cap_tops:
+        grow_array(<void**>&st.tops, &st.cap_tops, st.n_tops + 1, sizeof(int32_t))
+    st.tops[st.n_tops] = node
+    st.n_tops += 1
+    return 0
+
+
+cdef inline int stack_open_set(StackC* st) except -1 nogil:
+    # Room for one more top set's start in the history.
+    if st.depth + 2 > st.cap_depth:
+        grow_array(<void**>&st.set_start, &st.cap_depth, st.depth + 2, sizeof(intp_t))
+    return 0
 
 
 cdef inline bint stack_has_bottom(const StackC* st, intp_t d) noexcept nogil:

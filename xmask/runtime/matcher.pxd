@@ -25,6 +25,8 @@ cdef class GrammarMatcher:
     cdef intp_t max_rollback       # max_rollback_tokens (-1: unlimited, history never dropped)
     cdef intp_t n_dropped          # accepted tokens whose history was dropped
     cdef GuardC guard              # runtime limits and the sticky error (guard.crossed)
+    cdef intp_t byte_work          # work units per byte of the last accept: the GIL policy's
+                                   # estimate for the next call (0: none yet)
     cdef object _limits            # the RuntimeLimits
     cdef bint terminated
     cdef bint terminate_without_stop_token

@@ -21,11 +21,13 @@ from libc.stdint cimport int64_t, uintptr_t
 from xmask.runtime._types cimport int32_t, uint8_t, word_t, intp_t, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_test
 from xmask.runtime._stack cimport (
-    stack_init, stack_free, stack_reset, stack_start, stack_truncate, stack_clone,
-    stack_has_bottom, stack_drop_front, stack_memory_bytes,
+    stack_init, stack_free, stack_reset, stack_truncate, stack_clone, stack_has_bottom,
+    stack_drop_front, stack_memory_bytes,
 )
+from xmask.runtime._stack_gss cimport stack_start
 from xmask.runtime._guard cimport (
     GuardC, guarded_step, XM_LIMIT_NONE, XM_LIMIT_TOPS, XM_LIMIT_WORK, XM_LIMIT_DEPTH,
+    XM_LIMIT_MEMORY,
 )
 from xmask.runtime._fill cimport (
     FillJob, fill_job, fill_cost, accept_bytes, accept_token_id, max_top_depth, update_exact,
@@ -42,8 +44,14 @@ from xmask.grammar.captures import capture_log_for
 
 cdef intp_t _MAX_JUMP_FORWARD_BYTES = 4096
 cdef word_t _EMPTY_ROW[1]  # the row of a vocabulary of 0 tokens (0 words are written)
-# accept_string keeps the GIL for strings up to this many bytes (a few microseconds of work).
+# accept_string keeps the GIL for strings up to this many bytes (a few microseconds of work)
+# unless the predicted work is large: an accept releases the GIL when the matcher's work per
+# byte in its last accept (GrammarMatcher.byte_work) times the input's bytes reaches
+# _ACCEPT_NOGIL_WORK units (~20-200 us at 10-100 ns a unit; the fill threshold, nogil_min_cost,
+# is ~60-200 us too).  JSON takes 1-6 units a byte: its accepts keep the GIL; an ambiguous
+# grammar's closure through thousands of frames costs thousands a byte and releases it.
 cdef intp_t _ACCEPT_NOGIL_BYTES = 4096
+cdef intp_t _ACCEPT_NOGIL_WORK = 2000
 
 
 # The busy flag (see GrammarMatcher._enter) is an atomic test-and-set flag.
@@ -332,6 +340,7 @@ cdef class GrammarMatcher:
         g = self.guard
         self.guard = other.guard
         other.guard = g
+        self.byte_work, other.byte_work = other.byte_work, self.byte_work
         self._limits, other._limits = other._limits, self._limits
         self.terminated, other.terminated = other.terminated, self.terminated
         self.terminate_without_stop_token, other.terminate_without_stop_token = (
@@ -365,6 +374,8 @@ cdef class GrammarMatcher:
         self.guard.max_tops = limits.max_stack_tops
         self.guard.max_work = limits.max_work_per_call
         self.guard.max_depth = 0 if limits.max_stack_depth is None else limits.max_stack_depth
+        self.guard.max_bytes = limits.max_stack_bytes
+        self.guard.caps_seen = -1  # the first guarded step measures
         self.guard.work = 0
         self.guard.crossed = XM_LIMIT_NONE
         self.max_rollback = max_rollback
@@ -408,6 +419,7 @@ cdef class GrammarMatcher:
         if self._cap_units is not None:
             del self._cap_units[:]
         self.guard.crossed = XM_LIMIT_NONE
+        self.byte_work = 0
         return 0
 
     def fork(self):
@@ -448,6 +460,7 @@ cdef class GrammarMatcher:
             child.n_tokens = self.n_tokens
             child.n_dropped = self.n_dropped
             child.guard.crossed = self.guard.crossed
+            child.byte_work = self.byte_work
             child.terminated = self.terminated
             if self._cap_units is not None:
                 child._cap_units = list(self._cap_units)
@@ -642,8 +655,9 @@ cdef class GrammarMatcher:
         return bool(ok)
 
     cdef int _accept_id(self, intp_t tid) except -1:
-        # accept_token for a valid id, with the GIL held (a token is a few bytes: far cheaper
-        # than the GIL hand-off a release could cost).
+        # accept_token for a valid id.  Keeps the GIL (a token is a few bytes: far cheaper than
+        # the GIL hand-off a release could cost) unless the matcher's byte steps are slow (see
+        # _ACCEPT_NOGIL_WORK).
         if self.terminated or self.guard.crossed:
             return 0
         if is_stop_id(self.stop_ids, self.n_stop, tid):
@@ -659,7 +673,17 @@ cdef class GrammarMatcher:
         # its bytes (special / padding tokens have none) and the token edges that name it
         self.st.max_depth = current_max_depth()
         self.guard.work = 0
-        if not accept_token_id(&self.st, &self.at.c, &self.vt.c, tid, &self.guard):
+        cdef intp_t pos = self.vt.c.id_pos[tid], n = 1
+        if pos >= 0:
+            n += self.vt.c.tok_offsets[pos + 1] - self.vt.c.tok_offsets[pos]
+        cdef int ok
+        if self.byte_work * n < _ACCEPT_NOGIL_WORK:
+            ok = accept_token_id(&self.st, &self.at.c, &self.vt.c, tid, &self.guard)
+        else:
+            with nogil:
+                ok = accept_token_id(&self.st, &self.at.c, &self.vt.c, tid, &self.guard)
+        self.byte_work = self.guard.work // n
+        if not ok:
             return 0
         self._push_token()
         if self._cap_units is not None:
@@ -695,11 +719,24 @@ cdef class GrammarMatcher:
         view = data
         self.st.max_depth = current_max_depth()
         self.guard.work = 0
-        if view.shape[0] <= _ACCEPT_NOGIL_BYTES:
-            ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0], &self.guard)
-        else:
+        cdef intp_t n = view.shape[0], i = 0, k, base = self.st.depth
+        ok = 1
+        if n <= _ACCEPT_NOGIL_BYTES and self.byte_work * n < _ACCEPT_NOGIL_WORK:
+            # with the GIL, a few bytes at a time while the work stays small; the rest (the
+            # prediction was wrong: the steps got slow) without it
+            while i < n and self.guard.work < _ACCEPT_NOGIL_WORK:
+                k = min(16, n - i)
+                ok = accept_bytes(&self.st, &self.at.c, &view[i], k, &self.guard)
+                if not ok:
+                    break
+                i += k
+        if ok and i < n:
             with nogil:
-                ok = accept_bytes(&self.st, &self.at.c, &view[0], view.shape[0], &self.guard)
+                ok = accept_bytes(&self.st, &self.at.c, &view[i], n - i, &self.guard)
+        if not ok:
+            stack_truncate(&self.st, base)
+        # (guard.work restarts every 4 KiB: it holds the last chunk's work)
+        self.byte_work = self.guard.work // (((n - 1) & (_ACCEPT_NOGIL_BYTES - 1)) + 1)
         if ok:
             self._push_token()
             if self._cap_units is not None:
@@ -797,6 +834,7 @@ cdef class GrammarMatcher:
         j.stop_ids = self.stop_ids
         j.n_stop = self.n_stop
         j.margin = self.vt.c.max_token_len * self.at.push_bound()
+        j.byte_work = self.byte_work
         update_exact(j)
         return 0
 
@@ -1086,7 +1124,8 @@ cdef class GrammarMatcher:
             self._leave()
 
     def _debug_call_work(self):
-        """Work units (``RuntimeLimits.max_work_per_call``) the last call spent."""
+        """Work units (``RuntimeLimits.max_work_per_call``'s unit) of the last call that parsed
+        (an accept, a fill; for accept_string: its last 4 KiB)."""
         self._check_ready()
         return self.guard.work
 
@@ -1123,11 +1162,12 @@ cdef class GrammarMatcher:
 
 
 _LIMIT_NAMES = {XM_LIMIT_TOPS: "max_stack_tops", XM_LIMIT_WORK: "max_work_per_call",
-                XM_LIMIT_DEPTH: "max_stack_depth"}
+                XM_LIMIT_DEPTH: "max_stack_depth", XM_LIMIT_MEMORY: "max_stack_bytes"}
 _LIMIT_TEXT = {
     XM_LIMIT_TOPS: "the parser state grew past {} stack tops (an ambiguous grammar)",
     XM_LIMIT_WORK: "one call needed more than {} units of parsing work",
     XM_LIMIT_DEPTH: "a parse stack grew deeper than {} frames",
+    XM_LIMIT_MEMORY: "its parse stack needed more than {} bytes",
 }
 
 
