@@ -83,13 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
 
-    import xmask
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(args.data / "tokenizers" / "llama3" / "tokenizer.json"))
-    info = xmask.TokenizerInfo.from_huggingface(tok, vocab_size=128256, stop_token_ids=[128009])
-    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
-    bitmask = xmask.allocate_token_bitmask(1, info.vocab_size)
+    xmask, _, compiler, bitmask = bj.xmask_llama3(args.data)
     schemas = [(f.name, json.loads(f.read_text(encoding="utf-8"))["schema"])
                for f in sample_files(args.data / "maskbench", args.schemas)]
     acc: dict = {}
