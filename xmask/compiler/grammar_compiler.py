@@ -43,9 +43,9 @@ class GrammarCompiler:
     ``cache_limit_bytes`` bounds the in-memory cache (least recently used grammars are evicted
     first; -1: unbounded, XGrammar's default; xmask's default is ``DEFAULT_CACHE_LIMIT_BYTES`` =
     1 GiB).  The size counts what a compiled grammar really holds (``held_bytes``: automaton
-    tables, token-mask cache entries, the grammar and the automaton's Python-side data), not
-    just ``memory_size_bytes``.  Token-mask caches grow as fills classify states; the bound is
-    enforced at each compile.
+    tables, token-mask cache entries, how to rebuild the grammar and the automaton's
+    Python-side data), not just ``memory_size_bytes``.  Token-mask caches grow as fills
+    classify states; the bound is enforced at each compile.
 
     ``cache_dir`` (keyword-only, default None = off) adds an on-disk cache of compiled grammars
     for warm-up across restarts (:mod:`xmask.serialization.disk_cache`): a compile first looks
