@@ -44,13 +44,7 @@ def main() -> None:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
 
-    import xmask
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(args.data / "tokenizers" / "llama3" / "tokenizer.json"))
-    info = xmask.TokenizerInfo.from_huggingface(tok, vocab_size=128256, stop_token_ids=[128009])
-    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
-    bitmask = xmask.allocate_token_bitmask(1, info.vocab_size)
+    xmask, _, compiler, bitmask = bj.xmask_llama3(args.data)
     texts = []
     for f in sorted((args.data / "maskbench").glob("*.json"), key=lambda p: -p.stat().st_size):
         text = json.dumps(json.loads(f.read_text(encoding="utf-8"))["schema"])

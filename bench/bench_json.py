@@ -285,6 +285,18 @@ ENGINES = {"xmask": XmaskEngine, "xgrammar": XGrammarEngine, "llguidance": LLGui
 # data
 
 
+def xmask_llama3(data: pathlib.Path):
+    """xmask on the Llama-3 tokenizer, as the xmask-only scripts use it: ``(xmask, info,
+    compiler, bitmask)`` with the compile cache off (each compile is a cold one)."""
+    import xmask
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(data / "tokenizers" / "llama3" / "tokenizer.json"))
+    info = xmask.TokenizerInfo.from_huggingface(tok, vocab_size=128256, stop_token_ids=[128009])
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
+    return xmask, info, compiler, xmask.allocate_token_bitmask(1, info.vocab_size)
+
+
 def load_docs(maskbench: pathlib.Path, tok, n_docs: int):
     """Deterministic sample: one valid object/array instance per file, files taken with a
     stride k = n_files // n_docs (offsets 0, 1, ... k-1 until n_docs are found).

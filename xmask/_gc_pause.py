@@ -7,8 +7,9 @@ holds no reference cycles that need collecting mid-compile, so the collector is 
 restored afterwards.  Nested and concurrent compiles share one pause (counted), and a
 collector the application disabled itself stays disabled.
 
-When the pause ends, the objects the compile keeps (a compiled grammar holds its grammar's IR
-tree: tens of thousands of tracked objects for a large schema) are still in the youngest
+When the pause ends, the objects the compile keeps (few since compiled grammars stopped
+holding their IR tree, :mod:`xmask.compiler.grammar_source`; the process-wide memos the front
+end fills on a large schema are still thousands) are still in the youngest
 generation, so the next allocation in any thread would trigger a collection that scans them
 all, holding the GIL for up to ~10 ms (issue 10: a compile in a background thread must not
 stall the server's other threads).  They are moved to the oldest generation instead, unscanned

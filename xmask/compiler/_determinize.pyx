@@ -18,7 +18,7 @@ construction); ``bad_rule`` names the rule.
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.stdlib cimport malloc, free, qsort
+from libc.stdlib cimport calloc, malloc, free, qsort
 from libc.string cimport memcmp, memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, seq_hash, sort_unique
@@ -53,6 +53,7 @@ cdef enum:
     ST_DEADLINE = 3
     ST_NOMEM = 4
     ST_MEMORY = 5
+    ST_CONFLICT = 6  # internal: fast_row found a class with two NFA targets
 
 
 # ------------------------------------------------------- map: int32 sequence -> int32 value
@@ -161,6 +162,11 @@ cdef struct Ctx:
     int64_t mem_base      # bytes of the rules emitted so far (global tables)
     # closure scratch
     int32_t* mark
+    # singleton raw target sets {t} -> DFA state, valid when one_gen[t] == gen (the rule
+    # being determinized): the common case of target(), answered without hashing
+    int32_t* one_val
+    int32_t* one_gen
+    int32_t gen
     int32_t stamp
     IVec stack
     IVec clos
@@ -180,6 +186,7 @@ cdef struct Ctx:
     IVec buf
     LVec pairs
     IVec tmp
+    IVec row             # per-class single raw target (fast path of determinize)
 
 
 cdef int closure(Ctx* c, const int32_t* raw, isz nraw) noexcept nogil:
@@ -223,9 +230,13 @@ cdef inline int64_t held_bytes(const Ctx* c) noexcept nogil:
 
 cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* status) noexcept nogil:
     """The DFA state reached on the raw NFA target set ``raw`` (created if new), or -1."""
-    cdef uint64_t h = seq_hash(raw, n), h2
-    cdef int32_t v = sm_get(&c.memo, raw, n, h)
+    cdef uint64_t h, h2
+    cdef int32_t v
     cdef isz i, nd
+    if n == 1 and c.one_gen[raw[0]] == c.gen:
+        return c.one_val[raw[0]]
+    h = seq_hash(raw, n)
+    v = sm_get(&c.memo, raw, n, h)
     if v >= 0:
         return v
     if c.mem_cap > 0 and held_bytes(c) + 4 * (n + c.nc) > c.mem_cap:
@@ -255,7 +266,10 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
         if c.held > c.held_cap:
             status[0] = ST_HELD
             return -1
-    if sm_put(&c.memo, raw, n, h, v):
+    if n == 1:
+        c.one_gen[raw[0]] = c.gen
+        c.one_val[raw[0]] = v
+    elif sm_put(&c.memo, raw, n, h, v):
         status[0] = ST_NOMEM
         return -1
     return v
@@ -270,13 +284,14 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     cdef bint fin
     sm_clear(&c.index)
     sm_clear(&c.memo)
+    c.gen += 1
     c.trans.n = 0
     c.finals.n = 0
     c.call_src.n = 0
     c.call_rule.n = 0
     c.call_dst.n = 0
     c.held = 0
-    if iv_reserve(&c.cnt, c.nc + 1) or iv_reserve(&c.pos, c.nc + 1):
+    if iv_reserve(&c.cnt, c.nc + 1) or iv_reserve(&c.pos, c.nc + 1) or iv_reserve(&c.row, c.nc):
         return ST_NOMEM
     if target(c, &start, 1, False, &status) < 0:
         return status
@@ -290,13 +305,29 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
         memcpy(c.cur.d, c.index.pool.d + c.index.off.d[d], nsub * sizeof(int32_t))
         c.cur.n = nsub
         sub = c.cur.d
-        # byte targets bucketed by class
-        memset(c.cnt.d, 0, (c.nc + 1) * sizeof(int32_t))
         fin = False
         for i in range(nsub):
-            s = sub[i]
-            if s == c.end:
+            if sub[i] == c.end:
                 fin = True
+        # Fast path, the common case (chains of pasted item DFAs, keys, literals): every class
+        # has at most one distinct NFA target.  Same result and the same order of target()
+        # calls as the bucketed path below, without its counting, sorting and comparing.
+        status = fast_row(c, d, sub, nsub)
+        if status == ST_OK:
+            status = calls_of(c, d, sub, nsub)
+            if status != ST_OK:
+                return status
+            if iv_push(&c.finals, fin):
+                return ST_NOMEM
+            d += 1
+            continue
+        if status != ST_CONFLICT:
+            return status
+        status = ST_OK
+        # byte targets bucketed by class
+        memset(c.cnt.d, 0, (c.nc + 1) * sizeof(int32_t))
+        for i in range(nsub):
+            s = sub[i]
             for k in range(c.b_off[s], c.b_off[s + 1]):
                 for cl in range(c.b_clo[k], c.b_chi[k] + 1):
                     c.cnt.d[cl] += 1
@@ -333,43 +364,145 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
             prev_off = p
             prev_dst = dst
             p += c.cnt.d[cl]
-        # call targets grouped by callee
-        c.pairs.n = 0
-        for i in range(nsub):
-            s = sub[i]
-            for k in range(c.c_off[s], c.c_off[s + 1]):
-                if lv_push(&c.pairs, (<int64_t>c.c_rule[k] << 32) | <int64_t>c.c_dst[k]):
-                    return ST_NOMEM
-        if c.pairs.n > 1:
-            qsort(c.pairs.d, c.pairs.n, sizeof(int64_t), cmp_i64)
-        g = 0
-        while g < c.pairs.n:
-            rule = <int32_t>(c.pairs.d[g] >> 32)
-            c.tmp.n = 0
-            j = g
-            while j < c.pairs.n and <int32_t>(c.pairs.d[j] >> 32) == rule:
-                if iv_push(&c.tmp, <int32_t>(c.pairs.d[j] & <int64_t>0xFFFFFFFF)):
-                    return ST_NOMEM
-                j += 1
-            L = sort_unique(c.tmp.d, c.tmp.n)
-            dst = target(c, c.tmp.d, L, False, &status)
-            if dst < 0:
-                return status
-            if iv_push(&c.call_src, <int32_t>d) or iv_push(&c.call_rule, rule) or iv_push(&c.call_dst, dst):
-                return ST_NOMEM
-            g = j
+        status = calls_of(c, d, sub, nsub)
+        if status != ST_OK:
+            return status
         if iv_push(&c.finals, fin):
             return ST_NOMEM
         d += 1
     return ST_OK
 
 
+cdef int fast_row(Ctx* c, isz d, const int32_t* sub, isz nsub) noexcept nogil:
+    """Row ``d`` of c.trans when no class has two distinct NFA targets (else ST_CONFLICT,
+    the row untouched by this call: target() initialised it to -1 and only this fills it)."""
+    cdef isz i, k, cl
+    cdef int32_t s, t, raw, prev_raw = -1, prev_dst = -1, dst
+    cdef int32_t* row = c.row.d
+    cdef int status = ST_OK
+    for cl in range(c.nc):
+        row[cl] = -1
+    for i in range(nsub):
+        s = sub[i]
+        for k in range(c.b_off[s], c.b_off[s + 1]):
+            t = c.b_dst[k]
+            for cl in range(c.b_clo[k], c.b_chi[k] + 1):
+                if row[cl] != t:
+                    if row[cl] >= 0:
+                        return ST_CONFLICT
+                    row[cl] = t
+    # target() may grow c.trans (realloc): index it afresh for every write
+    for cl in range(c.nc):
+        raw = row[cl]
+        if raw < 0:
+            continue
+        if raw == prev_raw:
+            dst = prev_dst
+        else:
+            dst = target(c, &raw, 1, True, &status)
+            if dst < 0:
+                return status
+            prev_raw = raw
+            prev_dst = dst
+        c.trans.d[d * c.nc + cl] = dst
+    return ST_OK
+
+
+cdef int calls_of(Ctx* c, isz d, const int32_t* sub, isz nsub) noexcept nogil:
+    """State ``d``'s calls, targets grouped by callee (c.call_*)."""
+    cdef isz i, k, g, j, L
+    cdef int32_t s, rule, dst
+    cdef int status = ST_OK
+    c.pairs.n = 0
+    for i in range(nsub):
+        s = sub[i]
+        for k in range(c.c_off[s], c.c_off[s + 1]):
+            if lv_push(&c.pairs, (<int64_t>c.c_rule[k] << 32) | <int64_t>c.c_dst[k]):
+                return ST_NOMEM
+    if c.pairs.n > 1:
+        qsort(c.pairs.d, c.pairs.n, sizeof(int64_t), cmp_i64)
+    g = 0
+    while g < c.pairs.n:
+        rule = <int32_t>(c.pairs.d[g] >> 32)
+        c.tmp.n = 0
+        j = g
+        while j < c.pairs.n and <int32_t>(c.pairs.d[j] >> 32) == rule:
+            if iv_push(&c.tmp, <int32_t>(c.pairs.d[j] & <int64_t>0xFFFFFFFF)):
+                return ST_NOMEM
+            j += 1
+        L = sort_unique(c.tmp.d, c.tmp.n)
+        dst = target(c, c.tmp.d, L, False, &status)
+        if dst < 0:
+            return status
+        if iv_push(&c.call_src, <int32_t>d) or iv_push(&c.call_rule, rule) or iv_push(&c.call_dst, dst):
+            return ST_NOMEM
+        g = j
+    return ST_OK
+
+
 # -------------------------------------------------------------------------------- assembly
 
+cdef isz local_classes(Ctx* c, int32_t start, const int32_t* g_lo, const int32_t* g_hi, isz nc,
+                      int32_t* lmap, int32_t* l_lo, int32_t* l_hi, int32_t* cut) noexcept nogil:
+    """Rule-local byte classes: the global classes the rule starting at NFA state ``start``
+    never tells apart share one column (a JSON string rule reads ~35 of ~90).  Fills
+    ``lmap`` (global class -> local, nondecreasing) and the local ranges ``l_lo`` / ``l_hi`` of
+    the rule's byte edges; returns the number of local classes, or -1 (no memory).  The
+    determinized and minimized rule is the same automaton (its columns are a run-length
+    form of the global ones, in the same order), built at the cost of fewer columns."""
+    cdef isz i, k, g, n = 0
+    cdef int32_t s, t
+    c.stamp += 1
+    if c.stamp == 0x7FFFFFFF:
+        return -1
+    memset(cut, 0, (nc + 1) * sizeof(int32_t))
+    # the rule's NFA states (through byte, epsilon and call-return edges), in c.clos
+    c.clos.n = 0
+    c.mark[start] = c.stamp
+    if iv_push(&c.clos, start):
+        return -1
+    i = 0
+    while i < c.clos.n:
+        s = c.clos.d[i]
+        i += 1
+        for k in range(c.b_off[s], c.b_off[s + 1]):
+            cut[g_lo[k]] = 1
+            cut[g_hi[k] + 1] = 1
+            t = c.b_dst[k]
+            if c.mark[t] != c.stamp:
+                c.mark[t] = c.stamp
+                if iv_push(&c.clos, t):
+                    return -1
+        for k in range(c.eps_off[s], c.eps_off[s + 1]):
+            t = c.eps_dst[k]
+            if c.mark[t] != c.stamp:
+                c.mark[t] = c.stamp
+                if iv_push(&c.clos, t):
+                    return -1
+        for k in range(c.c_off[s], c.c_off[s + 1]):
+            t = c.c_dst[k]
+            if c.mark[t] != c.stamp:
+                c.mark[t] = c.stamp
+                if iv_push(&c.clos, t):
+                    return -1
+    lmap[0] = 0
+    for g in range(1, nc):
+        n += cut[g]
+        lmap[g] = <int32_t>n
+    for i in range(c.clos.n):
+        s = c.clos.d[i]
+        for k in range(c.b_off[s], c.b_off[s + 1]):
+            l_lo[k] = lmap[g_lo[k]]
+            l_hi[k] = lmap[g_hi[k]]
+    return n + 1
+
+
 cdef int emit(Ctx* c, const int32_t* blk, isz m, IVec* g_trans, IVec* g_final, IVec* g_csrc,
-              IVec* g_crule, IVec* g_cdst, int32_t base) noexcept nogil:
-    """Append the quotient DFA (blocks ``blk``, ``m`` of them) to the global arrays."""
-    cdef isz n = c.finals.n, nc = c.nc, i, k, b, t0 = g_trans.n
+              IVec* g_crule, IVec* g_cdst, int32_t base, isz nc,
+              const int32_t* lmap) noexcept nogil:
+    """Append the quotient DFA (blocks ``blk``, ``m`` of them) to the global arrays, its
+    rule-local columns (``c.nc``) spread over the ``nc`` global classes (``lmap``)."""
+    cdef isz n = c.finals.n, nl = c.nc, i, k, b, t0 = g_trans.n
     cdef int32_t t
     cdef int32_t* seen = <int32_t*>malloc((m + 1) * sizeof(int32_t))
     if seen == NULL:
@@ -386,7 +519,7 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, IVec* g_trans, IVec* g_final, I
             continue
         seen[b] = <int32_t>i
         for k in range(nc):
-            t = c.trans.d[i * nc + k]
+            t = c.trans.d[i * nl + lmap[k]]
             g_trans.d[t0 + b * nc + k] = blk[t] + base if t >= 0 else -1
         g_final.d[g_final.n + b] = c.finals.d[i]
     g_trans.n = t0 + m * nc
@@ -430,7 +563,13 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     cdef int32_t bad = -1
     cdef IVec g_trans, g_final, g_csrc, g_crule, g_cdst, rule_base
     cdef int32_t* blk = NULL
-    cdef isz blk_cap = 0
+    cdef isz blk_cap = 0, n_edges = b_clo.shape[0], nl
+    cdef int32_t* lmap = <int32_t*>malloc((n_classes + 1) * sizeof(int32_t))
+    cdef int32_t* cut = <int32_t*>malloc((n_classes + 2) * sizeof(int32_t))
+    cdef int32_t* l_lo = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    cdef int32_t* l_hi = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    cdef const int32_t* g_lo
+    cdef const int32_t* g_hi
     memset(&c, 0, sizeof(Ctx))
     memset(&g_trans, 0, sizeof(IVec))
     memset(&g_final, 0, sizeof(IVec))
@@ -450,16 +589,22 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     c.c_rule = &c_rule[0] if c_rule.shape[0] else NULL
     c.c_dst = &c_dst[0] if c_dst.shape[0] else NULL
     c.nc = n_classes
+    g_lo, g_hi = c.b_clo, c.b_chi
+    c.b_clo, c.b_chi = l_lo, l_hi  # each rule's edges in its local classes (local_classes)
     c.max_states = max_states
     c.held_cap = held_cap
     c.total_so_far = total_so_far
     c.budget = budget
     c.mem_cap = mem_cap
     c.mark = <int32_t*>malloc(n_nfa * sizeof(int32_t))
+    c.one_val = <int32_t*>malloc(n_nfa * sizeof(int32_t))
+    c.one_gen = <int32_t*>calloc(n_nfa, sizeof(int32_t))
     try:
         with nogil:
             c.deadline = xm_now() + seconds_left if seconds_left >= 0 else -1.0
-            if c.mark == NULL or sm_init(&c.index) or sm_init(&c.memo):
+            if (c.mark == NULL or c.one_val == NULL or c.one_gen == NULL or lmap == NULL
+                    or cut == NULL or l_lo == NULL or l_hi == NULL
+                    or sm_init(&c.index) or sm_init(&c.memo)):
                 status = ST_NOMEM
             else:
                 memset(c.mark, 0, n_nfa * sizeof(int32_t))
@@ -468,6 +613,12 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
             r = 0
             while status == ST_OK and r < R:
                 c.end = r_end[r]
+                nl = local_classes(&c, r_start[r], g_lo, g_hi, n_classes, lmap, l_lo, l_hi, cut)
+                if nl < 0:
+                    status = ST_NOMEM
+                    bad = <int32_t>r
+                    break
+                c.nc = nl
                 status = determinize(&c, r_start[r])
                 if status == ST_OK:
                     if c.finals.n > blk_cap:
@@ -478,11 +629,12 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                             status = ST_NOMEM
                 if status == ST_OK:
                     m = minimize_dfa(c.finals.n, c.nc, c.trans.d, c.finals.d, c.call_src.d,
-                                     c.call_rule.d, c.call_dst.d, c.call_rule.n, c.budget, blk)
+                                     c.call_rule.d, c.call_dst.d, c.call_rule.n, c.budget, blk,
+                                     n_classes)  # budget in global columns, as before
                     if m < 0:
                         status = ST_NOMEM
                     elif emit(&c, blk, m, &g_trans, &g_final, &g_csrc, &g_crule, &g_cdst,
-                                       rule_base.d[rule_base.n - 1]):
+                              rule_base.d[rule_base.n - 1], n_classes, lmap):
                         status = ST_NOMEM
                 if status == ST_OK:
                     c.total_so_far += m
@@ -502,11 +654,18 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 to_array(&g_crule, np.int32), to_array(&g_cdst, np.int32))
     finally:
         free(c.mark)
+        free(c.one_val)
+        free(c.one_gen)
+        free(lmap)
+        free(cut)
+        free(l_lo)
+        free(l_hi)
         free(blk)
         sm_free(&c.index)
         sm_free(&c.memo)
         free(c.stack.d); free(c.clos.d); free(c.trans.d); free(c.finals.d)
         free(c.call_src.d); free(c.call_rule.d); free(c.call_dst.d); free(c.cur.d)
         free(c.cnt.d); free(c.pos.d); free(c.buf.d); free(c.tmp.d); free(c.pairs.d)
+        free(c.row.d)
         free(g_trans.d); free(g_final.d); free(g_csrc.d); free(g_crule.d); free(g_cdst.d)
         free(rule_base.d)

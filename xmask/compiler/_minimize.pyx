@@ -238,13 +238,16 @@ cdef isz moore_rounds(Moore* m, isz n, isz w, const int32_t* finals, const int32
 
 cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals,
                       const int32_t* call_src, const int32_t* call_rule, const int32_t* call_dst,
-                      isz ncal, int64_t budget, int32_t* blk_out) noexcept nogil:
+                      isz ncal, int64_t budget, int32_t* blk_out,
+                      isz budget_nc) noexcept nogil:
     """Moore refinement of a DFA (``n`` states, ``trans`` ``n x nc``, calls sorted by source
     state as ``(call_src, call_rule, call_dst)``, each callee its own column); fills
     ``blk_out[state]`` with its block (first-appearance numbering, start = 0) and returns the
     block count (== n when nothing merges or the budget ran out, then ``blk_out`` is the
     identity), or -1 when out of memory.  The budget counts states x columns per round, as the
-    Python twin does, so both give up on the same automata."""
+    Python twin does, so both give up on the same automata; ``budget_nc`` (when >= 0) is the
+    byte-class count it counts instead of ``nc`` (the determinizer's rule-local columns stand
+    for the grammar's global ones)."""
     cdef isz w, i, k, m = -1
     cdef bint nomem = False
     cdef isz lo_i, hi_i, mid, kk, col
@@ -320,7 +323,8 @@ cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals
                 and mo.bmark and mo.bkeep):
             m = -1
         else:
-            m = moore_rounds(&mo, n, w, finals, run_off, run_col.d, run_tgt.d, budget)
+            m = moore_rounds(&mo, n, w if budget_nc < 0 else budget_nc + callees.n, finals,
+                             run_off, run_col.d, run_tgt.d, budget)
         if m < 0:
             nomem = True
         elif m == n:

@@ -6,10 +6,12 @@ import time
 from typing import Any, Dict
 
 from .._deadline import compile_deadline
+from ..grammar import ir
 from ..grammar_api import Grammar
 from ..limits import DEFAULT_LIMITS
 from ..runtime._tables import AutomatonTables
 from .automaton import AutomatonLimits, build_automaton
+from .grammar_source import source_grammar
 from .special_literals import with_special_literals
 from .token_rules import lower_token_sets, token_set_bits
 from .mask_cache import (
@@ -82,6 +84,19 @@ class CompiledGrammar:
         object.__setattr__(self, "_limits", DEFAULT_LIMITS if limits is None else limits)
         return self
 
+    def _hold_source(self, source) -> None:
+        # the compiler, before it hands the grammar out: keep how to rebuild the IR, not the
+        # IR itself (its objects would be scanned by every full GC collection; grammar_source).
+        # A grammar with captures keeps its IR: every matcher's capture log replays on it.
+        if not self._grammar.captures:
+            object.__setattr__(self, "_grammar", source)
+
+    def _captured_grammar(self):
+        """The source grammar IR when it has captures (matchers log them), else None; never
+        rebuilds (a dropped IR had none)."""
+        g = self._grammar
+        return g if isinstance(g, ir.Grammar) and g.captures else None
+
     # ---- serialization -----------------------------------------------------------------
 
     def serialize_json(self) -> str:
@@ -108,7 +123,7 @@ class CompiledGrammar:
         info = self._tokenizer_info
         body: Dict[str, Any] = {
             "tokenizer": {"vocab_hash": info.vocab_hash, "vocab_size": info.vocab_size},
-            "grammar": grammar_to_body(self._grammar),
+            "grammar": grammar_to_body(source_grammar(self._grammar)),
             "automaton": automaton_to_body(self._automaton),
             "mask_cache": mask_cache_to_body(self._mask_cache.export()),
             "compile_seconds": float(self._compile_seconds),
@@ -187,8 +202,9 @@ class CompiledGrammar:
 
     @property
     def grammar(self):
-        """The source ``Grammar`` (an ``xmask.Grammar``)."""
-        return Grammar.of(self._grammar)
+        """The source ``Grammar`` (an ``xmask.Grammar``; rebuilt from the compiled text or schema
+        on each access when the compiler parsed it, see :mod:`xmask.compiler.grammar_source`)."""
+        return Grammar.of(source_grammar(self._grammar))
 
     @property
     def tokenizer_info(self):

@@ -18,6 +18,7 @@ from ..grammar_api import Grammar
 from ..grammar.json_schema import load_schema
 from ..serialization.disk_cache import DiskCache
 from .compiled import CompiledGrammar
+from .grammar_source import GrammarSource
 from .held_bytes import held_bytes, static_bytes
 from .vocab_memo import shared_vocab_tables
 
@@ -42,9 +43,9 @@ class GrammarCompiler:
     ``cache_limit_bytes`` bounds the in-memory cache (least recently used grammars are evicted
     first; -1: unbounded, XGrammar's default; xmask's default is ``DEFAULT_CACHE_LIMIT_BYTES`` =
     1 GiB).  The size counts what a compiled grammar really holds (``held_bytes``: automaton
-    tables, token-mask cache entries, the grammar and the automaton's Python-side data), not
-    just ``memory_size_bytes``.  Token-mask caches grow as fills classify states; the bound is
-    enforced at each compile.
+    tables, token-mask cache entries, how to rebuild the grammar and the automaton's
+    Python-side data), not just ``memory_size_bytes``.  Token-mask caches grow as fills
+    classify states; the bound is enforced at each compile.
 
     ``cache_dir`` (keyword-only, default None = off) adds an on-disk cache of compiled grammars
     for warm-up across restarts (:mod:`xmask.serialization.disk_cache`): a compile first looks
@@ -123,12 +124,14 @@ class GrammarCompiler:
         """
         return self._cache_limit
 
-    def _compile(self, key, make_grammar) -> CompiledGrammar:
+    def _compile(self, key, source) -> CompiledGrammar:
+        # source: a GrammarSource (the compiled grammar keeps it, not the IR it builds) or the
+        # caller's own Grammar
         with deep_recursion(), gc_paused(), responsive_switching(), \
                 compile_deadline(self._limits.max_compile_seconds):
-            return self._compile_inner(key, make_grammar)
+            return self._compile_inner(key, source)
 
-    def _compile_inner(self, key, make_grammar) -> CompiledGrammar:
+    def _compile_inner(self, key, source) -> CompiledGrammar:
         if self._cache_enabled:
             with self._lock:
                 hit = self._cache.get(key)
@@ -141,12 +144,16 @@ class GrammarCompiler:
             disk_key = self._disk.key(self._disk_description(key))
             compiled = self._disk.load(disk_key)
         if compiled is None:
+            rebuild = isinstance(source, GrammarSource)
             compiled = CompiledGrammar._build(
-                make_grammar(), self._info, self._vocab_tables, max_threads=self._max_threads,
+                source.make(*source.args) if rebuild else source, self._info,
+                self._vocab_tables, max_threads=self._max_threads,
                 precompute=self._precompute, limits=self._limits,
             )
             if disk_key is not None:
-                self._disk.store(disk_key, compiled)
+                self._disk.store(disk_key, compiled)  # while it still holds the IR
+            if rebuild:
+                compiled._hold_source(source)
         if self._cache_enabled:
             static = static_bytes(compiled)  # a walk over the grammar's objects: outside the lock
             with self._lock:
@@ -208,30 +215,16 @@ class GrammarCompiler:
         if isinstance(grammar, str):
             text = grammar
             return self._compile(("ebnf", text, root_rule_name),
-                                 lambda: self._parse_ebnf(text, root_rule_name))
+                                 GrammarSource(_parse_ebnf, text, root_rule_name, self._info))
         if isinstance(grammar, ir.Grammar):
-            return self._compile(("grammar", grammar), lambda: grammar)
+            return self._compile(("grammar", grammar), grammar)
         raise TypeError(f"compile_grammar needs a Grammar or EBNF str, got {type(grammar).__name__}")
-
-    def _parse_ebnf(self, text: str, root_rule_name: str) -> Grammar:
-        # TagDispatch triggers that are special tokens' texts may be fired by those tokens
-        from ..grammar.ebnf import parse_ebnf
-        from .special_literals import special_texts
-
-        texts = set()
-        for t in special_texts(self._info).by_text:
-            try:
-                texts.add(t.decode("utf-8"))
-            except UnicodeDecodeError:
-                pass  # not a text a trigger can spell
-        return Grammar.of(parse_ebnf(text, root_rule_name=root_rule_name,
-                                     special_texts=frozenset(texts)))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Compile a regex (full-match semantics; see ``Grammar.from_regex``)."""
         if not isinstance(pattern, str):
             raise TypeError(f"compile_regex needs a str pattern, got {type(pattern).__name__}")
-        return self._compile(("regex", pattern), lambda: Grammar.from_regex(pattern))
+        return self._compile(("regex", pattern), GrammarSource(Grammar.from_regex, pattern))
 
     def compile_lark(self, lark_string: str, *, named_grammars=None) -> CompiledGrammar:
         """Compile a Lark grammar (see ``Grammar.from_lark``); the compiler's tokenizer resolves
@@ -251,8 +244,7 @@ class GrammarCompiler:
         flat = tuple(x for item in named.items() for x in item)
         return self._compile(
             ("lark", lark_string) + flat,
-            lambda: Grammar.from_lark(lark_string, tokenizer_info=self._info,
-                                      named_grammars=named),
+            GrammarSource(_from_lark, lark_string, self._info, named),
         )
 
     def compile_json_schema(self, schema, *, any_whitespace=True, indent=None, separators=None,
@@ -272,12 +264,7 @@ class GrammarCompiler:
                 max_whitespace_cnt, lenient, any_order)
         return self._compile(
             ("json_schema", canonical, opts),
-            lambda: Grammar.from_json_schema(
-                canonical, any_whitespace=any_whitespace, indent=indent,
-                separators=separators, strict_mode=strict_mode,
-                max_whitespace_cnt=max_whitespace_cnt, lenient=lenient, any_order=any_order,
-                limits=self._limits,
-            ),
+            GrammarSource(_from_json_schema, canonical, opts, self._limits),
         )
 
     def compile_structural_tag(self, *args, **kwargs) -> CompiledGrammar:
@@ -298,11 +285,11 @@ class GrammarCompiler:
         with deep_recursion(), responsive_switching():
             canonical = canonical_json(structural_tag_argument(args, kwargs))
         return self._compile(("structural_tag", canonical),
-                             lambda: structural_tag_to_grammar(canonical, self._info))
+                             GrammarSource(structural_tag_to_grammar, canonical, self._info))
 
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the built-in JSON grammar (any JSON value)."""
-        return self._compile(("builtin_json",), Grammar.builtin_json_grammar)
+        return self._compile(("builtin_json",), GrammarSource(Grammar.builtin_json_grammar))
 
     def get_cache_size_bytes(self) -> int:
         """Bytes held by the cached compiled grammars (``held_bytes`` of each: more than their
@@ -321,6 +308,36 @@ class GrammarCompiler:
         with self._lock:
             self._cache.clear()
             self._static.clear()
+
+
+# The front ends a GrammarSource re-runs: module functions of immutable arguments, so a compiled
+# grammar never references its compiler (the compiler's cache references the compiled grammar).
+
+def _parse_ebnf(text: str, root_rule_name: str, info) -> Grammar:
+    # TagDispatch triggers that are special tokens' texts may be fired by those tokens
+    from ..grammar.ebnf import parse_ebnf
+    from .special_literals import special_texts
+
+    texts = set()
+    for t in special_texts(info).by_text:
+        try:
+            texts.add(t.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass  # not a text a trigger can spell
+    return Grammar.of(parse_ebnf(text, root_rule_name=root_rule_name,
+                                 special_texts=frozenset(texts)))
+
+
+def _from_lark(lark_string: str, info, named: dict) -> Grammar:
+    return Grammar.from_lark(lark_string, tokenizer_info=info, named_grammars=named)
+
+
+def _from_json_schema(canonical: str, opts: tuple, limits) -> Grammar:
+    any_whitespace, indent, separators, strict_mode, max_ws, lenient, any_order = opts
+    return Grammar.from_json_schema(
+        canonical, any_whitespace=any_whitespace, indent=indent, separators=separators,
+        strict_mode=strict_mode, max_whitespace_cnt=max_ws, lenient=lenient,
+        any_order=any_order, limits=limits)
 
 
 def _rebuild_compiler(info, max_threads, cache_enabled, cache_limit_bytes, limits, cache_dir,

@@ -1,9 +1,9 @@
 """What a compiled grammar really holds in memory, for the compile cache's size accounting.
 
 ``CompiledGrammar.memory_size_bytes`` counts the automaton tables and the token-mask cache (the
-parts the runtime reads); the grammar it was compiled from, the automaton's Python-side data
-(context lists, first-byte sets, ...) and the per-object overheads are held too, and on
-MaskBench schemas they are about as large again.  ``static_bytes`` walks a compiled grammar's
+parts the runtime reads); how to rebuild its grammar (or the caller's grammar), the
+automaton's Python-side data (context lists, first-byte sets, ...) and the per-object
+overheads are held too.  ``static_bytes`` walks a compiled grammar's
 objects once (deduplicating shared objects and NumPy buffers, skipping what every grammar of a
 tokenizer shares) and ``held_bytes`` adds the token-mask cache, which grows as fills classify
 states.  C allocations are counted by their size plus the allocator's per-block overhead.

@@ -151,9 +151,9 @@ class CaptureLog:
         return [(self.names[rule], bytes(self.text[start:end])) for end, start, rule in flat]
 
 
-def capture_log_for(compiled_grammar) -> Optional[CaptureLog]:
-    """A :class:`CaptureLog` for a compiled grammar whose grammar has captures, else None."""
-    grammar = getattr(compiled_grammar, "grammar", None)
+def capture_log_for(grammar, tokenizer_info) -> Optional[CaptureLog]:
+    """A :class:`CaptureLog` for ``grammar`` (a compiled grammar's source, or None when it has
+    no captures: ``CompiledGrammar._captured_grammar``) if it has captures, else None."""
     if not isinstance(grammar, Grammar) or not grammar.captures:
         return None
-    return CaptureLog(grammar, compiled_grammar.tokenizer_info.decoded_vocab)
+    return CaptureLog(grammar, tokenizer_info.decoded_vocab)

@@ -370,7 +370,8 @@ cdef class GrammarMatcher:
         self.ct = compiled_grammar._mask_cache
         self._stop_list = stops
         self.terminate_without_stop_token = twst
-        self._cap_log = capture_log_for(compiled_grammar)
+        self._cap_log = capture_log_for(compiled_grammar._captured_grammar(),
+                                        compiled_grammar.tokenizer_info)
         self._cap_units = None if self._cap_log is None else []
         self._limits = limits
         self.guard.max_tops = limits.max_stack_tops

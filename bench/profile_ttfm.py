@@ -1,0 +1,138 @@
+#!/usr/bin/env python
+"""Time to first mask by phase, per schema, in CPU time (xmask only).
+
+Compile + matcher + first fill of each schema of the ``bench_json_schema.py`` sample (same
+stride, Llama-3, ``strict_mode=False, any_whitespace=True``, cache off), each phase timed with
+``time.thread_time`` (CPU time of the compiling thread: the shared machine's load inflates it
+far less than wall time; the phases that release the GIL still run in this thread): schema ->
+IR, special literals, token sets, the automaton and its sub-phases (inlining, NFA, per-rule
+DFAs, pruning, analysis, context check), runtime tables, empty mask cache, the compiler's own
+overhead (canonical text, context managers), matcher creation and first fill.  Prints p50 /
+p90 / p99 / max / sum and share of the summed TTFM, then the slowest schemas by phase.
+``--reps N`` keeps each schema's fastest run (later runs find the process-wide memos warm;
+1 = cold, as the bench); ``--cprofile N`` prints cProfile's N hottest functions.
+
+Usage:  PYTHONPATH=. python bench/profile_ttfm.py [--schemas 100] [--reps 1] [--cprofile 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pathlib
+import pstats
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_json as bj  # noqa: E402
+from bench_json_schema import sample_files  # noqa: E402
+
+clock = time.thread_time
+LABELS = ["ttfm", "compile", "schema_ir", "special_lit", "token_sets", "automaton", "a.inline",
+          "a.nfa", "a.dfa_rules", "a.prune", "a.analyze", "a.ctxwork", "tables", "new_cache",
+          "overhead", "matcher", "fill"]
+
+
+def install_timers(acc: dict) -> None:
+    """Wrap the compile's phase functions; each adds its CPU seconds to ``acc[label]``."""
+    import xmask.compiler.grammar_compiler as gcm
+    from xmask.compiler import automaton as am, compiled as cm
+
+    def wrap(mod, name, label):
+        fn = getattr(mod, name)
+
+        def timed(*a, **k):
+            t = clock()
+            try:
+                return fn(*a, **k)
+            finally:
+                acc[label] = acc.get(label, 0.0) + clock() - t
+        setattr(mod, name, timed)
+
+    front = gcm.Grammar.from_json_schema
+
+    def schema_ir(*a, **k):
+        t = clock()
+        try:
+            return front(*a, **k)
+        finally:
+            acc["schema_ir"] = acc.get("schema_ir", 0.0) + clock() - t
+    gcm.Grammar.from_json_schema = staticmethod(schema_ir)
+    for name, label in [("with_special_literals", "special_lit"), ("lower_token_sets", "token_sets"),
+                        ("build_automaton", "automaton"), ("AutomatonTables", "tables"),
+                        ("new_mask_cache", "new_cache")]:
+        wrap(cm, name, label)
+    for label, name in [("inline", "_inline_small_rules"), ("nfa", "_build_nfas"),
+                        ("dfa_rules", "_build_rule_dfas"), ("prune", "_prune_unproductive"),
+                        ("analyze", "_analyze"), ("ctxwork", "_check_context_work")]:
+        wrap(am, name, "a." + label)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--schemas", type=int, default=100)
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
+    ap.add_argument("--cprofile", type=int, default=0)
+    ap.add_argument("--top", type=int, default=8, help="slowest schemas to list")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+
+    xmask, _, compiler, bitmask = bj.xmask_llama3(args.data)
+    schemas = [(f.name, json.loads(f.read_text(encoding="utf-8"))["schema"])
+               for f in sample_files(args.data / "maskbench", args.schemas)]
+    acc: dict = {}
+    install_timers(acc)
+    compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+    prof = cProfile.Profile() if args.cprofile else None
+    rows = {}
+    for name, schema in schemas:
+        best = None
+        for _ in range(args.reps):
+            acc.clear()
+            if prof:
+                prof.enable()
+            t0 = clock()
+            try:
+                compiled = compiler.compile_json_schema(schema, strict_mode=False,
+                                                        any_whitespace=True)
+            except xmask.XmaskError:
+                best = None
+                break
+            finally:
+                t1 = clock()
+            matcher = xmask.GrammarMatcher(compiled)
+            t2 = clock()
+            matcher.fill_next_token_bitmask(bitmask)
+            t3 = clock()
+            if prof:
+                prof.disable()
+            r = dict(acc, compile=t1 - t0, matcher=t2 - t1, fill=t3 - t2, ttfm=t3 - t0)
+            r["overhead"] = r["compile"] - sum(v for k, v in acc.items() if not k.startswith("a."))
+            best = r if best is None or r["ttfm"] < best["ttfm"] else best
+        if best is not None:
+            rows[name] = best
+    if prof:
+        prof.disable()
+    total = sum(r["ttfm"] for r in rows.values())
+    print(f"xmask {xmask.__file__}: {len(rows)} schemas compiled, CPU ms, fastest of {args.reps}")
+    print(f"{'phase':<14}{'p50':>9}{'p90':>9}{'p99':>9}{'max':>9}{'sum':>9}{'share':>8}")
+    for label in LABELS:
+        xs = np.array([r.get(label, 0.0) for r in rows.values()]) * 1e3
+        print(f"{label:<14}{np.percentile(xs, 50):9.3f}{np.percentile(xs, 90):9.3f}"
+              f"{np.percentile(xs, 99):9.2f}{xs.max():9.2f}{xs.sum():9.1f}"
+              f"{xs.sum() / total / 10:7.1f}%")
+    for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["ttfm"])[:args.top]:
+        print(f"  {name}: " + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in
+                                        sorted(r.items(), key=lambda kv: -kv[1]) if v > 2e-4))
+    if prof:
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
+
+
+if __name__ == "__main__":
+    main()
