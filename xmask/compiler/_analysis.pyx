@@ -10,6 +10,9 @@ import numpy as np
 
 from libc.stdint cimport int32_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+
+from xmask.compiler._ivec cimport IVec, iv_reserve
 
 ctypedef Py_ssize_t isz
 
@@ -26,37 +29,60 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
     ``trans``) and set HAS_BYTES exactly where an edge is left; returns ``(productive, keep)``: uint8
     per state and per call (a call is kept iff its callee start and return state are
     productive).  A state is productive iff final, or it has an edge into a productive state,
-    or a call whose callee start and return state are both productive."""
+    or a call whose callee start and return state are both productive.
+
+    The dense table is read once: a row's runs of equal targets give its (target, source)
+    pairs, the reversed edges the search needs; it is written only when some state is
+    unproductive (rare: the per-rule DFAs are trimmed, only a dead callee makes one)."""
     cdef isz n = trans.shape[0], nc = trans.shape[1], m = call_src.shape[0], s, c, k, t, top
     prod_a = np.zeros(n, dtype=np.uint8)
     keep_a = np.zeros(m, dtype=np.uint8)
     cdef uint8_t[::1] prod = prod_a
     cdef uint8_t[::1] keep = keep_a
-    cdef isz n_edges = 0
-    with nogil:
-        for s in range(n):
-            for c in range(nc):
-                if trans[s, c] >= 0:
-                    n_edges += 1
+    cdef isz n_pairs = 0, n_prod = 0
+    cdef int32_t prev
+    cdef IVec pairs
+    memset(&pairs, 0, sizeof(IVec))
     cdef int32_t* rev_off = <int32_t*>malloc((n + 2) * sizeof(int32_t))
-    cdef int32_t* rev_src = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    cdef int32_t* rev_src = NULL
     cdef int32_t* w_off = <int32_t*>malloc((n + 2) * sizeof(int32_t))
     cdef int32_t* w_call = <int32_t*>malloc((2 * m + 1) * sizeof(int32_t))
     cdef int32_t* stack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef uint8_t* has_edge = <uint8_t*>malloc(n + 1)
     cdef int32_t cs, rs
+    cdef bint nomem = False
     try:
-        if not (rev_off and rev_src and w_off and w_call and stack):
+        if not (rev_off and w_off and w_call and stack and has_edge):
             raise MemoryError()
         with nogil:
-            # reversed byte edges (CSR by target) and call waiters (CSR by awaited state)
             for s in range(n + 2):
                 rev_off[s] = 0
                 w_off[s] = 0
+            # (target, source) once per run of equal targets in a row
             for s in range(n):
+                prev = -1
+                has_edge[s] = 0
                 for c in range(nc):
                     t = trans[s, c]
-                    if t >= 0:
+                    if t >= 0 and t != prev:
+                        if iv_reserve(&pairs, pairs.n + 2):
+                            nomem = True
+                            break
+                        pairs.d[pairs.n] = <int32_t>t
+                        pairs.d[pairs.n + 1] = <int32_t>s
+                        pairs.n += 2
                         rev_off[t + 2] += 1
+                        has_edge[s] = 1
+                    prev = <int32_t>t
+                if nomem:
+                    break
+            n_pairs = pairs.n // 2
+            if not nomem:
+                rev_src = <int32_t*>malloc((n_pairs + 1) * sizeof(int32_t))
+                nomem = rev_src == NULL
+        if nomem:
+            raise MemoryError()
+        with nogil:
             for k in range(m):
                 cs = rule_start[call_callee[k]]
                 w_off[cs + 2] += 1
@@ -65,12 +91,10 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
             for s in range(2, n + 2):
                 rev_off[s] += rev_off[s - 1]
                 w_off[s] += w_off[s - 1]
-            for s in range(n):
-                for c in range(nc):
-                    t = trans[s, c]
-                    if t >= 0:
-                        rev_src[rev_off[t + 1]] = <int32_t>s
-                        rev_off[t + 1] += 1
+            for k in range(n_pairs):
+                t = pairs.d[2 * k]
+                rev_src[rev_off[t + 1]] = pairs.d[2 * k + 1]
+                rev_off[t + 1] += 1
             for k in range(m):
                 cs = rule_start[call_callee[k]]
                 w_call[w_off[cs + 1]] = <int32_t>k
@@ -87,6 +111,7 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
             while top:
                 top -= 1
                 t = stack[top]
+                n_prod += 1
                 for k in range(rev_off[t], rev_off[t + 1]):
                     s = rev_src[k]
                     if not prod[s]:
@@ -102,25 +127,36 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
                         top += 1
             for k in range(m):
                 keep[k] = prod[rule_start[call_callee[k]]] and prod[call_ret[k]]
-            for s in range(n):
-                rs = 0
-                for c in range(nc):
-                    t = trans[s, c]
-                    if t >= 0:
-                        if prod[s] and prod[t]:
-                            rs = 1
-                        else:
-                            trans[s, c] = -1
-                if rs:
-                    flags[s] |= HAS_BYTES
-                else:
-                    flags[s] &= ~HAS_BYTES
+            if n_prod == n:
+                # nothing to drop: a state keeps its bytes iff it has an edge
+                for s in range(n):
+                    if has_edge[s]:
+                        flags[s] |= HAS_BYTES
+                    else:
+                        flags[s] &= ~HAS_BYTES
+            else:
+                for s in range(n):
+                    rs = 0
+                    if has_edge[s]:
+                        for c in range(nc):
+                            t = trans[s, c]
+                            if t >= 0:
+                                if prod[s] and prod[t]:
+                                    rs = 1
+                                else:
+                                    trans[s, c] = -1
+                    if rs:
+                        flags[s] |= HAS_BYTES
+                    else:
+                        flags[s] &= ~HAS_BYTES
     finally:
         free(rev_off)
         free(rev_src)
         free(w_off)
         free(w_call)
         free(stack)
+        free(has_edge)
+        free(pairs.d)
     return prod_a, keep_a
 
 
