@@ -18,7 +18,7 @@ from xmask.compiler._ivec cimport IVec, iv_reserve
 
 from .. import _deadline as deadline
 from ..errors import GrammarLimitError
-from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
 from .nfa import NfaArrays, flatten_repeat, utf8_paths
 
 ctypedef Py_ssize_t isz
@@ -457,6 +457,49 @@ def distinct_refs(expr) -> list:
     depth-first walk (shared sub-expressions are visited once): ``grammar.ir.iter_refs``
     deduplicated, compiled (the inliner calls it for every rule of every grammar).  Callers
     use the names as a set or sort them, so the order is only deterministic, not canonical."""
+    return _refs(expr, NULL, NULL, NULL)
+
+
+def scan_rules(dict rules, first=None):
+    """``(refs, has_token, has_literal)`` of a rule table in one compiled pass: every rule's
+    :func:`distinct_refs`, whether a node is a ``TokenSet`` (exactly that class) and whether a
+    literal holds a byte flagged in ``first`` (256 bytes, nonzero = a special text's first
+    byte; None: no literal can spell one).  The compiler asks the last two before lowering
+    (``special_literals``) and keeps the references for the inliner when neither is true.
+
+    Example::
+
+        >>> from xmask.grammar.ir import Bytes, RuleRef, Seq
+        >>> scan_rules({"root": Seq((Bytes(b"<a"), RuleRef("x"))), "x": Bytes(b"x")},
+        ...            bytes(60) + b"\\x01" + bytes(195))
+        ({'root': ['x'], 'x': []}, False, True)
+    """
+    cdef dict refs = {}
+    cdef bint token = False, literal = first is None
+    cdef bytes table
+    cdef const unsigned char* tab = NULL
+    if first is not None:
+        table = first
+        if len(table) != 256:
+            raise ValueError("first must hold 256 flags")
+        tab = table
+    for name, expr in rules.items():
+        refs[name] = _refs(expr, tab, &token, &literal)
+    return refs, token, literal and first is not None
+
+
+cdef inline bint _has_flagged_byte(bytes data, const unsigned char* tab):
+    cdef const unsigned char* p = data
+    cdef isz i
+    for i in range(len(data)):
+        if tab[p[i]]:
+            return True
+    return False
+
+
+cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal):
+    # distinct_refs; with ``tab``, also sets token[0] / literal[0] (see scan_rules).  Token
+    # sets are leaves (lowered to token rules before the inliner runs)
     cdef list out = []
     cdef set names = set()
     cdef set seen = {id(expr)}
@@ -466,6 +509,10 @@ def distinct_refs(expr) -> list:
         e = stack.pop()
         t = type(e)
         if t not in _KINDS:
+            if isinstance(e, TokenSet):
+                if tab != NULL and type(e) is TokenSet:
+                    token[0] = True
+                continue
             t = _kind_of(e)
         if t is RuleRef:
             if e.name not in names:
@@ -477,10 +524,16 @@ def distinct_refs(expr) -> list:
         elif t is Repeat:
             items = (e.item,)
         else:
+            if t is Bytes and tab != NULL and not literal[0]:
+                literal[0] = _has_flagged_byte(e.data, tab)
             continue
         for item in items:
             u = type(item)
-            if u is Bytes or u is CharClass:
+            if u is Bytes:
+                if tab != NULL and not literal[0]:
+                    literal[0] = _has_flagged_byte(item.data, tab)
+                continue
+            if u is CharClass:
                 continue  # a leaf: nothing to find, and cheaper to skip than to remember
             if u is RuleRef:
                 if item.name not in names:

@@ -205,7 +205,7 @@ def _recursive_rules(refs: Dict[str, List[str]]) -> set:
 
 
 def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
-                        never: Sequence[str] = ()) -> _Inlined:
+                        never: Sequence[str] = (), refs=None) -> _Inlined:
     """Decide which small non-recursive rules are inlined into their callers.
 
     A call into a tiny rule (a JSON string character, a digit run, whitespace) would otherwise
@@ -215,7 +215,8 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
     """
     rules = grammar.rules
     root = grammar.root
-    refs = {n: distinct_refs(e) for n, e in rules.items()}
+    if refs is None:
+        refs = {n: distinct_refs(e) for n, e in rules.items()}
     recursive = _recursive_rules(refs)
     cap = limits.inline_size + 1
     bodies: Dict[str, object] = {}
@@ -302,13 +303,15 @@ def _build_rule_dfas(arrays, byte_class, starts, ends, names, limits, reference)
 
 
 def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(), *,
-                    reference: bool = False, token_rules: Sequence[str] = ()) -> Automaton:
+                    reference: bool = False, token_rules: Sequence[str] = (),
+                    refs=None) -> Automaton:
     """Compile ``grammar`` into an :class:`Automaton` (raises GrammarError on left recursion).
 
     ``reference=True`` determinizes and minimizes with the slow pure-Python twin (tests
     compare the two; the languages are equal, state numbers may differ).  ``token_rules``:
     the names of the grammar's token rules, in token-set order (``token_rules.py``); each
-    stays a called rule whose placeholder byte edge becomes a token edge.
+    stays a called rule whose placeholder byte edge becomes a token edge.  ``refs``: every
+    rule's ``distinct_refs`` when the caller has them already (``special_literals``' scan).
     """
     budgets = grammar.budgets
     if grammar.root in budgets:
@@ -316,8 +319,11 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         rules = grammar.rules
         wrapper = _fresh_name(rules, "root_budget")
         rules[wrapper] = RuleRef(grammar.root)
+        if refs is not None:
+            refs = {**refs, wrapper: [grammar.root]}
         grammar = Grammar(rules, root=wrapper, budgets=budgets)
-    inl = _inline_small_rules(grammar, limits, never=tuple(token_rules) + tuple(budgets))
+    inl = _inline_small_rules(grammar, limits, never=tuple(token_rules) + tuple(budgets),
+                              refs=refs)
     names = _reachable_rules(inl)
     arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)

@@ -55,12 +55,14 @@ class CompiledGrammar:
         # precompute=False leaves the token-mask cache empty: fills classify states on demand
         t0 = time.perf_counter()
         # literals spelling a special token's text may also be that token (special_literals)
-        lowered, has_tokens = with_special_literals(grammar, tokenizer_info)
+        # its walk also lists each rule's references when the grammar needs no lowering
+        refs: Dict[str, Any] = {}
+        lowered, has_tokens = with_special_literals(grammar, tokenizer_info, refs)
         lowered, token_rules = lower_token_sets(lowered, tokenizer_info) if has_tokens \
             else (lowered, [])
         automaton = build_automaton(
             lowered, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits),
-            token_rules=[name for name, _ in token_rules])
+            token_rules=[name for name, _ in token_rules], refs=refs or None)
         automaton.token_bits = token_set_bits(token_rules, tokenizer_info.vocab_size)
         at = AutomatonTables(automaton)
         cache = new_mask_cache(automaton, limits)

@@ -45,8 +45,8 @@ import weakref
 from typing import Dict, List, Optional, Tuple
 
 from ..grammar.combine import map_leaves
-from ..grammar.ir import (EPSILON, Bytes, Choice, Expr, Grammar, Repeat, Seq, TokenSet,
-                          iter_nodes)
+from ..grammar.ir import EPSILON, Bytes, Choice, Expr, Grammar, Seq, TokenSet, iter_nodes
+from ._nfa_build import scan_rules
 
 __all__ = ["SpecialTexts", "StopLiteralToken", "special_texts", "allow_special_literals",
            "with_special_literals"]
@@ -74,6 +74,8 @@ class SpecialTexts:
         self.stops = frozenset(stops)  # the stop ids among them
         self.lengths = tuple(sorted({len(t) for t in by_text}))
         firsts = sorted({t[0] for t in by_text})
+        # the same test as 256 flags, for the compiled scan (``_nfa_build.scan_rules``)
+        self.first_table = bytes(1 if b in firsts else 0 for b in range(256)) if firsts else None
         # one regex character class over the first bytes: the cheap "cannot contain" test
         self.first = re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in firsts) + b"]") \
             if firsts else None
@@ -170,47 +172,18 @@ def _spell(data: bytes, occ: List[Tuple[int, int, Tuple[int, ...]]], stops=froze
     return from_(0)
 
 
-def _scan(rules: Dict[str, Expr], first) -> Tuple[bool, bool]:
-    """``(holds a TokenSet, holds a literal with a special text's first byte)``: one walk over
-    the distinct nodes of all rules (shared sub-expressions once), a C-level byte search per
-    literal; it stops as soon as both are known.  ``first`` None: no special texts, so no
-    literal can hold one."""
-    seen = set()
-    stack = list(rules.values())
-    token = False
-    literal = first is None
-    search = None if first is None else first.search
-    while stack:
-        e = stack.pop()
-        t = type(e)
-        if t is Bytes:
-            if not literal and search(e.data) is not None:
-                literal = True
-                if token:
-                    break
-        elif t is Seq or t is Choice:
-            for x in e.items:
-                if id(x) not in seen:
-                    seen.add(id(x))
-                    stack.append(x)
-        elif t is Repeat:
-            if id(e.item) not in seen:
-                seen.add(id(e.item))
-                stack.append(e.item)
-        elif t is TokenSet:
-            token = True
-            if literal:
-                break
-    return token, literal and first is not None
-
-
-def with_special_literals(grammar: Grammar, tokenizer_info) -> Tuple[Grammar, bool]:
+def with_special_literals(grammar: Grammar, tokenizer_info,
+                          refs_out: Optional[dict] = None) -> Tuple[Grammar, bool]:
     """``(allow_special_literals(grammar, tokenizer_info), whether the result may hold a
-    TokenSet)``, with one walk over the grammar for both questions (the compiler skips the
-    TokenSet lowering when the answer is no: most grammars have neither)."""
+    TokenSet)``, with one compiled walk over the grammar for both questions (the compiler
+    skips the TokenSet lowering when the answer is no: most grammars have neither).  When the
+    grammar comes back unchanged and holds no TokenSet, ``refs_out`` (a dict) receives every
+    rule's distinct references from the same walk, which the inliner needs next."""
     st = special_texts(tokenizer_info)
-    token, literal = _scan(grammar.rules, st.first)
+    refs, token, literal = scan_rules(grammar.rules, st.first_table)
     if not literal:
+        if refs_out is not None and not token:
+            refs_out.update(refs)
         return grammar, token
     out = allow_special_literals(grammar, tokenizer_info)
     return out, token or out is not grammar
