@@ -19,7 +19,7 @@ from xmask.compiler._ivec cimport IVec, iv_reserve
 from .. import _deadline as deadline
 from ..errors import GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
-from .nfa import NfaArrays, flatten_repeat, utf8_paths
+from .nfa import NfaArrays, class_edges, flatten_repeat
 
 ctypedef Py_ssize_t isz
 
@@ -79,6 +79,7 @@ cdef class NFA:
     cdef readonly isz n
     cdef isz base
     cdef isz max_nfa
+    cdef isz max_repeat
     cdef readonly object limits
     cdef readonly str rule
     cdef readonly object dfa_of
@@ -86,6 +87,8 @@ cdef class NFA:
     cdef dict size_memo
     cdef dict bodies
     cdef dict sizes
+    cdef dict class_memo
+    cdef dict template_ids
     cdef isz ticks
     cdef long long max_bytes
 
@@ -94,6 +97,11 @@ cdef class NFA:
         self.base = 0
         self.limits = limits
         self.max_nfa = limits.max_nfa_states
+        self.max_repeat = limits.max_repeat
+        # character class id -> (class, fresh states, edge rows); repeat item id -> (item,
+        # template): the values keep the keys' objects alive, so an id is never reused
+        self.class_memo = {}
+        self.template_ids = {}
         self.max_bytes = getattr(limits, "max_memory_bytes", 0)
         self.rule = ""
         self.dfa_of = dfa_of
@@ -176,7 +184,6 @@ cdef class NFA:
         cdef bytes data
         cdef const unsigned char* p
         cdef tuple items
-        cdef dict suffix_state
         if t is Bytes:
             data = expr.data
             p = data
@@ -213,30 +220,36 @@ cdef class NFA:
         if t is CharClass:
             if end < 0:
                 end = self.new()
-            if expr.byte_level:
-                for lo, hi in expr.positive_ranges():
-                    push4(&self.byte, <int32_t>start, lo, hi, <int32_t>end)
-                return end
-            # paths share their common suffixes (the continuation bytes), so the sub-automaton
-            # is already minimal and determinization does not multiply equivalent states
-            suffix_state = {(): end}
-            for seq in utf8_paths(expr):
-                nxt = end
-                for k in range(len(seq) - 1, 0, -1):
-                    key = seq[k:]
-                    g = suffix_state.get(key)
-                    if g is None:
-                        got = self.new()
-                        suffix_state[key] = got
-                        push4(&self.byte, <int32_t>got, seq[k][0], seq[k][1], <int32_t>nxt)
-                    else:
-                        got = g
-                    nxt = got
-                push4(&self.byte, <int32_t>start, seq[0][0], seq[0][1], <int32_t>nxt)
+            # the class's edges, memoized by object (the value keeps the id from being reused)
+            got_c = self.class_memo.get(id(expr))
+            if got_c is None:
+                got_c = self.class_memo[id(expr)] = (expr,) + class_edges(expr)
+            k = got_c[1]
+            self.paste_class(got_c[2], start, end, self.reserve(k) if k else 0)
             return end
         if t is Repeat:
             return self.finish(self.repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
+
+    cdef int paste_class(self, const int32_t[:, ::1] rows, isz start, isz end,
+                         isz base) except -1:
+        """Append a class's edges (``nfa.class_edges`` rows): -2 is ``start``, -1 ``end``,
+        ``k`` the fresh state ``base + k``."""
+        cdef isz m = rows.shape[0], i
+        cdef int32_t s, t
+        cdef int32_t* d
+        if self.byte.n + 4 * m > self.byte.cap and iv_reserve(&self.byte, self.byte.n + 4 * m):
+            raise MemoryError()
+        d = self.byte.d + self.byte.n
+        for i in range(m):
+            s = rows[i, 0]
+            t = rows[i, 3]
+            d[4 * i] = <int32_t>start if s == -2 else <int32_t>base + s
+            d[4 * i + 1] = rows[i, 1]
+            d[4 * i + 2] = rows[i, 2]
+            d[4 * i + 3] = <int32_t>end if t == -1 else <int32_t>base + t
+        self.byte.n += 4 * m
+        return 0
 
     cdef isz finish(self, isz cur, isz end) except -1:
         """``cur`` if no end was asked for, else ``end`` (joined by an epsilon edge if apart)."""
@@ -248,13 +261,14 @@ cdef class NFA:
 
     cdef isz repeat(self, expr, isz start, dict rule_index) except -1:
         cdef isz lo, hi, bound, cap, size, built, cur, loop, body_end, end, i, count
-        expr = flatten_repeat(expr, self.limits.max_repeat)
+        if isinstance(expr.item, Repeat):
+            expr = flatten_repeat(expr, self.max_repeat)
         lo = expr.min
         hi = expr.max if expr.max is not None else -1
         bound = hi if hi >= 0 else lo
-        if bound > self.limits.max_repeat:
+        if bound > self.max_repeat:
             raise GrammarLimitError(
-                f"repeat count {bound} exceeds the limit {self.limits.max_repeat} "
+                f"repeat count {bound} exceeds the limit {self.max_repeat} "
                 "(CompileLimits.max_repeat)", rule=self.rule
             )
         # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
@@ -408,9 +422,14 @@ cdef class _Copies:
         if self.count < 2:
             return nfa.build(self.item, cur, self.rule_index, -1)
         if self.template is None:
-            self.template = nfa.templates.get(self.item)
-            if self.template is None:
-                self.template = nfa.templates[self.item] = self.shared_template()
+            got = nfa.template_ids.get(id(self.item))
+            if got is not None:
+                self.template = got[1]
+            else:
+                self.template = nfa.templates.get(self.item)
+                if self.template is None:
+                    self.template = nfa.templates[self.item] = self.shared_template()
+                nfa.template_ids[id(self.item)] = (self.item, self.template)
         size, (t_eps, t_byte, t_calls) = self.template
         base = nfa.reserve(size)
         nfa.paste(t_eps, &nfa.eps, base, 2, True)

@@ -44,6 +44,43 @@ def utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     return tuple(seq for lo, hi in cls.positive_ranges() for seq in utf8_sequences(lo, hi))
 
 
+@lru_cache(maxsize=4096)
+def class_edges(cls: CharClass) -> Tuple[int, np.ndarray]:
+    """A character class's byte edges as the NFA builder places them: ``(fresh states, rows)``,
+    each row ``(source, lo, hi, target)`` with -2 for the class's start state, -1 for its end
+    and ``k >= 0`` for its k-th fresh state (read-only int32, rows in placement order).
+
+    UTF-8 paths share their common suffixes (the continuation bytes), so the sub-automaton is
+    already minimal and determinization does not multiply equivalent states.
+
+    Example::
+
+        >>> n, rows = class_edges(CharClass(((0xE9, 0xE9),)))  # "é" is C3 A9
+        >>> n, rows.tolist()
+        (1, [[0, 169, 169, -1], [-2, 195, 195, 0]])
+    """
+    rows = []
+    n_new = 0
+    if cls.byte_level:
+        rows = [(-2, lo, hi, -1) for lo, hi in cls.positive_ranges()]
+    else:
+        suffix_state = {(): -1}
+        for seq in utf8_paths(cls):
+            nxt = -1
+            for k in range(len(seq) - 1, 0, -1):
+                key = seq[k:]
+                got = suffix_state.get(key)
+                if got is None:
+                    got = suffix_state[key] = n_new
+                    n_new += 1
+                    rows.append((got, seq[k][0], seq[k][1], nxt))
+                nxt = got
+            rows.append((-2, seq[0][0], seq[0][1], nxt))
+    out = np.array(rows, dtype=np.int32).reshape(-1, 4)
+    out.setflags(write=False)
+    return n_new, out
+
+
 @dataclass
 class NfaArrays:
     """CSR form: state ``s``'s epsilon targets are ``eps_dst[eps_off[s]:eps_off[s+1]]``; byte
