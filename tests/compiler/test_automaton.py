@@ -2,6 +2,7 @@
 
 import random
 
+import numpy as np
 import pytest
 
 from xmask.compiler.automaton import (
@@ -94,7 +95,7 @@ def test_refine_partition_kernel_matches_numpy_reference():
 
 
 def _return_contexts_by_search(sites):
-    """Naive twin of ``_return_contexts``: a separate search up the tail callers per rule."""
+    """Naive twin of ``_analysis.return_contexts``: a separate search up the tail callers per rule."""
     out = []
     for r in range(len(sites)):
         rets, seen, stack = set(), {r}, [r]
@@ -112,9 +113,10 @@ def _return_contexts_by_search(sites):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_return_contexts_match_search(seed):
-    """SCC-based return contexts equal a per-rule search, on random call-site graphs with
-    tail-call cycles."""
-    from xmask.compiler.automaton import _return_contexts
+    """SCC-based return contexts (``_analysis.return_contexts``) equal a per-rule search, on
+    random call-site graphs with tail-call cycles; each rule's follow bytes OR those of the
+    rules owning its return states."""
+    from xmask.compiler._analysis import return_contexts
 
     rng = random.Random(seed)
     n = rng.randint(1, 14)
@@ -122,4 +124,17 @@ def test_return_contexts_match_search(seed):
         [(rng.randrange(n), rng.choice([-1, -1, rng.randrange(60)])) for _ in range(rng.randint(0, 4))]
         for _ in range(n)
     ]
-    assert [set(x) for x in _return_contexts(sites)] == _return_contexts_by_search(sites)
+    calls = [(x, p, ret) for x, s in enumerate(sites) for p, ret in s]
+    callee, caller, ret = (np.asarray([c[i] for c in calls], dtype=np.int32) for i in range(3))
+    state_rule = np.asarray([rng.randrange(n) for _ in range(60)], dtype=np.int32)
+    follow = np.asarray([[rng.getrandbits(64) for _ in range(4)] for _ in range(n)],
+                        dtype=np.uint64)
+    off, flat, ctx_follow = return_contexts(callee, caller, ret, state_rule, follow, 60)
+    got = [flat[off[r]:off[r + 1]].tolist() for r in range(n)]
+    want = _return_contexts_by_search(sites)
+    assert got == [sorted(x) for x in want]
+    for r in range(n):
+        expect = np.zeros(4, dtype=np.uint64)
+        for s in want[r]:
+            expect |= follow[state_rule[s]]
+        assert ctx_follow[r].tolist() == expect.tolist()

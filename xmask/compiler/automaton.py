@@ -39,7 +39,7 @@ import numpy as np
 from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Grammar, RuleRef
-from ._analysis import analyze, prune_unproductive
+from ._analysis import analyze, has_cycle, prune_unproductive, return_contexts
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
 from ._nfa_build import NFA, distinct_refs, rule_size
@@ -455,74 +455,21 @@ def _analyze(auto: Automaton) -> None:
     nullable, first, follow, left = analyze(
         auto.trans.reshape(n, auto.n_classes), auto.flags, auto.byte_class, auto.call_offsets,
         crule, cdst, auto.rule_start, auto.state_rule)
-    left_edges: List[set] = [set() for _ in range(n_rules)]
-    for r, callee in left.tolist():
-        left_edges[r].add(callee)
-    _check_left_recursion(left_edges, auto.rule_names)
+    if has_cycle(left, n_rules):
+        left_edges: List[set] = [set() for _ in range(n_rules)]
+        for r, callee in left.tolist():
+            left_edges[r].add(callee)
+        _check_left_recursion(left_edges, auto.rule_names)
     # Return contexts: where each rule's frame can return to (following tail calls upward), and
     # the bytes that can follow those callers once they finish.  The cache builder continues
     # its walk there instead of giving up at the rule's end.
-    state_rule = auto.state_rule
-    sites: List[List[Tuple[int, int]]] = [[] for _ in range(n_rules)]
-    caller_rule = np.repeat(state_rule, np.diff(auto.call_offsets)).tolist()
-    rule_of = state_rule.tolist()
-    for callee, p, ret in zip(crule.tolist(), caller_rule, auto.call_ret.tolist()):
-        sites[callee].append((p, ret))
-    # one entry per distinct context set (rules often share their caller's set object)
-    ctx_len = np.zeros(n_rules + 1, dtype=np.int64)
-    set_of = np.empty(n_rules, dtype=np.intp)
-    parts: List[List[int]] = []
-    set_parts: List[List[int]] = []
-    set_callers: List[int] = []  # caller rules of each set's states, set after set
-    set_start: List[int] = []
-    memo: Dict[int, int] = {}
-    for r, rets in enumerate(_return_contexts(sites)):
-        k = memo.get(id(rets))
-        if k is None:
-            k = memo[id(rets)] = len(set_parts)
-            ordered = sorted(rets)
-            set_parts.append(ordered)
-            set_start.append(len(set_callers))
-            set_callers.extend(sorted({rule_of[s] for s in ordered}))
-        set_of[r] = k
-        parts.append(set_parts[k])
-        ctx_len[r + 1] = len(set_parts[k])
-    # follow bytes of each set's callers, OR-ed per set in one reduceat (empty sets: none)
-    set_follow = np.zeros((len(set_parts) + 1, 4), dtype=np.uint64)
-    if set_callers:
-        starts = np.asarray(set_start, dtype=np.intp)
-        sizes = np.diff(np.append(starts, len(set_callers)))
-        nonempty = sizes > 0
-        set_follow[:-1][nonempty] = np.bitwise_or.reduceat(
-            follow[np.asarray(set_callers, dtype=np.intp)], starts[nonempty], axis=0)
-    ctx_follow = set_follow[set_of] if n_rules else np.zeros((0, 4), dtype=np.uint64)
-    auto._rule_ctx_offsets = np.cumsum(ctx_len)
-    auto._rule_ctx_flat = np.fromiter((x for p in parts for x in p), dtype=np.int32,
-                                      count=int(auto._rule_ctx_offsets[-1]))
+    caller_rule = np.repeat(auto.state_rule, np.diff(auto.call_offsets))
+    auto._rule_ctx_offsets, auto._rule_ctx_flat, ctx_follow = return_contexts(
+        crule, caller_rule, auto.call_ret, auto.state_rule, follow, n)
     auto.rule_ctx_follow = _bit_rows(ctx_follow)
     auto.nullable = nullable.view(np.bool_)
     auto._first_words = first
     auto.rule_follow = _bit_rows(follow)
-
-
-def _return_contexts(sites: List[List[Tuple[int, int]]]) -> List[frozenset]:
-    """Per rule: the return states its frame can reach, following tail calls (ret -1) up to
-    their callers.  Strongly connected components of the tail-caller graph are solved once each,
-    callers' components first, so the cost is one pass over the call sites plus the set unions,
-    not a search per rule."""
-    parents = [sorted({p for p, ret in s if ret < 0}) for s in sites]
-    result: List[frozenset] = [frozenset()] * len(sites)
-    for comp in strongly_connected_components(range(len(sites)), parents.__getitem__):
-        members = set(comp)
-        own = {ret for x in comp for _, ret in sites[x] if ret >= 0}
-        outer = {id(result[p]): result[p] for x in comp for p in parents[x] if p not in members}
-        if not own and len(outer) == 1:
-            rets = next(iter(outer.values()))  # share the caller's set
-        else:
-            rets = frozenset(own.union(*outer.values()))
-        for x in comp:
-            result[x] = rets
-    return result
 
 
 def _bit_rows(words: np.ndarray) -> np.ndarray:
