@@ -8,12 +8,28 @@ columns per round as the pure-Python twin (``dfa_reference``) does, so both give
 same automata and leave them unminimized.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcmp, memset
 
-from xmask.runtime._intseq cimport seq_hash, sort_unique
+from xmask.runtime._intseq cimport sort_unique
 from xmask.compiler._ivec cimport IVec, iv_reserve, iv_push
+
+
+cdef inline uint64_t sig_hash(const int32_t* k, isz n) noexcept nogil:
+    """Hash of a signature, two ints per multiply (only the probing order of the grouping
+    table depends on it, never the blocks)."""
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef isz i = 0
+    while i + 1 < n:
+        h = (h ^ (<uint64_t><uint32_t>k[i] | (<uint64_t><uint32_t>k[i + 1] << 32))) \
+            * 0xFF51AFD7ED558CCDULL
+        h ^= h >> 32
+        i += 2
+    if i < n:
+        h = (h ^ <uint64_t><uint32_t>k[i]) * 0xFF51AFD7ED558CCDULL
+        h ^= h >> 32
+    return h
 
 
 cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_off,
@@ -185,7 +201,7 @@ cdef isz moore_rounds(Moore* m, isz n, isz w, const int32_t* finals, const int32
             if idx >= nd and m.reps.d[idx - nd] < 0:
                 continue
             L = m.spos.d[idx + 1] - m.spos.d[idx]
-            h = seq_hash(m.sig.d + m.spos.d[idx], L)
+            h = sig_hash(m.sig.d + m.spos.d[idx], L)
             i = <isz>(h & <uint64_t>(cap - 1))
             while True:
                 e = m.slots.d[i]
