@@ -338,7 +338,7 @@ def return_contexts(const int32_t[::1] call_callee, const int32_t[::1] caller_ru
     once each, callers' components first; a component with no return state of its own and
     one caller component shares that component's set."""
     cdef isz R = follow.shape[0], m = call_callee.shape[0], k, i, j, x, p, c, n_comp = 0
-    cdef isz top, ctop, idx = 0, n_sid, s0, s1, own_n, total
+    cdef isz n_sid, own_n, total
     cdef int32_t v, w, sid, stamp = 0
     cdef bint nomem = False
     cdef IVec pool, set_off, vec, sids
@@ -363,8 +363,6 @@ def return_contexts(const int32_t[::1] call_callee, const int32_t[::1] caller_ru
     cdef int32_t* comp_set = <int32_t*>malloc((R + 1) * sizeof(int32_t))
     cdef uint8_t* onstack = <uint8_t*>calloc(R + 1, 1)
     cdef int32_t* mark = <int32_t*>calloc(n_states + 1, sizeof(int32_t))
-    cdef int32_t* smark = NULL
-    cdef isz n_members = 0
     try:
         if not (t_off and t_dst and o_off and o_ret and index and low and comp_of and tstack
                 and cnode and cedge and members and comp_start and comp_set and onstack
@@ -388,53 +386,8 @@ def return_contexts(const int32_t[::1] call_callee, const int32_t[::1] caller_ru
                     o_off[call_callee[k] + 1] += 1
             # Tarjan over x -> tail caller: a component comes after every component it reaches
             # (its callers), so callers' components are solved first
-            for i in range(R):
-                index[i] = -1
-            top = 0
-            for x in range(R):
-                if index[x] >= 0:
-                    continue
-                ctop = 0
-                cnode[0] = <int32_t>x
-                cedge[0] = t_off[x]
-                index[x] = low[x] = <int32_t>idx
-                idx += 1
-                tstack[top] = <int32_t>x
-                top += 1
-                onstack[x] = 1
-                while ctop >= 0:
-                    v = cnode[ctop]
-                    if cedge[ctop] < t_off[v + 1]:
-                        w = t_dst[cedge[ctop]]
-                        cedge[ctop] += 1
-                        if index[w] < 0:
-                            index[w] = low[w] = <int32_t>idx
-                            idx += 1
-                            tstack[top] = w
-                            top += 1
-                            onstack[w] = 1
-                            ctop += 1
-                            cnode[ctop] = w
-                            cedge[ctop] = t_off[w]
-                        elif onstack[w] and index[w] < low[v]:
-                            low[v] = index[w]
-                        continue
-                    if low[v] == index[v]:
-                        comp_start[n_comp] = <int32_t>n_members
-                        while True:
-                            top -= 1
-                            w = tstack[top]
-                            onstack[w] = 0
-                            comp_of[w] = <int32_t>n_comp
-                            members[n_members] = w
-                            n_members += 1
-                            if w == v:
-                                break
-                        n_comp += 1
-                    ctop -= 1
-                    if ctop >= 0 and low[v] < low[cnode[ctop]]:
-                        low[cnode[ctop]] = low[v]
-            comp_start[n_comp] = <int32_t>n_members
+            n_comp = tarjan(R, t_off, t_dst, index, low, tstack, cnode, cedge, onstack,
+                            comp_of, members, comp_start)
             # set 0 is the empty set
             if iv_push(&set_off, 0) or iv_push(&set_off, 0):
                 nomem = True
@@ -528,3 +481,125 @@ cdef void _fill_contexts(int64_t[::1] offsets, int32_t[::1] flat, uint64_t[:, ::
         offsets[x + 1] = pos
         for j in range(4):
             ctx_follow[x, j] = set_follow[sid, j]
+
+
+cdef isz tarjan(isz n, const int32_t* off, const int32_t* dst, int32_t* index, int32_t* low,
+                int32_t* tstack, int32_t* cnode, int32_t* cedge, uint8_t* onstack,
+                int32_t* comp_of, int32_t* members, int32_t* comp_start) noexcept nogil:
+    """Strongly connected components of the graph ``0..n-1`` (CSR ``off`` / ``dst``), Tarjan
+    without recursion; returns their count.  A component is emitted after every component
+    it reaches: component ``c`` is ``members[comp_start[c]:comp_start[c + 1]]``, and
+    ``comp_of`` maps nodes to components.  The other arrays are scratch of ``n`` entries
+    (``onstack`` zeroed)."""
+    cdef isz x, ctop, top = 0, idx = 0, n_comp = 0, n_members = 0
+    cdef int32_t v, w
+    for x in range(n):
+        index[x] = -1
+    for x in range(n):
+        if index[x] >= 0:
+            continue
+        ctop = 0
+        cnode[0] = <int32_t>x
+        cedge[0] = off[x]
+        index[x] = low[x] = <int32_t>idx
+        idx += 1
+        tstack[top] = <int32_t>x
+        top += 1
+        onstack[x] = 1
+        while ctop >= 0:
+            v = cnode[ctop]
+            if cedge[ctop] < off[v + 1]:
+                w = dst[cedge[ctop]]
+                cedge[ctop] += 1
+                if index[w] < 0:
+                    index[w] = low[w] = <int32_t>idx
+                    idx += 1
+                    tstack[top] = w
+                    top += 1
+                    onstack[w] = 1
+                    ctop += 1
+                    cnode[ctop] = w
+                    cedge[ctop] = off[w]
+                elif onstack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+                continue
+            if low[v] == index[v]:
+                comp_start[n_comp] = <int32_t>n_members
+                while True:
+                    top -= 1
+                    w = tstack[top]
+                    onstack[w] = 0
+                    comp_of[w] = <int32_t>n_comp
+                    members[n_members] = w
+                    n_members += 1
+                    if w == v:
+                        break
+                n_comp += 1
+            ctop -= 1
+            if ctop >= 0 and low[v] < low[cnode[ctop]]:
+                low[cnode[ctop]] = low[v]
+    comp_start[n_comp] = <int32_t>n_members
+    return n_comp
+
+
+def inline_plan(const int32_t[::1] off, const int32_t[::1] dst, isz root):
+    """The inliner's walk over the rule graph (rule ``r`` references ``dst[off[r]:off[r + 1]]``,
+    in order): ``(recursive, order)``, uint8 per rule (on a reference cycle, a self-reference
+    included) and the other rules but ``root`` in callee-first depth-first post-order, the
+    walks started from each rule in index order and following references in order."""
+    cdef isz n = off.shape[0] - 1, x, j, c, top, n_order = 0, n_comp
+    cdef int32_t v, w
+    rec_a = np.zeros(n, dtype=np.uint8)
+    order_a = np.empty(n, dtype=np.int32)
+    cdef uint8_t[::1] rec = rec_a
+    cdef int32_t[::1] order = order_a
+    cdef int32_t* index = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* low = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* tstack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* cnode = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* cedge = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* comp_of = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* members = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* comp_start = <int32_t*>malloc((n + 2) * sizeof(int32_t))
+    cdef uint8_t* flag = <uint8_t*>calloc(n + 1, 1)  # Tarjan's on-stack, then "seen"
+    try:
+        if not (index and low and tstack and cnode and cedge and comp_of and members
+                and comp_start and flag):
+            raise MemoryError()
+        with nogil:
+            n_comp = tarjan(n, &off[0], &dst[0] if dst.shape[0] else NULL, index, low, tstack,
+                            cnode, cedge, flag, comp_of, members, comp_start)
+            for c in range(n_comp):
+                if comp_start[c + 1] - comp_start[c] > 1:
+                    for j in range(comp_start[c], comp_start[c + 1]):
+                        rec[members[j]] = 1
+            for x in range(n):
+                for j in range(off[x], off[x + 1]):
+                    if dst[j] == x:
+                        rec[x] = 1
+            # flag: seen (zero again after Tarjan)
+            for x in range(n):
+                if flag[x] or rec[x] or x == root:
+                    continue
+                flag[x] = 1
+                top = 0
+                cnode[0] = <int32_t>x
+                cedge[0] = off[x]
+                while top >= 0:
+                    v = cnode[top]
+                    if cedge[top] == off[v + 1]:
+                        top -= 1
+                        order[n_order] = v
+                        n_order += 1
+                        continue
+                    w = dst[cedge[top]]
+                    cedge[top] += 1
+                    if not flag[w] and not rec[w] and w != root:
+                        flag[w] = 1
+                        top += 1
+                        cnode[top] = w
+                        cedge[top] = off[w]
+    finally:
+        free(index); free(low); free(tstack); free(cnode); free(cedge); free(comp_of)
+        free(members); free(comp_start); free(flag)
+    return rec_a, order_a[:n_order]

@@ -36,10 +36,9 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .._graph import strongly_connected_components
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Grammar, RuleRef
-from ._analysis import analyze, has_cycle, prune_unproductive, return_contexts
+from ._analysis import analyze, has_cycle, inline_plan, prune_unproductive, return_contexts
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
 from ._nfa_build import NFA, distinct_refs, rule_size
@@ -195,15 +194,6 @@ def _reachable_rules(inl: _Inlined) -> List[str]:
     return order
 
 
-def _recursive_rules(refs: Dict[str, List[str]]) -> set:
-    """Rules on a reference cycle."""
-    out: set = set()
-    for comp in strongly_connected_components(refs, refs.__getitem__):
-        if len(comp) > 1 or comp[0] in refs[comp[0]]:
-            out.update(comp)
-    return out
-
-
 def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
                         never: Sequence[str] = (), refs=None) -> _Inlined:
     """Decide which small non-recursive rules are inlined into their callers.
@@ -217,27 +207,17 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
     root = grammar.root
     if refs is None:
         refs = {n: distinct_refs(e) for n, e in rules.items()}
-    recursive = _recursive_rules(refs)
     cap = limits.inline_size + 1
     bodies: Dict[str, object] = {}
     sizes: Dict[str, int] = {}
     # callees first: depth-first post-order over non-recursive rules (the rest stay calls)
-    order: List[str] = []
-    seen: set = set()
-    for start in rules:
-        if start in seen or start in recursive or start == root:
-            continue
-        seen.add(start)
-        stack = [(start, iter(refs[start]))]
-        while stack:
-            name, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                order.append(name)
-            elif nxt not in seen and nxt not in recursive and nxt != root:
-                seen.add(nxt)
-                stack.append((nxt, iter(refs[nxt])))
+    names = list(refs)
+    index = {n: i for i, n in enumerate(names)}
+    dst = np.fromiter((index[r] for n in names for r in refs[n]), dtype=np.int32)
+    off = np.zeros(len(names) + 1, dtype=np.int32)
+    np.cumsum([len(refs[n]) for n in names], out=off[1:])
+    _, post = inline_plan(off, dst, index[root])
+    order = [names[i] for i in post.tolist()]
     # A reference counts its callee's size, so a body's size is its expanded size.  The memo is
     # keyed by object id: every key object stays alive in ``rules`` until this returns.
     size_memo: Dict[int, int] = {}
