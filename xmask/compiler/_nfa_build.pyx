@@ -65,6 +65,35 @@ def _kind_of(expr):
     raise TypeError(f"unknown grammar node {expr!r}")
 
 
+cdef class _Rows:
+    """A C-contiguous int32 row array (a class's edges, a template's edges) as a C pointer,
+    taken once: a typed memoryview per use costs more than pasting a small template."""
+
+    cdef object arr  # keeps the data alive
+    cdef const int32_t* p
+    cdef isz m
+
+    def __init__(self, arr):
+        cdef const int32_t[:, ::1] mv = arr
+        self.arr = arr
+        self.m = mv.shape[0]
+        self.p = &mv[0, 0] if self.m else NULL
+
+
+cdef class _Template:
+    """A repeat item's template (see :class:`_Copies`) with its edge rows as C pointers."""
+
+    cdef isz size
+    cdef _Rows eps
+    cdef _Rows byte
+    cdef _Rows calls
+
+    def __init__(self, template):
+        size, (eps, byte, calls) = template
+        self.size = size
+        self.eps, self.byte, self.calls = _Rows(eps), _Rows(byte), _Rows(calls)
+
+
 cdef class NFA:
     """Thompson NFA of a whole grammar; limits are per rule (the rule being added).
 
@@ -223,7 +252,8 @@ cdef class NFA:
             # the class's edges, memoized by object (the value keeps the id from being reused)
             got_c = self.class_memo.get(id(expr))
             if got_c is None:
-                got_c = self.class_memo[id(expr)] = (expr,) + class_edges(expr)
+                k, rows_a = class_edges(expr)
+                got_c = self.class_memo[id(expr)] = (expr, k, _Rows(rows_a))
             k = got_c[1]
             self.paste_class(got_c[2], start, end, self.reserve(k) if k else 0)
             return end
@@ -231,22 +261,22 @@ cdef class NFA:
             return self.finish(self.repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
 
-    cdef int paste_class(self, const int32_t[:, ::1] rows, isz start, isz end,
-                         isz base) except -1:
+    cdef int paste_class(self, _Rows r, isz start, isz end, isz base) except -1:
         """Append a class's edges (``nfa.class_edges`` rows): -2 is ``start``, -1 ``end``,
         ``k`` the fresh state ``base + k``."""
-        cdef isz m = rows.shape[0], i
+        cdef isz m = r.m, i
+        cdef const int32_t* rows = r.p
         cdef int32_t s, t
         cdef int32_t* d
         if self.byte.n + 4 * m > self.byte.cap and iv_reserve(&self.byte, self.byte.n + 4 * m):
             raise MemoryError()
         d = self.byte.d + self.byte.n
         for i in range(m):
-            s = rows[i, 0]
-            t = rows[i, 3]
+            s = rows[4 * i]
+            t = rows[4 * i + 3]
             d[4 * i] = <int32_t>start if s == -2 else <int32_t>base + s
-            d[4 * i + 1] = rows[i, 1]
-            d[4 * i + 2] = rows[i, 2]
+            d[4 * i + 1] = rows[4 * i + 1]
+            d[4 * i + 2] = rows[4 * i + 2]
             d[4 * i + 3] = <int32_t>end if t == -1 else <int32_t>base + t
         self.byte.n += 4 * m
         return 0
@@ -308,19 +338,20 @@ cdef class NFA:
         c_off, (c_rule, c_dst) = _csr(&self.calls, 3, n)
         return NfaArrays(n, eps_off, eps_dst, b_off, b_lo, b_hi, b_dst, c_off, c_rule, c_dst)
 
-    cdef int paste(self, const int32_t[:, ::1] edges, IVec* v, isz base, int width,
-                   bint shift_last) except -1:
-        """Append template ``edges`` (rows: source, columns..., target) shifted by ``base``."""
-        cdef isz m = edges.shape[0], i, j
+    cdef int paste(self, _Rows r, IVec* v, isz base, int width) except -1:
+        """Append template rows ``r`` (source, columns..., target) with source and target
+        shifted by ``base``."""
+        cdef isz m = r.m, i, j
+        cdef const int32_t* edges = r.p
         cdef int32_t* d
         if v.n + m * width > v.cap and iv_reserve(v, v.n + m * width):
             raise MemoryError()
         d = v.d + v.n
         for i in range(m):
-            d[i * width] = edges[i, 0] + <int32_t>base
+            d[i * width] = edges[i * width] + <int32_t>base
             for j in range(1, width - 1):
-                d[i * width + j] = edges[i, j]
-            d[i * width + width - 1] = edges[i, width - 1] + (<int32_t>base if shift_last else 0)
+                d[i * width + j] = edges[i * width + j]
+            d[i * width + width - 1] = edges[i * width + width - 1] + <int32_t>base
         v.n += m * width
         return 0
 
@@ -371,7 +402,7 @@ cdef class _Copies:
     cdef object item
     cdef dict rule_index
     cdef isz count
-    cdef object template
+    cdef _Template template
 
     def __init__(self, NFA nfa, item, dict rule_index, isz count):
         self.nfa, self.item, self.rule_index, self.count = nfa, item, rule_index, count
@@ -421,20 +452,23 @@ cdef class _Copies:
         cdef isz size, base
         if self.count < 2:
             return nfa.build(self.item, cur, self.rule_index, -1)
-        if self.template is None:
+        cdef _Template tp = self.template
+        if tp is None:
             got = nfa.template_ids.get(id(self.item))
             if got is not None:
-                self.template = got[1]
+                tp = got[1]
             else:
-                self.template = nfa.templates.get(self.item)
-                if self.template is None:
-                    self.template = nfa.templates[self.item] = self.shared_template()
-                nfa.template_ids[id(self.item)] = (self.item, self.template)
-        size, (t_eps, t_byte, t_calls) = self.template
+                template = nfa.templates.get(self.item)
+                if template is None:
+                    template = nfa.templates[self.item] = self.shared_template()
+                tp = _Template(template)
+                nfa.template_ids[id(self.item)] = (self.item, tp)
+            self.template = tp
+        size = tp.size
         base = nfa.reserve(size)
-        nfa.paste(t_eps, &nfa.eps, base, 2, True)
-        nfa.paste(t_byte, &nfa.byte, base, 4, True)
-        nfa.paste(t_calls, &nfa.calls, base, 3, True)
+        nfa.paste(tp.eps, &nfa.eps, base, 2)
+        nfa.paste(tp.byte, &nfa.byte, base, 4)
+        nfa.paste(tp.calls, &nfa.calls, base, 3)
         push2(&nfa.eps, <int32_t>cur, <int32_t>base)
         return base + size - 1
 
