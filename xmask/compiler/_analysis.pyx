@@ -1,6 +1,7 @@
 """Compile-time kernels over the assembled automaton, GIL released: pruning unproductive
-states, the nullable / FIRST / FOLLOW / left-call analysis, the left-recursion cycle test and
-each rule's return contexts.
+states, the nullable / FIRST / FOLLOW / left-call analysis, the left-recursion cycle test,
+each rule's return contexts, the inliner's walk over the rule graph, the assembly of the
+per-rule DFAs' state and call arrays and the NFA's global byte classes.
 
 Calls are flat arrays sorted by source state: ``(call_src[k], call_callee[k], call_ret[k])``
 with the callee as a rule index and the return state a real state (never -1 here).  Byte sets
@@ -603,3 +604,83 @@ def inline_plan(const int32_t[::1] off, const int32_t[::1] dst, isz root):
         free(index); free(low); free(tstack); free(cnode); free(cedge); free(comp_of)
         free(members); free(comp_start); free(flag)
     return rec_a, order_a[:n_order]
+
+
+def assemble_states(const int32_t[::1] rule_base, const uint8_t[::1] finals,
+                    const int32_t[::1] call_src, const int32_t[::1] call_rule):
+    """The per-state arrays of the per-rule DFAs laid end to end: ``(rule_start, state_rule,
+    flags, sorted)``: each rule's first state, each state's rule (int32), FINAL where
+    ``finals`` says so (uint8), and whether the calls are already sorted by (state, callee
+    start), as the determinizer emits them (else the caller sorts them)."""
+    cdef isz R = rule_base.shape[0] - 1, n = finals.shape[0], m = call_src.shape[0], r, s, k
+    cdef bint ok = True
+    rule_start_a = np.empty(R, dtype=np.int32)
+    state_rule_a = np.empty(n, dtype=np.int32)
+    flags_a = np.empty(n, dtype=np.uint8)
+    cdef int32_t[::1] rule_start = rule_start_a
+    cdef int32_t[::1] state_rule = state_rule_a
+    cdef uint8_t[::1] flags = flags_a
+    with nogil:
+        for r in range(R):
+            rule_start[r] = rule_base[r]
+            for s in range(rule_base[r], rule_base[r + 1]):
+                state_rule[s] = <int32_t>r
+        for s in range(n):
+            flags[s] = FINAL if finals[s] else 0
+        for k in range(1, m):
+            if call_src[k] < call_src[k - 1] or (
+                    call_src[k] == call_src[k - 1]
+                    and rule_start[call_rule[k]] <= rule_start[call_rule[k - 1]]):
+                ok = False
+                break
+    return rule_start_a, state_rule_a, flags_a, ok
+
+
+def assemble_calls(uint8_t[::1] flags, const int32_t[::1] call_src,
+                   const int32_t[::1] call_rule, const int32_t[::1] call_dst,
+                   const int32_t[::1] rule_start, const int32_t[::1] rule_budget):
+    """Sets EXIT_ONLY (final, no byte edge, no call) in ``flags`` and returns the call arrays
+    the runtime reads: ``(call_offsets, call_target, call_ret)``, the offsets of each state's
+    calls (``n + 1``), each call's callee start and return state, -1 for a tail call (the
+    return state is exit-only and the callee has no token budget)."""
+    cdef isz n = flags.shape[0], m = call_src.shape[0], s, k
+    off_a = np.zeros(n + 1, dtype=np.int32)
+    target_a = np.empty(m, dtype=np.int32)
+    ret_a = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] off = off_a
+    cdef int32_t[::1] target = target_a
+    cdef int32_t[::1] ret = ret_a
+    with nogil:
+        for k in range(m):
+            off[call_src[k] + 1] += 1
+        for s in range(n):
+            if flags[s] & FINAL and not flags[s] & HAS_BYTES and off[s + 1] == 0:
+                flags[s] |= EXIT_ONLY
+            off[s + 1] += off[s]
+        for k in range(m):
+            target[k] = rule_start[call_rule[k]]
+            if flags[call_dst[k]] & EXIT_ONLY and rule_budget[call_rule[k]] < 0:
+                ret[k] = -1
+            else:
+                ret[k] = call_dst[k]
+    return off_a, target_a, ret_a
+
+
+def byte_classes_of(const int32_t[::1] lo, const int32_t[::1] hi):
+    """Global byte classes of byte-range edges ``lo[k]..hi[k]`` (inclusive): bytes no range
+    tells apart share a class, classes numbered by their first byte (uint8[256])."""
+    cdef isz k, b
+    cdef uint8_t cut[257]
+    cdef int c = -1
+    out_a = np.empty(256, dtype=np.uint8)
+    cdef uint8_t[::1] out = out_a
+    with nogil:
+        memset(cut, 0, sizeof(cut))
+        cut[0] = 1
+        for k in range(lo.shape[0]):
+            cut[lo[k]] = 1
+            cut[hi[k] + 1] = 1
+        for b in range(256):
+            c += cut[b]
+            out[b] = <uint8_t>c
+    return out_a

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Grammar, RuleRef
-from ._analysis import analyze, has_cycle, inline_plan, prune_unproductive, return_contexts
+from ._analysis import (analyze, assemble_calls, assemble_states, has_cycle, inline_plan,
+                        prune_unproductive, return_contexts)
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
 from ._nfa_build import NFA, distinct_refs, rule_size
@@ -314,27 +315,20 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     if n_states > limits.max_states:
         raise GrammarLimitError(f"grammar needs {n_states} automaton states (limit {limits.max_states}, "
                                 "CompileLimits.max_automaton_states)")
-    rule_start = np.ascontiguousarray(rule_base[:-1], dtype=np.int32)
     table = np.ascontiguousarray(table, dtype=np.int32)
-    flags = np.zeros(n_states, dtype=np.uint8)
-    flags[finals != 0] |= FLAG_FINAL
-    # FLAG_HAS_BYTES is set by the pruning pass (on the edges it keeps)
-    state_rule = np.repeat(np.arange(len(names), dtype=np.int32), np.diff(rule_base))
-    # calls sorted by (state, callee start); one return state per (state, callee)
-    order = np.lexsort((rule_start[crule], csrc))
-    calls = _prune_unproductive(table, flags, csrc[order], crule[order], cdst[order], rule_start,
-                                names)
-    csrc, crule, cdst = calls
+    # FLAG_FINAL here; FLAG_HAS_BYTES is set by the pruning pass (on the edges it keeps)
+    rule_start, state_rule, flags, calls_sorted = assemble_states(rule_base, finals, csrc, crule)
+    if not calls_sorted:
+        # calls sorted by (state, callee start); one return state per (state, callee)
+        order = np.lexsort((rule_start[crule], csrc))
+        csrc, crule, cdst = csrc[order], crule[order], cdst[order]
+    csrc, crule, cdst = _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names)
     token_set_of, token_target = _token_edges(table, flags, byte_class, rule_start, names,
                                               token_rules)
-    has_call = np.bincount(csrc, minlength=n_states)[:n_states] > 0
-    exit_only = ((flags & FLAG_FINAL) != 0) & ((flags & FLAG_HAS_BYTES) == 0) & ~has_call
-    flags[exit_only] |= FLAG_EXIT_ONLY
-    call_offsets = np.zeros(n_states + 1, dtype=np.int32)
-    np.cumsum(np.bincount(csrc, minlength=n_states)[:n_states], out=call_offsets[1:])
     # a budgeted rule is never tail-called: the runtime keeps a frame that counts its tokens
     rule_budget = np.asarray([budgets.get(n, -1) for n in names], dtype=np.int32)
-    tail = exit_only[cdst] & (rule_budget[crule] < 0)
+    call_offsets, call_target, call_ret = assemble_calls(flags, csrc, crule, cdst, rule_start,
+                                                         rule_budget)
     auto = Automaton(
         rule_names=names,
         root_start=int(rule_start[0]),
@@ -346,8 +340,8 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         trans=table.reshape(-1),
         flags=flags,
         call_offsets=call_offsets,
-        call_target=np.ascontiguousarray(rule_start[crule], dtype=np.int32),
-        call_ret=np.where(tail, -1, cdst).astype(np.int32),
+        call_target=call_target,
+        call_ret=call_ret,
         rule_budget=rule_budget,
         _call_rule=crule,
         _call_dst=cdst,

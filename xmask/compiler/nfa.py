@@ -25,6 +25,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from ._analysis import byte_classes_of
 from .utf8 import utf8_sequences
 
 
@@ -101,11 +102,7 @@ class NfaArrays:
 def byte_classes(arrays: NfaArrays) -> np.ndarray:
     """Global byte equivalence classes: bytes no edge distinguishes share one (uint8[256],
     classes numbered by their first byte)."""
-    cuts = np.zeros(257, dtype=bool)
-    cuts[0] = True
-    cuts[arrays.b_lo] = True
-    cuts[arrays.b_hi + 1] = True
-    return (np.cumsum(cuts[:256]) - 1).astype(np.uint8)
+    return byte_classes_of(arrays.b_lo, arrays.b_hi)
 
 
 def flatten_repeat(expr: Repeat, max_repeat: int) -> Repeat:
