@@ -65,6 +65,14 @@ def _kind_of(expr):
     raise TypeError(f"unknown grammar node {expr!r}")
 
 
+# character class id -> (class, fresh states, edge rows as _Rows), process-wide: the value
+# keeps the class alive, so its id cannot be reused while the entry lives; cleared when full
+# (grammars from one front end share their classes' objects, a JSON string character's above
+# all).  Concurrent builds may both add an entry; either is the same.
+_CLASS_IDS = {}
+_CLASS_IDS_MAX = 4096
+
+
 cdef class _Rows:
     """A C-contiguous int32 row array (a class's edges, a template's edges) as a C pointer,
     taken once: a typed memoryview per use costs more than pasting a small template."""
@@ -116,7 +124,6 @@ cdef class NFA:
     cdef dict size_memo
     cdef dict bodies
     cdef dict sizes
-    cdef dict class_memo
     cdef dict template_ids
     cdef isz ticks
     cdef long long max_bytes
@@ -127,9 +134,8 @@ cdef class NFA:
         self.limits = limits
         self.max_nfa = limits.max_nfa_states
         self.max_repeat = limits.max_repeat
-        # character class id -> (class, fresh states, edge rows); repeat item id -> (item,
-        # template): the values keep the keys' objects alive, so an id is never reused
-        self.class_memo = {}
+        # repeat item id -> (item, template): the value keeps the item alive, so its id is
+        # never reused while the entry lives
         self.template_ids = {}
         self.max_bytes = getattr(limits, "max_memory_bytes", 0)
         self.rule = ""
@@ -250,10 +256,13 @@ cdef class NFA:
             if end < 0:
                 end = self.new()
             # the class's edges, memoized by object (the value keeps the id from being reused)
-            got_c = self.class_memo.get(id(expr))
+            got_c = _CLASS_IDS.get(id(expr))
             if got_c is None:
                 k, rows_a = class_edges(expr)
-                got_c = self.class_memo[id(expr)] = (expr, k, _Rows(rows_a))
+                got_c = (expr, k, _Rows(rows_a))
+                if len(_CLASS_IDS) >= _CLASS_IDS_MAX:
+                    _CLASS_IDS.clear()
+                _CLASS_IDS[id(expr)] = got_c
             k = got_c[1]
             self.paste_class(got_c[2], start, end, self.reserve(k) if k else 0)
             return end
