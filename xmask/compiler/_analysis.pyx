@@ -176,6 +176,11 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
     cdef bint changed
     cdef uint64_t cls_bits[256][4]
     cdef uint64_t m[4]
+    cdef uint64_t w
+    cdef int32_t cls_lo[256]
+    cdef int32_t cls_hi[256]
+    cdef isz lo_b, hi_b
+    cdef bint ordered
     nullable_a = np.zeros(n, dtype=np.uint8)
     first_a = np.zeros((n, 4), dtype=np.uint64)
     follow_a = np.zeros((R, 4), dtype=np.uint64)
@@ -200,13 +205,45 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
                     cls_bits[c][j] = 0
             for c in range(256):
                 cls_bits[byte_class[c]][c >> 6] |= (<uint64_t>1) << (c & 63)
+            # class -> its first and last byte, when every class is one consecutive byte range
+            # in class order (as byte_classes builds them)
+            ordered = byte_class[0] == 0
+            for c in range(1, 256):
+                if byte_class[c] != byte_class[c - 1] and byte_class[c] != byte_class[c - 1] + 1:
+                    ordered = False
+            for c in range(256):
+                if c == 0 or byte_class[c] != byte_class[c - 1]:
+                    cls_lo[byte_class[c]] = <int32_t>c
+                cls_hi[byte_class[c]] = <int32_t>c
+            ordered = ordered and byte_class[255] == nc - 1
             for s in range(n):
                 nullable[s] = flags[s] & FINAL
                 seen[s] = -1
-                for c in range(nc):
-                    if trans[s, c] >= 0:
-                        for j in range(4):
-                            first[s, j] |= cls_bits[c][j]
+                if not ordered:
+                    for c in range(nc):
+                        if trans[s, c] >= 0:
+                            for j in range(4):
+                                first[s, j] |= cls_bits[c][j]
+                else:
+                    # classes are consecutive byte ranges: a run of columns with an edge is
+                    # one byte range
+                    c = 0
+                    while c < nc:
+                        if trans[s, c] < 0:
+                            c += 1
+                            continue
+                        k = c
+                        while c < nc and trans[s, c] >= 0:
+                            c += 1
+                        lo_b = cls_lo[k]
+                        hi_b = cls_hi[c - 1]
+                        for j in range(lo_b >> 6, (hi_b >> 6) + 1):
+                            w = ~(<uint64_t>0)
+                            if lo_b > 64 * j:
+                                w &= ~(<uint64_t>0) << (lo_b - 64 * j)
+                            if hi_b < 64 * j + 63:
+                                w &= ~(<uint64_t>0) >> (63 - (hi_b - 64 * j))
+                            first[s, j] |= w
                 if call_off[s + 1] > call_off[s]:
                     callers[n_callers] = <int32_t>s
                     n_callers += 1
@@ -684,3 +721,27 @@ def byte_classes_of(const int32_t[::1] lo, const int32_t[::1] hi):
             c += cut[b]
             out[b] = <uint8_t>c
     return out_a
+
+
+def context_work_over(const uint8_t[::1] flags, const int32_t[::1] state_rule,
+                      const int64_t[::1] ctx_offsets, int64_t cap):
+    """The first rule (in index order) at which the sum over rules of (byte-reading states x
+    return contexts) passes ``cap``, or -1 (``automaton._check_context_work``)."""
+    cdef isz n = flags.shape[0], R = ctx_offsets.shape[0] - 1, s, r
+    cdef int64_t work = 0
+    cdef int64_t* reads = <int64_t*>calloc(R + 1, sizeof(int64_t))
+    cdef isz bad = -1
+    if reads == NULL:
+        raise MemoryError()
+    with nogil:
+        for s in range(n):
+            if flags[s] & HAS_BYTES:
+                reads[state_rule[s]] += 1
+        for r in range(R):
+            if reads[r]:
+                work += reads[r] * (ctx_offsets[r + 1] - ctx_offsets[r])
+                if work > cap:
+                    bad = r
+                    break
+    free(reads)
+    return bad

@@ -38,8 +38,8 @@ import numpy as np
 
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Grammar, RuleRef
-from ._analysis import (analyze, assemble_calls, assemble_states, has_cycle, inline_plan,
-                        prune_unproductive, return_contexts)
+from ._analysis import (analyze, assemble_calls, assemble_states, context_work_over, has_cycle,
+                        inline_plan, prune_unproductive, return_contexts)
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
 from ._nfa_build import NFA, distinct_refs, rule_size
@@ -390,17 +390,12 @@ def _check_context_work(auto: Automaton, cap: int) -> None:
     each byte-reading state of a rule into every place the rule returns to, when that product
     passes ``cap``: a recursive rule called from inside ``{0,10000}`` has 10,000 return
     sites and 20,000 such states, and classifying them takes minutes."""
-    n_rules = len(auto.rule_names)
-    reads = np.bincount(auto.state_rule[(auto.flags & FLAG_HAS_BYTES) != 0], minlength=n_rules)
-    n_ctx = np.diff(auto.rule_ctx_offsets)
-    work = 0
-    for r in np.nonzero(reads)[0].tolist():
-        work += int(reads[r]) * int(n_ctx[r])
-        if work > cap:
-            raise GrammarLimitError(
-                f"the token-mask cache would walk more than {cap} (state, return site) pairs "
-                "(CompileLimits.max_context_work): a recursive rule is called from too many "
-                "places (inside a large repeat?)", rule=auto.rule_names[r])
+    r = context_work_over(auto.flags, auto.state_rule, auto.rule_ctx_offsets, cap)
+    if r >= 0:
+        raise GrammarLimitError(
+            f"the token-mask cache would walk more than {cap} (state, return site) pairs "
+            "(CompileLimits.max_context_work): a recursive rule is called from too many "
+            "places (inside a large repeat?)", rule=auto.rule_names[r])
 
 
 def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names):
