@@ -298,11 +298,17 @@ cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals
         for i in range(n):
             run_off[i] = <int32_t>run_col.n
             prev = -2
+            # a row adds at most w runs: reserve once, then plain stores
+            if iv_reserve(&run_col, run_col.n + w) or iv_reserve(&run_tgt, run_tgt.n + w):
+                nomem = True
+                break
             for col in range(nc):
                 t = trans[i * nc + col]
                 if t != prev:
-                    if iv_push(&run_col, <int32_t>col) or iv_push(&run_tgt, t):
-                        nomem = True
+                    run_col.d[run_col.n] = <int32_t>col
+                    run_tgt.d[run_tgt.n] = t
+                    run_col.n += 1
+                    run_tgt.n += 1
                     prev = t
             for k in range(callees.n):
                 callrow[k] = -1
@@ -321,8 +327,10 @@ cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals
             for k in range(callees.n):
                 t = callrow[k]
                 if t != prev:
-                    if iv_push(&run_col, <int32_t>(nc + k)) or iv_push(&run_tgt, t):
-                        nomem = True
+                    run_col.d[run_col.n] = <int32_t>(nc + k)
+                    run_tgt.d[run_tgt.n] = t
+                    run_col.n += 1
+                    run_tgt.n += 1
                     prev = t
         run_off[n] = <int32_t>run_col.n
     if not nomem:
