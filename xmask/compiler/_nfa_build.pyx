@@ -572,7 +572,7 @@ cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal):
         t = type(e)
         if t not in _KINDS:
             if isinstance(e, TokenSet):
-                if tab != NULL and type(e) is TokenSet:
+                if token != NULL and type(e) is TokenSet:
                     token[0] = True
                 continue
             t = _kind_of(e)
