@@ -502,39 +502,32 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, IVec* g_trans, IVec* g_final, I
               const int32_t* lmap) noexcept nogil:
     """Append the quotient DFA (blocks ``blk``, ``m`` of them) to the global arrays, its
     rule-local columns (``c.nc``) spread over the ``nc`` global classes (``lmap``)."""
-    cdef isz n = c.finals.n, nl = c.nc, i, k, b, l, t0 = g_trans.n, lo, hi
+    cdef isz n = c.finals.n, nl = c.nc, i, k, b, l, t0 = g_trans.n
     cdef int32_t t
     cdef int32_t* out
-    cdef int32_t* seen = <int32_t*>malloc((m + nl + 2) * sizeof(int32_t))
-    cdef int32_t* gstart  # local column l covers global columns gstart[l] .. gstart[l + 1] - 1
+    cdef int32_t* seen = <int32_t*>malloc((m + nl + 1) * sizeof(int32_t))
+    cdef int32_t* row  # the representative's local row, in global state numbers
     if seen == NULL:
         return -1
-    gstart = seen + m
+    row = seen + m
     for b in range(m):
         seen[b] = -1
     if iv_reserve(g_trans, t0 + m * nc) or iv_reserve(g_final, g_final.n + m):
         free(seen)
         return -1
-    # lmap is nondecreasing from 0 to nl - 1: each local column is a run of global ones
-    gstart[0] = 0
-    for k in range(1, nc):
-        if lmap[k] != lmap[k - 1]:
-            gstart[lmap[k]] = <int32_t>k
-    gstart[nl] = <int32_t>nc
-    # each block's representative: its first state (blocks are numbered by first appearance)
+    # each block's representative: its first state (blocks are numbered by first appearance);
+    # its row is translated once per local column, then spread by a branch-free gather
     for i in range(n):
         b = blk[i]
         if seen[b] >= 0:
             continue
         seen[b] = <int32_t>i
-        out = g_trans.d + t0 + b * nc
         for l in range(nl):
             t = c.trans.d[i * nl + l]
-            t = blk[t] + base if t >= 0 else -1
-            lo = gstart[l]
-            hi = gstart[l + 1]
-            for k in range(lo, hi):
-                out[k] = t
+            row[l] = blk[t] + base if t >= 0 else -1
+        out = g_trans.d + t0 + b * nc
+        for k in range(nc):
+            out[k] = row[lmap[k]]
         g_final.d[g_final.n + b] = c.finals.d[i]
     g_trans.n = t0 + m * nc
     g_final.n += m
