@@ -23,7 +23,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, seq_hash, sort_unique
 from xmask.compiler._ivec cimport IVec, LVec, iv_reserve, iv_push, lv_reserve, lv_push
-from xmask.compiler._minimize cimport minimize_dfa
+from xmask.compiler._minimize cimport MinWork, minimize_dfa, minwork_free
 
 ctypedef Py_ssize_t isz
 
@@ -577,6 +577,8 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     cdef int32_t* l_hi = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
     cdef const int32_t* g_lo
     cdef const int32_t* g_hi
+    cdef MinWork wk
+    memset(&wk, 0, sizeof(MinWork))
     memset(&c, 0, sizeof(Ctx))
     memset(&g_trans, 0, sizeof(IVec))
     memset(&g_final, 0, sizeof(IVec))
@@ -637,7 +639,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 if status == ST_OK:
                     m = minimize_dfa(c.finals.n, c.nc, c.trans.d, c.finals.d, c.call_src.d,
                                      c.call_rule.d, c.call_dst.d, c.call_rule.n, c.budget, blk,
-                                     n_classes)  # budget in global columns, as before
+                                     n_classes, &wk)  # budget in global columns, as before
                     if m < 0:
                         status = ST_NOMEM
                     elif emit(&c, blk, m, &g_trans, &g_final, &g_csrc, &g_crule, &g_cdst,
@@ -668,6 +670,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
         free(l_lo)
         free(l_hi)
         free(blk)
+        minwork_free(&wk)
         sm_free(&c.index)
         sm_free(&c.memo)
         free(c.stack.d); free(c.clos.d); free(c.trans.d); free(c.finals.d)

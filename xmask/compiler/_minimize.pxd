@@ -1,8 +1,45 @@
 from libc.stdint cimport int32_t, int64_t
 
+from xmask.compiler._ivec cimport IVec
+
 ctypedef Py_ssize_t isz
+
+
+cdef struct Moore:
+    # partition: block ids, and each block's members as a doubly linked list
+    int32_t* block
+    int32_t* head
+    int32_t* nxt
+    int32_t* prv
+    # predecessors (CSR), per-round marks
+    int32_t* rev_off
+    int32_t* rev_src
+    int32_t* dmark      # state -> round it is dirty in
+    int32_t* bmark      # block -> round it is affected in
+    int32_t* bkeep      # block -> round its id was handed out
+    IVec dirty
+    IVec newid
+    IVec spos           # signature offsets: dirty states, then block representatives
+    IVec blocks         # affected blocks
+    IVec reps           # representative (a clean member) per affected block, -1 none
+    IVec changed
+    IVec sig
+    IVec slots
+
+
+cdef struct MinWork:
+    # minimize_dfa's buffers, kept from one call to the next (zero it before the first)
+    IVec callees
+    IVec run_col
+    IVec run_tgt
+    IVec arena          # the per-state int arrays, carved per call
+    IVec rev_src
+    Moore mo
+
+
+cdef void minwork_free(MinWork* w) noexcept nogil
 
 cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals,
                       const int32_t* call_src, const int32_t* call_rule, const int32_t* call_dst,
                       isz ncal, int64_t budget, int32_t* blk_out,
-                      isz budget_nc) noexcept nogil
+                      isz budget_nc, MinWork* wk) noexcept nogil

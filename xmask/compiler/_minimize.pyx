@@ -55,33 +55,14 @@ cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_o
     return 0
 
 
-cdef struct Moore:
-    # partition: block ids, and each block's members as a doubly linked list
-    int32_t* block
-    int32_t* head
-    int32_t* nxt
-    int32_t* prv
-    # predecessors (CSR), per-round marks
-    int32_t* rev_off
-    int32_t* rev_src
-    int32_t* dmark      # state -> round it is dirty in
-    int32_t* bmark      # block -> round it is affected in
-    int32_t* bkeep      # block -> round its id was handed out
-    IVec dirty
-    IVec newid
-    IVec spos           # signature offsets: dirty states, then block representatives
-    IVec blocks         # affected blocks
-    IVec reps           # representative (a clean member) per affected block, -1 none
-    IVec changed
-    IVec sig
-    IVec slots
-
-
-cdef void moore_free(Moore* m) noexcept nogil:
-    free(m.block); free(m.head); free(m.nxt); free(m.prv); free(m.rev_off); free(m.rev_src)
-    free(m.dmark); free(m.bmark); free(m.bkeep); free(m.dirty.d); free(m.newid.d)
+cdef void minwork_free(MinWork* w) noexcept nogil:
+    """Free a :c:type:`MinWork` (its buffers outlive the ``minimize_dfa`` calls it served)."""
+    cdef Moore* m = &w.mo
+    free(w.callees.d); free(w.run_col.d); free(w.run_tgt.d); free(w.arena.d)
+    free(w.rev_src.d); free(m.dirty.d); free(m.newid.d)
     free(m.spos.d); free(m.blocks.d); free(m.reps.d); free(m.changed.d); free(m.sig.d)
     free(m.slots.d)
+    memset(w, 0, sizeof(MinWork))
 
 
 cdef inline void unlink(Moore* m, int32_t s) noexcept nogil:
@@ -102,8 +83,9 @@ cdef inline void link(Moore* m, int32_t s, int32_t b) noexcept nogil:
     m.head[b] = s
 
 
-cdef isz moore_rounds(Moore* m, isz n, isz w, const int32_t* finals, const int32_t* run_off,
-                      const int32_t* run_col, const int32_t* run_tgt, int64_t budget) noexcept nogil:
+cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* finals,
+                      const int32_t* run_off, const int32_t* run_col, const int32_t* run_tgt,
+                      int64_t budget) noexcept nogil:
     """Moore refinement in synchronous rounds, each equal to a full round, but touching only
     the states whose successors changed block in the previous round (plus one clean member
     per affected block, whose unchanged signature all its clean block-mates share): a chain of
@@ -137,9 +119,9 @@ cdef isz moore_rounds(Moore* m, isz n, isz w, const int32_t* finals, const int32
                 m.rev_off[run_tgt[k] + 1] += 1
     for i in range(n):
         m.rev_off[i + 1] += m.rev_off[i]
-    m.rev_src = <int32_t*>malloc((m.rev_off[n] + 1) * sizeof(int32_t))
-    if m.rev_src == NULL:
+    if iv_reserve(rev_src_buf, m.rev_off[n] + 1):
         return -1
+    m.rev_src = rev_src_buf.d
     for i in range(n):
         for k in range(run_off[i], run_off[i + 1]):
             t = run_tgt[k]
@@ -255,7 +237,7 @@ cdef isz moore_rounds(Moore* m, isz n, isz w, const int32_t* finals, const int32
 cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals,
                       const int32_t* call_src, const int32_t* call_rule, const int32_t* call_dst,
                       isz ncal, int64_t budget, int32_t* blk_out,
-                      isz budget_nc) noexcept nogil:
+                      isz budget_nc, MinWork* wk) noexcept nogil:
     """Moore refinement of a DFA (``n`` states, ``trans`` ``n x nc``, calls sorted by source
     state as ``(call_src, call_rule, call_dst)``, each callee its own column); fills
     ``blk_out[state]`` with its block (first-appearance numbering, start = 0) and returns the
@@ -263,111 +245,92 @@ cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals
     identity), or -1 when out of memory.  The budget counts states x columns per round, as the
     Python twin does, so both give up on the same automata; ``budget_nc`` (when >= 0) is the
     byte-class count it counts instead of ``nc`` (the determinizer's rule-local columns stand
-    for the grammar's global ones)."""
+    for the grammar's global ones).  ``wk``: buffers reused from call to call (zeroed before
+    the first, freed by :c:func:`minwork_free`)."""
     cdef isz w, i, k, m = -1
-    cdef bint nomem = False
     cdef isz lo_i, hi_i, mid, kk, col
     cdef int32_t prev, t
-    cdef int32_t* nb = NULL
-    cdef int32_t* run_off = NULL
-    cdef int32_t* callrow = NULL
-    cdef IVec callees, run_col, run_tgt
-    cdef Moore mo
-    memset(&callees, 0, sizeof(IVec))
-    memset(&run_col, 0, sizeof(IVec))
-    memset(&run_tgt, 0, sizeof(IVec))
+    cdef int32_t* nb
+    cdef int32_t* run_off
+    cdef int32_t* callrow
+    cdef IVec* callees = &wk.callees
+    cdef IVec* run_col = &wk.run_col
+    cdef IVec* run_tgt = &wk.run_tgt
+    cdef Moore* mo = &wk.mo
+    cdef int32_t* a
     for i in range(n):
         blk_out[i] = <int32_t>i
     if n < 2:
         return n
     # the callee rules called in this DFA, each its own column after the classes
+    callees.n = 0
+    run_col.n = 0
+    run_tgt.n = 0
     for k in range(ncal):
-        if iv_push(&callees, call_rule[k]):
-            free(callees.d)
+        if iv_push(callees, call_rule[k]):
             return -1
     callees.n = sort_unique(callees.d, callees.n)
     w = nc + callees.n
-    nb = <int32_t*>malloc(n * sizeof(int32_t))
-    run_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    callrow = <int32_t*>malloc((callees.n + 1) * sizeof(int32_t))
-    if not (nb and run_off and callrow):
-        nomem = True
-    else:
-        # each row as runs of equal targets: (first column, target)
-        kk = 0
-        for i in range(n):
-            run_off[i] = <int32_t>run_col.n
-            prev = -2
-            # a row adds at most w runs: reserve once, then plain stores
-            if iv_reserve(&run_col, run_col.n + w) or iv_reserve(&run_tgt, run_tgt.n + w):
-                nomem = True
-                break
-            for col in range(nc):
-                t = trans[i * nc + col]
-                if t != prev:
-                    run_col.d[run_col.n] = <int32_t>col
-                    run_tgt.d[run_tgt.n] = t
-                    run_col.n += 1
-                    run_tgt.n += 1
-                    prev = t
-            for k in range(callees.n):
-                callrow[k] = -1
-            while kk < ncal and call_src[kk] == i:
-                # column of this callee: binary search in the sorted callee list
-                lo_i = 0
-                hi_i = callees.n
-                while lo_i < hi_i:
-                    mid = (lo_i + hi_i) // 2
-                    if callees.d[mid] < call_rule[kk]:
-                        lo_i = mid + 1
-                    else:
-                        hi_i = mid
-                callrow[lo_i] = call_dst[kk]
-                kk += 1
-            for k in range(callees.n):
-                t = callrow[k]
-                if t != prev:
-                    run_col.d[run_col.n] = <int32_t>(nc + k)
-                    run_tgt.d[run_tgt.n] = t
-                    run_col.n += 1
-                    run_tgt.n += 1
-                    prev = t
-        run_off[n] = <int32_t>run_col.n
-    if not nomem:
-        memset(&mo, 0, sizeof(Moore))
-        mo.block = <int32_t*>malloc(n * sizeof(int32_t))
-        mo.head = <int32_t*>malloc(n * sizeof(int32_t))
-        mo.nxt = <int32_t*>malloc(n * sizeof(int32_t))
-        mo.prv = <int32_t*>malloc(n * sizeof(int32_t))
-        mo.rev_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-        mo.dmark = <int32_t*>malloc(n * sizeof(int32_t))
-        mo.bmark = <int32_t*>malloc(n * sizeof(int32_t))
-        mo.bkeep = <int32_t*>malloc(n * sizeof(int32_t))
-        if not (mo.block and mo.head and mo.nxt and mo.prv and mo.rev_off and mo.dmark
-                and mo.bmark and mo.bkeep):
-            m = -1
-        else:
-            m = moore_rounds(&mo, n, w if budget_nc < 0 else budget_nc + callees.n, finals,
-                             run_off, run_col.d, run_tgt.d, budget)
-        if m < 0:
-            nomem = True
-        elif m == n:
-            pass
-        else:
-            # renumber by first appearance (start stays 0); nb reused as the block -> new map
-            for i in range(n):
-                nb[i] = -1
-            m = 0
-            for i in range(n):
-                if nb[mo.block[i]] < 0:
-                    nb[mo.block[i]] = <int32_t>m
-                    m += 1
-                blk_out[i] = nb[mo.block[i]]
-        moore_free(&mo)
-    free(nb)
-    free(run_off)
-    free(callrow)
-    free(callees.d)
-    free(run_col.d)
-    free(run_tgt.d)
-    return -1 if nomem else m
+    # one arena: nb, run_off, callrow, then the partition's arrays
+    if iv_reserve(&wk.arena, 11 * n + callees.n + 3):
+        return -1
+    a = wk.arena.d
+    nb = a
+    run_off = a + n
+    callrow = a + 2 * n + 1
+    a = callrow + callees.n + 1
+    mo.block, mo.head, mo.nxt, mo.prv = a, a + n, a + 2 * n, a + 3 * n
+    mo.dmark, mo.bmark, mo.bkeep, mo.rev_off = a + 4 * n, a + 5 * n, a + 6 * n, a + 7 * n
+    # each row as runs of equal targets: (first column, target)
+    kk = 0
+    for i in range(n):
+        run_off[i] = <int32_t>run_col.n
+        prev = -2
+        # a row adds at most w runs: reserve once, then plain stores
+        if iv_reserve(run_col, run_col.n + w) or iv_reserve(run_tgt, run_tgt.n + w):
+            return -1
+        for col in range(nc):
+            t = trans[i * nc + col]
+            if t != prev:
+                run_col.d[run_col.n] = <int32_t>col
+                run_tgt.d[run_tgt.n] = t
+                run_col.n += 1
+                run_tgt.n += 1
+                prev = t
+        for k in range(callees.n):
+            callrow[k] = -1
+        while kk < ncal and call_src[kk] == i:
+            # column of this callee: binary search in the sorted callee list
+            lo_i = 0
+            hi_i = callees.n
+            while lo_i < hi_i:
+                mid = (lo_i + hi_i) // 2
+                if callees.d[mid] < call_rule[kk]:
+                    lo_i = mid + 1
+                else:
+                    hi_i = mid
+            callrow[lo_i] = call_dst[kk]
+            kk += 1
+        for k in range(callees.n):
+            t = callrow[k]
+            if t != prev:
+                run_col.d[run_col.n] = <int32_t>(nc + k)
+                run_tgt.d[run_tgt.n] = t
+                run_col.n += 1
+                run_tgt.n += 1
+                prev = t
+    run_off[n] = <int32_t>run_col.n
+    m = moore_rounds(mo, &wk.rev_src, n, w if budget_nc < 0 else budget_nc + callees.n, finals,
+                     run_off, run_col.d, run_tgt.d, budget)
+    if m < 0 or m == n:
+        return m
+    # renumber by first appearance (start stays 0); nb is the block -> new map
+    for i in range(n):
+        nb[i] = -1
+    m = 0
+    for i in range(n):
+        if nb[mo.block[i]] < 0:
+            nb[mo.block[i]] = <int32_t>m
+            m += 1
+        blk_out[i] = nb[mo.block[i]]
+    return m
