@@ -18,7 +18,9 @@ construction); ``bad_rule`` names the rule.
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.stdlib cimport calloc, malloc, free, qsort
+from libc.stdlib cimport calloc, malloc, free, qsort, realloc
+
+from cython.view cimport array as cvarray
 from libc.string cimport memcmp, memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, seq_hash, sort_unique
@@ -551,6 +553,25 @@ cdef object to_array(IVec* v, object dtype):
     return out.astype(dtype, copy=False)
 
 
+cdef object take_array(IVec* v):
+    """``v``'s data as an int32 numpy array without a copy: the buffer (shrunk to its length)
+    is handed to the array, which frees it; ``v`` is left empty."""
+    cdef int32_t* p
+    cdef cvarray holder
+    if v.n == 0:
+        return np.empty(0, dtype=np.int32)
+    p = <int32_t*>realloc(v.d, v.n * sizeof(int32_t))
+    if p == NULL:
+        p = v.d  # keeping the larger block is fine
+    holder = cvarray(shape=(v.n,), itemsize=sizeof(int32_t), format="i", mode="c",
+                     allocate_buffer=False)
+    holder.data = <char*>p
+    holder.callback_free_data = free
+    v.d = NULL
+    v.n = v.cap = 0
+    return np.asarray(holder)
+
+
 def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                     const int32_t[::1] b_off, const int32_t[::1] b_clo, const int32_t[::1] b_chi,
                     const int32_t[::1] b_dst, const int32_t[::1] c_off, const int32_t[::1] c_rule,
@@ -658,7 +679,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 r += 1
         if status == ST_NOMEM:
             raise MemoryError()
-        return (status, bad, to_array(&rule_base, np.int32), to_array(&g_trans, np.int32),
+        return (status, bad, to_array(&rule_base, np.int32), take_array(&g_trans),
                 to_array(&g_final, np.uint8), to_array(&g_csrc, np.int32),
                 to_array(&g_crule, np.int32), to_array(&g_cdst, np.int32))
     finally:
