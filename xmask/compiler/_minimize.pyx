@@ -38,20 +38,21 @@ cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_o
     targets lie in one block ((first column, block) pairs, -1 for no target).  Rows are stored
     as runs of equal targets; adjacent runs whose targets now share a block merge, so equal
     rows give equal signatures."""
-    cdef isz k
+    cdef isz k, n
     cdef int32_t t, b, prev = -2
     if iv_reserve(sig, sig.n + 1 + 2 * (run_off[s + 1] - run_off[s])):
         return -1
+    n = sig.n + 1
     sig.d[sig.n] = block[s]
-    sig.n += 1
+    # branch-free: always store, advance only where the block changes
     for k in range(run_off[s], run_off[s + 1]):
         t = run_tgt[k]
         b = block[t] if t >= 0 else -1
-        if b != prev:
-            sig.d[sig.n] = run_col[k]
-            sig.d[sig.n + 1] = b
-            sig.n += 2
-            prev = b
+        sig.d[n] = run_col[k]
+        sig.d[n + 1] = b
+        n += 2 * (b != prev)
+        prev = b
+    sig.n = n
     return 0
 
 
@@ -247,7 +248,7 @@ cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals
     byte-class count it counts instead of ``nc`` (the determinizer's rule-local columns stand
     for the grammar's global ones).  ``wk``: buffers reused from call to call (zeroed before
     the first, freed by :c:func:`minwork_free`)."""
-    cdef isz w, i, k, m = -1
+    cdef isz w, i, k, m = -1, r
     cdef isz lo_i, hi_i, mid, kk, col
     cdef int32_t prev, t
     cdef int32_t* nb
@@ -289,14 +290,15 @@ cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals
         # a row adds at most w runs: reserve once, then plain stores
         if iv_reserve(run_col, run_col.n + w) or iv_reserve(run_tgt, run_tgt.n + w):
             return -1
+        # branch-free: always store, advance only where the target changes
+        r = run_col.n
         for col in range(nc):
             t = trans[i * nc + col]
-            if t != prev:
-                run_col.d[run_col.n] = <int32_t>col
-                run_tgt.d[run_tgt.n] = t
-                run_col.n += 1
-                run_tgt.n += 1
-                prev = t
+            run_col.d[r] = <int32_t>col
+            run_tgt.d[r] = t
+            r += t != prev
+            prev = t
+        run_col.n = run_tgt.n = r
         for k in range(callees.n):
             callrow[k] = -1
         while kk < ncal and call_src[kk] == i:
