@@ -17,19 +17,24 @@ from xmask.compiler._ivec cimport IVec, iv_reserve, iv_push
 
 
 cdef inline uint64_t sig_hash(const int32_t* k, isz n) noexcept nogil:
-    """Hash of a signature, two ints per multiply (only the probing order of the grouping
-    table depends on it, never the blocks)."""
-    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    """Hash of a signature, two lanes of two ints per multiply, mixed at the end (only the
+    probing order of the grouping table depends on it, never the blocks)."""
+    cdef uint64_t h1 = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n, h2 = 0xC2B2AE3D27D4EB4FULL
     cdef isz i = 0
-    while i + 1 < n:
-        h = (h ^ (<uint64_t><uint32_t>k[i] | (<uint64_t><uint32_t>k[i + 1] << 32))) \
+    while i + 3 < n:
+        h1 = (h1 ^ (<uint64_t><uint32_t>k[i] | (<uint64_t><uint32_t>k[i + 1] << 32))) \
             * 0xFF51AFD7ED558CCDULL
-        h ^= h >> 32
-        i += 2
-    if i < n:
-        h = (h ^ <uint64_t><uint32_t>k[i]) * 0xFF51AFD7ED558CCDULL
-        h ^= h >> 32
-    return h
+        h2 = (h2 ^ (<uint64_t><uint32_t>k[i + 2] | (<uint64_t><uint32_t>k[i + 3] << 32))) \
+            * 0xC4CEB9FE1A85EC53ULL
+        i += 4
+    while i < n:
+        h1 = (h1 ^ <uint64_t><uint32_t>k[i]) * 0xFF51AFD7ED558CCDULL
+        i += 1
+    h1 ^= (h2 << 31) | (h2 >> 33)
+    h1 ^= h1 >> 32
+    h1 *= 0xC4CEB9FE1A85EC53ULL
+    h1 ^= h1 >> 29
+    return h1
 
 
 cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_off,
