@@ -23,8 +23,8 @@ from libc.stdlib cimport calloc, malloc, free, qsort, realloc
 from cython.view cimport array as cvarray
 from libc.string cimport memcmp, memcpy, memset
 
-from xmask.runtime._intseq cimport cmp_i64, seq_hash, sort_unique
-from xmask.compiler._ivec cimport IVec, LVec, iv_reserve, iv_push, lv_reserve, lv_push
+from xmask.runtime._intseq cimport cmp_i64, sort_unique
+from xmask.compiler._ivec cimport IVec, LVec, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
 from xmask.compiler._minimize cimport MinWork, minimize_dfa, minwork_free
 
 ctypedef Py_ssize_t isz
@@ -237,7 +237,7 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
     cdef isz i, nd
     if n == 1 and c.one_gen[raw[0]] == c.gen:
         return c.one_val[raw[0]]
-    h = seq_hash(raw, n)
+    h = ints_hash(raw, n)
     v = sm_get(&c.memo, raw, n, h)
     if v >= 0:
         return v
@@ -247,7 +247,7 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
     if closure(c, raw, n):
         status[0] = ST_NOMEM
         return -1
-    h2 = seq_hash(c.clos.d, c.clos.n)
+    h2 = ints_hash(c.clos.d, c.clos.n)
     v = sm_get(&c.index, c.clos.d, c.clos.n, h2)
     if v < 0:
         nd = c.index.val.n

@@ -1,6 +1,6 @@
 # Growable int32 / int64 arrays for the compile-time kernels (malloc'd; the owner frees ``d``).
 # Zero-initialize the struct before use; the functions return -1 when out of memory.
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport realloc
 
 from xmask.runtime._types cimport intp_t as isz
@@ -58,3 +58,24 @@ cdef inline int lv_push(LVec* v, int64_t x) noexcept nogil:
     return 0
 
 
+
+
+cdef inline uint64_t ints_hash(const int32_t* k, isz n) noexcept nogil:
+    # Hash of an int sequence for the kernels' own open-addressing tables (never stored or
+    # compared across builds): two lanes of two ints per multiply, mixed at the end.
+    cdef uint64_t h1 = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n, h2 = 0xC2B2AE3D27D4EB4FULL
+    cdef isz i = 0
+    while i + 3 < n:
+        h1 = (h1 ^ (<uint64_t><uint32_t>k[i] | (<uint64_t><uint32_t>k[i + 1] << 32))) \
+            * 0xFF51AFD7ED558CCDULL
+        h2 = (h2 ^ (<uint64_t><uint32_t>k[i + 2] | (<uint64_t><uint32_t>k[i + 3] << 32))) \
+            * 0xC4CEB9FE1A85EC53ULL
+        i += 4
+    while i < n:
+        h1 = (h1 ^ <uint64_t><uint32_t>k[i]) * 0xFF51AFD7ED558CCDULL
+        i += 1
+    h1 ^= (h2 << 31) | (h2 >> 33)
+    h1 ^= h1 >> 32
+    h1 *= 0xC4CEB9FE1A85EC53ULL
+    h1 ^= h1 >> 29
+    return h1

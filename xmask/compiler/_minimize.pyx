@@ -13,28 +13,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcmp, memset
 
 from xmask.runtime._intseq cimport sort_unique
-from xmask.compiler._ivec cimport IVec, iv_reserve, iv_push
-
-
-cdef inline uint64_t sig_hash(const int32_t* k, isz n) noexcept nogil:
-    """Hash of a signature, two lanes of two ints per multiply, mixed at the end (only the
-    probing order of the grouping table depends on it, never the blocks)."""
-    cdef uint64_t h1 = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n, h2 = 0xC2B2AE3D27D4EB4FULL
-    cdef isz i = 0
-    while i + 3 < n:
-        h1 = (h1 ^ (<uint64_t><uint32_t>k[i] | (<uint64_t><uint32_t>k[i + 1] << 32))) \
-            * 0xFF51AFD7ED558CCDULL
-        h2 = (h2 ^ (<uint64_t><uint32_t>k[i + 2] | (<uint64_t><uint32_t>k[i + 3] << 32))) \
-            * 0xC4CEB9FE1A85EC53ULL
-        i += 4
-    while i < n:
-        h1 = (h1 ^ <uint64_t><uint32_t>k[i]) * 0xFF51AFD7ED558CCDULL
-        i += 1
-    h1 ^= (h2 << 31) | (h2 >> 33)
-    h1 ^= h1 >> 32
-    h1 *= 0xC4CEB9FE1A85EC53ULL
-    h1 ^= h1 >> 29
-    return h1
+from xmask.compiler._ivec cimport IVec, ints_hash, iv_reserve, iv_push
 
 
 cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_off,
@@ -189,7 +168,7 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
             if idx >= nd and m.reps.d[idx - nd] < 0:
                 continue
             L = m.spos.d[idx + 1] - m.spos.d[idx]
-            h = sig_hash(m.sig.d + m.spos.d[idx], L)
+            h = ints_hash(m.sig.d + m.spos.d[idx], L)
             i = <isz>(h & <uint64_t>(cap - 1))
             while True:
                 e = m.slots.d[i]
