@@ -46,6 +46,7 @@ MODULES = [
     "xmask.compiler._minimize",
     "xmask.compiler._determinize",
     "xmask.compiler._analysis",
+    "xmask.compiler._rule_graph",
     "xmask.compiler._nfa_build",
 ]
 

@@ -95,7 +95,8 @@ def test_refine_partition_kernel_matches_numpy_reference():
 
 
 def _return_contexts_by_search(sites):
-    """Naive twin of ``_analysis.return_contexts``: a separate search up the tail callers per rule."""
+    """Naive twin of ``_rule_graph.return_contexts``: a separate search up the tail callers per
+    rule."""
     out = []
     for r in range(len(sites)):
         rets, seen, stack = set(), {r}, [r]
@@ -113,10 +114,10 @@ def _return_contexts_by_search(sites):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_return_contexts_match_search(seed):
-    """SCC-based return contexts (``_analysis.return_contexts``) equal a per-rule search, on
+    """SCC-based return contexts (``_rule_graph.return_contexts``) equal a per-rule search, on
     random call-site graphs with tail-call cycles; each rule's follow bytes OR those of the
     rules owning its return states."""
-    from xmask.compiler._analysis import return_contexts
+    from xmask.compiler._rule_graph import return_contexts
 
     rng = random.Random(seed)
     n = rng.randint(1, 14)

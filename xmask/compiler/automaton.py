@@ -19,7 +19,7 @@ Left recursion is rejected with the cycle named; nullable rules and epsilon alte
 
 Phases: inlining decisions (here), one NFA for all rules (``_nfa_build``, compiled), a minimal
 DFA per rule (``dfa`` -> ``_determinize``, GIL released; ``dfa_reference`` is its pure-Python
-twin), assembly, pruning and analysis (``_analysis``, GIL released).
+twin), assembly, pruning and analysis (``_analysis``, ``_rule_graph``, GIL released).
 
 Example::
 
@@ -38,8 +38,9 @@ import numpy as np
 
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Grammar, RuleRef
-from ._analysis import (analyze, assemble_calls, assemble_states, context_work_over, has_cycle,
-                        inline_plan, prune_unproductive, return_contexts)
+from ._analysis import (analyze, assemble_calls, assemble_states, context_work_over,
+                        prune_unproductive)
+from ._rule_graph import has_cycle, inline_plan, return_contexts
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
 from ._nfa_build import NFA, distinct_refs, rule_size
