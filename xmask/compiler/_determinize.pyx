@@ -21,10 +21,10 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, malloc, free, qsort, realloc
 
 from cython.view cimport array as cvarray
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, sort_unique
-from xmask.compiler._ivec cimport IVec, LVec, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
+from xmask.compiler._ivec cimport IVec, LVec, ints_eq, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
 from xmask.compiler._minimize cimport MinWork, minimize_dfa, minwork_free
 
 ctypedef Py_ssize_t isz
@@ -103,7 +103,7 @@ cdef int32_t sm_get(SeqMap* m, const int32_t* k, isz n, uint64_t h) noexcept nog
         if e < 0:
             return -1
         if (<uint64_t>m.hsh.d[e] == h and m.off.d[e + 1] - m.off.d[e] == n
-                and memcmp(m.pool.d + m.off.d[e], k, n * sizeof(int32_t)) == 0):
+                and ints_eq(m.pool.d + m.off.d[e], k, n)):
             return m.val.d[e]
         i = (i + 1) & (m.cap - 1)
 
@@ -355,7 +355,7 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
                 continue
             L = sort_unique(c.buf.d + p, L)
             if (L == prev_len
-                    and memcmp(c.buf.d + p, c.buf.d + prev_off, L * sizeof(int32_t)) == 0):
+                    and ints_eq(c.buf.d + p, c.buf.d + prev_off, L)):
                 dst = prev_dst
             else:
                 dst = target(c, c.buf.d + p, L, True, &status)

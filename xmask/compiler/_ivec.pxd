@@ -2,6 +2,7 @@
 # Zero-initialize the struct before use; the functions return -1 when out of memory.
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport realloc
+from libc.string cimport memcmp
 
 from xmask.runtime._types cimport intp_t as isz
 
@@ -79,3 +80,15 @@ cdef inline uint64_t ints_hash(const int32_t* k, isz n) noexcept nogil:
     h1 *= 0xC4CEB9FE1A85EC53ULL
     h1 ^= h1 >> 29
     return h1
+
+
+cdef inline bint ints_eq(const int32_t* a, const int32_t* b, isz n) noexcept nogil:
+    # Equal int sequences of length n: short ones compared inline (most signatures and
+    # subsets are a few ints, where a call to memcmp costs more than the compare)
+    cdef isz i
+    if n > 16:
+        return memcmp(a, b, n * sizeof(int32_t)) == 0
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True

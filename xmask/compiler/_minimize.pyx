@@ -10,10 +10,10 @@ same automata and leave them unminimized.
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcmp, memset
+from libc.string cimport memset
 
 from xmask.runtime._intseq cimport sort_unique
-from xmask.compiler._ivec cimport IVec, ints_hash, iv_reserve, iv_push
+from xmask.compiler._ivec cimport IVec, ints_eq, ints_hash, iv_reserve, iv_push
 
 
 cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_off,
@@ -186,8 +186,8 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
                             next_id += 1
                     m.newid.d[idx] = b
                     break
-                if (m.spos.d[e + 1] - m.spos.d[e] == L and memcmp(
-                        m.sig.d + m.spos.d[e], m.sig.d + m.spos.d[idx], L * sizeof(int32_t)) == 0):
+                if (m.spos.d[e + 1] - m.spos.d[e] == L
+                        and ints_eq(m.sig.d + m.spos.d[e], m.sig.d + m.spos.d[idx], L)):
                     m.newid.d[idx] = m.newid.d[e]
                     break
                 i = (i + 1) & (cap - 1)
