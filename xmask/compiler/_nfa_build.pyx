@@ -68,9 +68,10 @@ def _kind_of(expr):
 # character class id -> (class, fresh states, edge rows as _Rows), process-wide: the value
 # keeps the class alive, so its id cannot be reused while the entry lives; cleared when full
 # (grammars from one front end share their classes' objects, a JSON string character's above
-# all).  Concurrent builds may both add an entry; either is the same.
+# all; a MaskBench schema adds ~10 classes of its own, so the bound keeps the objects it holds
+# for the collector few).  Concurrent builds may both add an entry; either is the same.
 _CLASS_IDS = {}
-_CLASS_IDS_MAX = 4096
+_CLASS_IDS_MAX = 1024
 
 
 cdef class _Rows:

@@ -45,14 +45,14 @@ def utf8_paths(cls: CharClass) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     return tuple(seq for lo, hi in cls.positive_ranges() for seq in utf8_sequences(lo, hi))
 
 
-@lru_cache(maxsize=4096)
 def class_edges(cls: CharClass) -> Tuple[int, np.ndarray]:
     """A character class's byte edges as the NFA builder places them: ``(fresh states, rows)``,
     each row ``(source, lo, hi, target)`` with -2 for the class's start state, -1 for its end
     and ``k >= 0`` for its k-th fresh state (read-only int32, rows in placement order).
 
     UTF-8 paths share their common suffixes (the continuation bytes), so the sub-automaton is
-    already minimal and determinization does not multiply equivalent states.
+    already minimal and determinization does not multiply equivalent states.  The NFA builder
+    memoizes the result per class object (``_nfa_build._CLASS_IDS``).
 
     Example::
 
