@@ -106,6 +106,14 @@ def test_ebnf_rule_budget_over_text(tok):
     assert len(four) == 6 and not _verdict(compiled, four)
 
 
+def test_lark_rule_budget_is_the_ebnf_one(tok):
+    compiled = tok.compiler.compile_lark('start: "(" a ")"\na[max_tokens=3]: /[a-z ]*/')
+    assert compiled.grammar.budgets == {"a": 3}
+    three = tok.encode("(") + tok.encode("ab cd ef") + tok.encode(")")
+    assert tok.walk(compiled, three, tok.name).is_completed()
+    assert not _verdict(compiled, tok.encode("(") + tok.encode("ab cd ef gh") + tok.encode(")"))
+
+
 @pytest.mark.parametrize("n,body", [(1, "[a-z ]*"), (2, "[a-z ]*"), (3, "[a-z ]*"),
                                     (2, 'w*\nw ::= [a-z ] | "(" w* ")"')])
 def test_budgets_ending_inside_tokens_follow_the_oracle(tok, n, body):
