@@ -36,6 +36,7 @@ MODULES = [
     "xmask.runtime._stack_budget",
     "xmask.runtime._classify",
     "xmask.runtime._mask_cache",
+    "xmask.runtime._fill_spent",
     "xmask.runtime._fill",
     "xmask.runtime._bitmask_view",
     "xmask.runtime._draft_tree",
