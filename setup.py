@@ -47,6 +47,7 @@ MODULES = [
     "xmask.compiler._determinize",
     "xmask.compiler._analysis",
     "xmask.compiler._nfa_build",
+    "xmask.grammar._ir_walk",
 ]
 
 # AddressSanitizer builds use -O1 (its usual level: faster to build, exact stack traces)

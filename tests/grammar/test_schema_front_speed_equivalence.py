@@ -295,6 +295,108 @@ def test_key_emission_matches_the_general_automaton():
         assert fast.ctx.rules == slow.ctx.rules, words
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_word_complement_expr_is_the_emitted_word_complement(seed):
+    """word_complement_expr == dfa_to_expr(dfa_word_complement(...)), rules (names taken
+    already, shared suffixes that become rules) and their order included."""
+    rng = random.Random(seed)
+    pieces = ["id", "_id", "user", "group", "Name", "at", "created", "a", "b", " ", "!", "#", "[",
+              "]", "~", "x y", ""]
+    with_rules = 0
+    for it in range(1500):
+        words = list({"".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+                      for _ in range(rng.randint(0, 12))})
+        alphabet = _LIT
+        if it % 3 == 0:
+            alphabet = [(97, 98), (99, 99), (101, 122)]  # adjacent ranges fuse, "d" is missing
+            words = ["".join(ch for ch in w if ch in "abcefgz") for w in words]
+        sinks = [rule_sink.RuleSink(), rule_sink.RuleSink()]
+        for sink in sinks:
+            sink.fresh("k_s3")
+        general = dfa_expr.dfa_to_expr(dfa_word_complement(words, alphabet), sinks[0], "k")
+        direct = dfa_expr.word_complement_expr(words, alphabet, sinks[1], "k")
+        assert direct == general, words
+        assert list(sinks[1].rules.items()) == list(sinks[0].rules.items()), words
+        with_rules += bool(sinks[0].rules)
+    assert with_rules > 100
+    with pytest.raises(ValueError):
+        dfa_expr.word_complement_expr(["a\"b"], _LIT, None)
+
+
+def _reference_make_seq(items):
+    out, run = [], []
+    for item in items:
+        for p in (item.items if type(item) is Seq else (item,)):
+            if type(p) is Bytes:
+                if p.data:
+                    run.append(p)
+                continue
+            if run:
+                out.append(run[0] if len(run) == 1 else Bytes(b"".join(b.data for b in run)))
+                run = []
+            out.append(p)
+    if run:
+        out.append(run[0] if len(run) == 1 else Bytes(b"".join(b.data for b in run)))
+    return ir.EPSILON if not out else out[0] if len(out) == 1 else Seq(tuple(out))
+
+
+def _random_expr(rng, depth=0):
+    k = rng.randint(0, 6)
+    if k == 0:
+        return Bytes(rng.choice([b"", b"a", b"bc"]))
+    if k == 1:
+        return CharClass(((97, 98),))
+    if k == 2 and depth < 3:
+        return Seq(tuple(_random_expr(rng, depth + 1) for _ in range(rng.randint(0, 4))))
+    if k == 3 and depth < 3:
+        return Choice(tuple(_random_expr(rng, depth + 1) for _ in range(rng.randint(1, 3))))
+    if k == 4:
+        return RuleRef(rng.choice("xyz"))
+    if k == 5 and depth < 3:
+        return Repeat(_random_expr(rng, depth + 1), 0, None)
+    return ir.EPSILON
+
+
+def test_make_seq_matches_the_reference():
+    rng = random.Random(5)
+    for _ in range(5000):
+        items = [_random_expr(rng) for _ in range(rng.randint(0, 5))]
+        got, want = ir.make_seq(items), _reference_make_seq(items)
+        assert got == want and type(got) is type(want), items
+
+
+def _reference_first_undefined_ref(rules):
+    seen = set()
+    for rule, expr in rules.items():
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            if type(e) is RuleRef:
+                if e.name not in rules:
+                    return rule, e.name
+                continue
+            items = e.items if type(e) in (Seq, Choice) else (e.item,) if type(e) is Repeat else ()
+            for item in items:
+                if type(item) not in (Bytes, CharClass) and id(item) not in seen:
+                    seen.add(id(item))
+                    stack.append(item)
+    return None
+
+
+def test_undefined_reference_check_matches_the_reference():
+    rng = random.Random(9)
+    for _ in range(3000):
+        shared = _random_expr(rng)
+        rules = {name: Choice((_random_expr(rng), shared)) for name in rng.sample("rxyz", rng.randint(1, 4))}
+        assert ir.first_undefined_ref(rules) == _reference_first_undefined_ref(rules)
+        want = _reference_first_undefined_ref(rules)
+        if want is None:
+            Grammar(rules, root=next(iter(rules)))
+        else:
+            with pytest.raises(GrammarError, match=f"rule '{want[1]}' is referenced but not defined"):
+                Grammar(rules, root=next(iter(rules)))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_minimize_one_pass_equals_moore(seed, monkeypatch):
     rng = random.Random(seed)
