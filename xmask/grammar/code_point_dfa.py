@@ -571,9 +571,21 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
         >>> [d.matches(w) for w in ("ab", "b", "a")], d.n_states
         ([True, True, False], 3)
     """
-    trie, accept = _trie(words)
-    edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
-    return dfa_minimize(Dfa(edges, accept))
+    key = tuple(words)
+    hit = _LITERALS.get(key)
+    if hit is None:
+        trie, accept = _trie(key)
+        edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
+        hit = dfa_minimize(Dfa(edges, accept))
+        if len(_LITERALS) >= 1024:
+            _LITERALS.clear()
+        _LITERALS[key] = hit
+    return hit
+
+
+# word lists -> their automata (a pure function; enums and declared names recur within a schema
+# and across a server's schemas).  Automata are never modified once built.
+_LITERALS: Dict[tuple, Dfa] = {}
 
 
 def _trie(words: Sequence[str]) -> Tuple[List[Dict[int, int]], List[bool]]:

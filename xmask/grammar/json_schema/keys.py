@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ...errors import GrammarLimitError
 from ..code_point_dfa import (
@@ -57,6 +57,7 @@ class Keys:
         self.merger = merger
         self.strings = strings
         self.validator = validator
+        self.names_memo: Dict[tuple, Optional[Dfa]] = {}  # see prop_names_dfa
 
     def prop_atoms(self, m: Merged, name: str) -> FrozenSet:
         """The value atoms of property ``name`` in ``m`` (``properties``, matching
@@ -156,9 +157,17 @@ class Keys:
         return out
 
     def prop_names_dfa(self, m: Merged) -> Optional[Dfa]:
-        """DFA of the allowed key strings from ``propertyNames`` (None: any)."""
+        """DFA of the allowed key strings from ``propertyNames`` (None: any); memoized per
+        conversion by the ``propertyNames`` nodes (every object sharing them asks again)."""
         if not m.prop_names:
             return None
+        key = tuple(m.prop_names)
+        if key not in self.names_memo:
+            # (what it reports is reported again by an identical call, and deduplicated)
+            self.names_memo[key] = self._prop_names_dfa(m)
+        return self.names_memo[key]
+
+    def _prop_names_dfa(self, m: Merged) -> Optional[Dfa]:
         d = None
         for pn in m.prop_names:
             atoms = self.atoms.flatten(pn)
