@@ -22,8 +22,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from .._graph import order_if_acyclic, strongly_connected_components
 from ..errors import GrammarLimitError
-from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_explore, dfa_minimize, split_points, word_classes
+from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_explore, dfa_minimize, split_points
 from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
+from ._word_complement import word_complement_core
 from .rule_sink import RuleSink
 
 __all__ = ["MAX_NFA_STATES", "dfa_from_expr", "dfa_to_expr", "word_complement_expr"]
@@ -265,13 +266,14 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
 
 def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = "dfa") -> Optional[Expr]:
     """``dfa_to_expr(dfa_word_complement(words, alphabet), sink, hint)``, the same expression
-    and rules, built straight from the merged trie (:func:`~.code_point_dfa.word_classes`).
+    and rules, built straight from the merged trie (the classes of :func:`~.code_point_dfa.word_classes`).
 
     The keys of an object other than its declared names are the automaton a schema emits
     most; its shape is known (each state goes to its children on their characters and to the
     accept-all state on the rest of ``alphabet``), so the automaton is never built, minimized
     and regrouped: the states are the trie's classes, numbered children first, and the BFS
-    numbers that name rules are computed only when a rule is needed.
+    numbers that name rules are computed only when a rule is needed (a Cython kernel,
+    :mod:`._word_complement`).
 
     Example::
 
@@ -280,161 +282,18 @@ def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = 
         root ::= "a" ("a" [ab]* | "b" [ab] [ab]* | "") | "b" [ab]* | ""
     """
     alphabet = tuple(alphabet)
-    root, kids, is_word = word_classes(words)
-    univ = len(kids)
-    n = univ + 1
-    memo_lab = _PLAIN_LABELS
-    if len(memo_lab) > 8192:
-        memo_lab.clear()
+    if len(_PLAIN_LABELS) > 8192:
+        _PLAIN_LABELS.clear()
         _PLAIN_SIZES.clear()
-
-    def lab(rs):
-        e = memo_lab.get(rs)
-        if e is None:
-            e = memo_lab[rs] = _plain_label(rs)
-        return e
-
-
-    # each state's edges grouped by target in order of first appearance (what dfa_to_expr
-    # reads off the automaton): its children on their characters (adjacent characters going
-    # to one child fuse into a range), the accept-all state on the rest of the alphabet
-    # (memoized per set of children's characters: single letters recur)
-    groups: List[list] = [None] * n  # type: ignore[list-item]
-    indeg = [0] * n
     gaps_memo = _GAPS.get(alphabet)
     if gaps_memo is None:
         if len(_GAPS) >= 64:
             _GAPS.clear()
         gaps_memo = _GAPS[alphabet] = {}
-    for c in range(univ):
-        ks = kids[c]
-        cps = tuple([cp for cp, _ in ks])
-        gap = gaps_memo.get(cps)
-        if gap is None:
-            if len(gaps_memo) >= 4096:
-                gaps_memo.clear()
-            gap = gaps_memo[cps] = _alphabet_gaps(alphabet, cps)
-        gap_ranges, first_gap = gap
-        g: list = []
-        by_t: Dict[int, list] = {}
-        last_cp, last_t = -2, -1
-        for cp, t in ks:
-            if first_gap is not None and first_gap < cp:
-                # the accept-all state appears first before this child
-                g.append((univ, gap_ranges))
-                first_gap = None
-            rs = by_t.get(t)
-            if rs is None:
-                rs = by_t[t] = [(cp, cp)]
-                g.append((t, rs))
-                indeg[t] += 1  # (never a self-loop: children have smaller numbers)
-            elif last_t == t and last_cp + 1 == cp:
-                rs[-1] = (rs[-1][0], cp)
-            else:
-                rs.append((cp, cp))
-            last_cp, last_t = cp, t
-        if first_gap is not None:
-            g.append((univ, gap_ranges))
-        if gap_ranges:
-            indeg[univ] += 1
-        groups[c] = [(t, rs if type(rs) is tuple else tuple(rs)) for t, rs in g]
-    every: List[Tuple[int, int]] = []
-    for lo, hi in alphabet:
-        if every and every[-1][1] + 1 == lo:
-            every[-1] = (every[-1][0], hi)
-        else:
-            every.append((lo, hi))
-    groups[univ] = [(univ, tuple(every))] if every else []
-    accept = [not w for w in is_word] + [True]
-    if not accept[root] and not groups[root]:
-        return None
-    # sizes children first (the accept-all state first), deciding rules as dfa_to_expr does
-    # (a default label, a Bytes or a CharClass, is one node)
-    size = [0] * n
-    needs_rule = [False] * n
-    for c in [univ, *range(univ)]:
-        s = 1
-        for t, _ in groups[c]:
-            s += 2 if t == c or needs_rule[t] else 1 + size[t]
-        size[c] = s
-        if indeg[c] > 1 and s > 12 and c != root:
-            needs_rule[c] = True
-    names: Dict[int, str] = {}
-    if any(needs_rule):
-        if sink is None:
-            raise ValueError("this automaton needs rules; pass a RuleSink")
-        bfs = {root: 0}
-        queue = [root]
-        for c in queue:  # (grows while read)
-            for t, _ in groups[c]:
-                if t not in bfs:
-                    bfs[t] = len(queue)
-                    queue.append(t)
-        for c in sorted((c for c in range(n) if needs_rule[c]), key=bfs.__getitem__):
-            names[c] = sink.fresh(f"{hint}_s{bfs[c]}")
-    memo: Dict[int, Expr] = {}
-
-    def body(c: int) -> Expr:
-        loop = None
-        alts = []
-        for t, rs in groups[c]:
-            if t == c:
-                loop = Repeat(lab(rs), 0, None)
-                continue
-            x = RuleRef(names[t]) if t in names else memo[t]
-            tx = type(x)
-            # make_seq([label, x]) without its general loop when nothing fuses: x is built by
-            # make_seq / make_choice (a Seq has no nested Seq, no adjacent or empty Bytes)
-            if tx is Choice or tx is RuleRef or tx is Repeat:
-                alts.append(Seq((lab(rs), x)))
-            elif tx is Seq and len(x.items) > 1 and not (type(x.items[0]) is Bytes and type(lab(rs)) is Bytes):
-                alts.append(Seq((lab(rs),) + x.items))
-            else:
-                alts.append(make_seq([lab(rs), x]))
-        if accept[c]:
-            alts.append(EPSILON)
-        # make_choice(alts): no alternative is a Choice (each starts with its label)
-        rest = (alts[0] if len(alts) == 1 else Choice(tuple(alts))) if alts else EPSILON
-        return make_seq([loop, rest]) if loop is not None else rest
-
-    for c in [univ, *range(univ)]:  # inline parts children first (no deep recursion)
-        if c not in names and c != root:
-            memo[c] = body(c)
-    for c, name in names.items():
-        sink.define(name, body(c))
-    return body(root)
+    return word_complement_core(words, alphabet, sink, hint, _PLAIN_LABELS, _plain_label, gaps_memo)
 
 
 _GAPS: Dict[tuple, Dict[tuple, tuple]] = {}
-
-
-def _alphabet_gaps(alphabet, cps: tuple) -> tuple:
-    """``(ranges, first)``: the code points of ``alphabet`` (sorted, disjoint ranges) other than
-    the sorted ``cps`` as fused ranges (a tuple, empty when none), and the smallest of them
-    (None when none); ``ValueError`` when a code point of ``cps`` is outside the alphabet."""
-    out: List[Tuple[int, int]] = []
-    i, n = 0, len(cps)
-    for lo, hi in alphabet:
-        if i < n and cps[i] < lo:
-            break
-        pos = lo
-        while i < n and cps[i] <= hi:
-            cp = cps[i]
-            if cp > pos:
-                if out and out[-1][1] + 1 == pos:
-                    out[-1] = (out[-1][0], cp - 1)
-                else:
-                    out.append((pos, cp - 1))
-            pos = cp + 1
-            i += 1
-        if pos <= hi:
-            if out and out[-1][1] + 1 == pos:
-                out[-1] = (out[-1][0], hi)
-            else:
-                out.append((pos, hi))
-    if i < n:
-        raise ValueError(f"character {chr(cps[i])!r} of a word is outside the alphabet")
-    return tuple(out), (out[0][0] if out else None)
 
 
 def _expr_size(e: Expr, cap: int = 10_000) -> int:
