@@ -115,7 +115,9 @@ class Objects:
         n = len(members)
         cap = self._count_cap(m, n)
         lo_p, hi_p = m.min_props, m.max_props
-        if sum(min(i, cap) + 1 for i in range(n + 1)) > MAX_COUNT_STATES:
+        # the (i, c) states: sum over i <= n of min(i, cap) + 1, in closed form
+        k = min(n, cap)
+        if (n + 1) + k * (k + 1) // 2 + (n - k) * cap > MAX_COUNT_STATES:
             raise GrammarLimitError("object property counts need too many states", path=m.big.get("props"))
 
         def norm(c: int) -> int:
