@@ -15,6 +15,8 @@ Example::
     root ::= "a" ("a" [ab]* | "b" [ab] [ab]* | "") | "b" [ab]* | ""
 """
 
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdlib cimport free, malloc
 
 from xmask.grammar.ir_expr import EPSILON, Bytes, Choice, Repeat, RuleRef, Seq, make_seq
@@ -99,31 +101,42 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
     cdef int *parent = <int *> malloc((total + 1) * sizeof(int))
     cdef int *path = <int *> malloc((total + 2) * sizeof(int))
     cdef int *cls = <int *> malloc((total + 1) * sizeof(int))
+    cdef int *first_kid = <int *> malloc((total + 1) * sizeof(int))
+    cdef int *next_sib = <int *> malloc((total + 1) * sizeof(int))
+    cdef int *last_kid = <int *> malloc((total + 1) * sizeof(int))
+    cdef int *node_cp = <int *> malloc((total + 1) * sizeof(int))
+    cdef char *word_end = <char *> malloc(total + 1)
     cdef int *indeg = NULL
     cdef int *size = NULL
     cdef char *needs = NULL
     cdef char *accept = NULL
-    cdef list node_cp = [0]
-    cdef list is_word = [False]
-    cdef list kids_of
     cdef dict sigs = {}
     cdef list class_kids = []
     cdef list class_word = []
-    cdef list groups, g_list, rs, out_groups, kid_list
+    cdef list groups, g_list, rs, out_groups
     cdef dict by_t, names, bfs
     cdef tuple ks, gap, gap_ranges, sig
-    cdef object first_gap, x, tx, label, loop, rest
+    cdef object first_gap, x, tx, label, loop, rest, item
     cdef long cp, last_cp, fg, s
-    cdef Py_ssize_t last_t
+    cdef Py_ssize_t last_t, nk, q
     cdef list alts, memo, queue
-    if parent == NULL or path == NULL or cls == NULL:
+    if (parent == NULL or path == NULL or cls == NULL or first_kid == NULL or next_sib == NULL
+            or last_kid == NULL or node_cp == NULL or word_end == NULL):
         free(parent)
         free(path)
         free(cls)
+        free(first_kid)
+        free(next_sib)
+        free(last_kid)
+        free(node_cp)
+        free(word_end)
         raise MemoryError()
     try:
         nn = 1
         parent[0] = -1
+        node_cp[0] = 0
+        word_end[0] = 0
+        first_kid[0] = last_kid[0] = next_sib[0] = -1
         path[0] = 0
         depth = 0
         for w in ws:
@@ -133,28 +146,51 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
                 lcp += 1
             depth = lcp
             for i in range(lcp, len(w)):
-                parent[nn] = path[depth]
-                node_cp.append(ord(w[i]))
-                is_word.append(False)
+                q = path[depth]
+                parent[nn] = q
+                node_cp[nn] = ord(w[i])
+                word_end[nn] = 0
+                first_kid[nn] = last_kid[nn] = next_sib[nn] = -1
+                # children are made in code point order (the words are sorted)
+                if last_kid[q] < 0:
+                    first_kid[q] = nn
+                else:
+                    next_sib[last_kid[q]] = nn
+                last_kid[q] = nn
                 depth += 1
                 path[depth] = nn
                 nn += 1
-            is_word[path[len(w)]] = True
+            word_end[path[len(w)]] = 1
             prev = w
-        # children lists, then classes children first (reverse preorder)
-        kids_of = [[] for _ in range(nn)]
-        for i in range(1, nn):
-            (<list>kids_of[parent[i]]).append(i)
+        # classes children first (reverse preorder); a class's signature is the flat tuple
+        # (is_word, cp1, class1, cp2, class2, ...) of its first node, kept as its kids
         for i in range(nn - 1, -1, -1):
-            kid_list = <list>kids_of[i]
-            ks = tuple([(node_cp[j], cls[j]) for j in kid_list])
-            sig = (is_word[i], ks)
+            nk = 0
+            j = first_kid[i]
+            while j >= 0:
+                nk += 1
+                j = next_sib[j]
+            sig = PyTuple_New(1 + 2 * nk)
+            item = bool(word_end[i])
+            Py_INCREF(item)
+            PyTuple_SET_ITEM(sig, 0, item)
+            j = first_kid[i]
+            k = 1
+            while j >= 0:
+                item = node_cp[j]
+                Py_INCREF(item)
+                PyTuple_SET_ITEM(sig, k, item)
+                item = cls[j]
+                Py_INCREF(item)
+                PyTuple_SET_ITEM(sig, k + 1, item)
+                k += 2
+                j = next_sib[j]
             x = sigs.get(sig)
             if x is None:
                 c = len(class_kids)
                 sigs[sig] = c
-                class_kids.append(ks)
-                class_word.append(is_word[i])
+                class_kids.append(sig)
+                class_word.append(word_end[i] != 0)
             else:
                 c = x
             cls[i] = c
@@ -175,7 +211,7 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
         groups = [None] * n
         for c in range(univ):
             ks = <tuple>class_kids[c]
-            cps = tuple([kc[0] for kc in ks])
+            cps = ks[1::2]
             gap = <tuple>gaps_memo.get(cps)
             if gap is None:
                 if len(gaps_memo) >= 4096:
@@ -189,7 +225,9 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
             by_t = {}
             last_cp = -2
             last_t = -1
-            for cp, t in ks:
+            for k in range(1, len(ks), 2):
+                cp = ks[k]
+                t = ks[k + 1]
                 if fg >= 0 and fg < cp:
                     g_list.append((univ, gap_ranges))
                     fg = -1
@@ -265,6 +303,11 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
         free(parent)
         free(path)
         free(cls)
+        free(first_kid)
+        free(next_sib)
+        free(last_kid)
+        free(node_cp)
+        free(word_end)
         free(indeg)
         free(size)
         free(needs)
