@@ -323,6 +323,46 @@ def test_word_complement_expr_is_the_emitted_word_complement(seed):
         dfa_expr.word_complement_expr(["a\"b"], _LIT, None)
 
 
+def _reference_dfa_from_expr(expr):
+    """Subset construction testing every NFA edge against every interval (the general way)."""
+    nfa = dfa_expr._Nfa()
+    start = nfa.new()
+    end = nfa.build(expr, start)
+
+    def closure(states):
+        seen, stack = set(states), list(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def moves(cur):
+        sym = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
+        for lo, hi in _split_points([rs for rs, _ in sym]):
+            targets = [t for rs, t in sym if any(a <= lo <= b for a, b in rs)]
+            if targets:
+                yield lo, hi, closure(targets)
+
+    return dfa_minimize(code_point_dfa.dfa_explore(closure([start]), moves, lambda k: end in k))
+
+
+def test_dfa_from_expr_matches_the_general_subset_construction():
+    from xmask.grammar.regex import regex_to_expr
+
+    patterns = ["^[a-z]+$", "ab|ac", "^(\\d{3})-(\\d{4})$", "[A-Z][a-z]*( [A-Z][a-z]*)*", "^\\w+@\\w+\\.com$",
+                "(a|b)*abb", "^[^\\s]{2,5}$", "x?y+z{0,3}", "^(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$", "[\\u00e0-\\u00ff]+b"]
+    rng = random.Random(11)
+    atoms = ["a", "b", "[a-c]", "[^a]", "\\d", ".", "(a|bc)", "[x-z]"]
+    for _ in range(150):
+        patterns.append("".join(rng.choice(atoms) + rng.choice(["", "*", "+", "?", "{1,3}"])
+                                for _ in range(rng.randint(1, 5))))
+    for p in patterns:
+        e = regex_to_expr(p, search=rng.random() < 0.5)
+        assert canon(dfa_expr.dfa_from_expr(e)) == canon(_reference_dfa_from_expr(e)), p
+
+
 def _reference_make_seq(items):
     out, run = [], []
     for item in items:

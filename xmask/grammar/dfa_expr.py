@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Callable, Dict, List, Optional, Tuple
 
 from .._graph import order_if_acyclic, strongly_connected_components
@@ -105,35 +106,47 @@ def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
     start = nfa.new()
     end = nfa.build(expr, start)
 
+    closures: Dict[frozenset, frozenset] = {}  # target set -> its closure (sets recur)
+
     def closure(states) -> frozenset:
-        seen = set(states)
-        stack = list(states)
+        key = frozenset(states)
+        hit = closures.get(key)
+        if hit is not None:
+            return hit
+        seen = set(key)
+        stack = list(key)
         while stack:
             q = stack.pop()
             for t in nfa.eps[q]:
                 if t not in seen:
                     seen.add(t)
                     stack.append(t)
-        return frozenset(seen)
+        hit = closures[key] = frozenset(seen)
+        return hit
 
     def moves(cur):
         sym = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
         if sym:
-            for lo, hi in split_points([rs for rs, _ in sym]):
-                targets = [t for rs, t in sym if _in_ranges(lo, rs)]
-                if targets:
-                    yield lo, hi, closure(targets)
+            pts = split_points([rs for rs, _ in sym])
+            starts = [lo for lo, _ in pts]
+            # the targets of each interval: every range is a run of whole intervals
+            targets: List[Optional[list]] = [None] * len(pts)
+            for rs, t in sym:
+                for lo, hi in rs:
+                    i = bisect_left(starts, lo)
+                    while i < len(pts) and starts[i] <= hi:
+                        if targets[i] is None:
+                            targets[i] = [t]
+                        else:
+                            targets[i].append(t)
+                        i += 1
+            for (lo, hi), ts in zip(pts, targets):
+                if ts is not None:
+                    yield lo, hi, closure(ts)
 
     return dfa_minimize(dfa_explore(closure([start]), moves, lambda k: end in k, max_states,
                                     "regular expression DFA"))
 
-
-
-def _in_ranges(cp: int, ranges) -> bool:
-    for lo, hi in ranges:
-        if lo <= cp <= hi:
-            return True
-    return False
 
 
 # ---------------------------------------------------------------------------- DFA -> IR
