@@ -63,7 +63,9 @@ class Objects:
                 if req:
                     return None
                 continue
-            key = make_seq([Bytes(b'"'), self.literals.literal_body(name), Bytes(b'"')])
+            body = self.literals.literal_body(name)
+            # (make_seq of the quotes and a literal body: one literal)
+            key = Bytes(b'"' + body.data + b'"') if type(body) is Bytes else make_seq([Bytes(b'"'), body, Bytes(b'"')])
             members.append((name, make_seq([key, L.key_sep(), val]), req))
         n_req = sum(1 for _, _, r in members if r)
         if m.max_props is not None and n_req > m.max_props:
