@@ -235,7 +235,8 @@ def test_warm_memos_same_grammar_as_cold():
     warm2 = {name: outcome(s, strict_mode=False) for name, s in schemas}
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS,
                  string_format._CANONICAL_MEMO, rule_sink._CLEAN_NAMES,
-                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
+                 dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()
     cold = {name: outcome(s, strict_mode=False) for name, s in schemas}
     assert warm == warm2 == cold
@@ -249,7 +250,8 @@ def test_threads_sharing_the_memos_get_the_same_grammars():
     schemas = maskbench_sample(40)
     alone = _fast_outcomes(schemas, OPTIONS[0])
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
-                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
+                 dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()
     with ThreadPoolExecutor(4) as pool:
         # (not lenient: nothing warns, so no warnings filter is touched from the threads)
