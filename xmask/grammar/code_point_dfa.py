@@ -577,15 +577,17 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
         trie, accept = _trie(key)
         edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
         hit = dfa_minimize(Dfa(edges, accept))
-        if len(_LITERALS) >= 1024:
-            _LITERALS.clear()
-        _LITERALS[key] = hit
+        if len(key) <= _LITERALS_MAX_WORDS:  # (large enums are not kept alive)
+            if len(_LITERALS) >= 1024:
+                _LITERALS.clear()
+            _LITERALS[key] = hit
     return hit
 
 
 # word lists -> their automata (a pure function; enums and declared names recur within a schema
 # and across a server's schemas).  Automata are never modified once built.
 _LITERALS: Dict[tuple, Dfa] = {}
+_LITERALS_MAX_WORDS = 256
 
 
 def _trie(words: Sequence[str]) -> Tuple[List[Dict[int, int]], List[bool]]:
