@@ -48,6 +48,8 @@ MODULES = [
     "xmask.compiler._determinize",
     "xmask.compiler._analysis",
     "xmask.compiler._nfa_build",
+    "xmask.grammar._ir_walk",
+    "xmask.grammar._word_complement",
 ]
 
 # AddressSanitizer builds use -O1 (its usual level: faster to build, exact stack traces)
