@@ -36,6 +36,7 @@ MODULES = [
     "xmask.runtime._stack_budget",
     "xmask.runtime._classify",
     "xmask.runtime._mask_cache",
+    "xmask.runtime._fill_spent",
     "xmask.runtime._fill",
     "xmask.runtime._bitmask_view",
     "xmask.runtime._draft_tree",
@@ -48,6 +49,8 @@ MODULES = [
     "xmask.compiler._analysis",
     "xmask.compiler._rule_graph",
     "xmask.compiler._nfa_build",
+    "xmask.grammar._ir_walk",
+    "xmask.grammar._word_complement",
 ]
 
 # AddressSanitizer builds use -O1 (its usual level: faster to build, exact stack traces)

@@ -25,7 +25,11 @@ share of the job's wall time the main thread ran.  A baseline (the background th
 and a reference (the background thread runs pure Python for 1 s: the stalls any Python work
 causes) frame the engines' figures.  Noise: on a loaded machine the OS also takes the CPU from the main
 thread (a thread waiting for the GIL wakes every switch interval, and can be preempted then),
-so compare engines in the same run and rerun when the baseline shows long gaps.  Writes ``bench/results/gil_stall.json``.  No assertions.
+so compare engines in the same run and rerun when the baseline shows long gaps.  Each gap is
+also given as its GIL share: the CPU time the two threads spent in it (``ThreadCpu``), at most
+the gap less the main thread's wait on the OS run queue (``RunQueueWait``).  That is what the
+GIL cost, without the time the OS or the VM's host took the CPU, a figure the machine's load
+barely moves (see ThreadCpu for what it under-counts).  Writes ``bench/results/gil_stall.json``.  No assertions.
 
 Usage:  python bench/bench_gil_stall.py [--schemas 100] [--slowest 10] [--reps 1]
                                         [--engines xmask,xgrammar,llguidance] [--xmask-mode lazy|precompute|both]
@@ -55,19 +59,76 @@ STALL_LIMIT_NS = 5_000_000  # the issue's target: no stall over 5 ms
 perf = time.perf_counter_ns
 
 
-def spin_until(done: list, min_stall_ns: int) -> tuple[int, list[int]]:
-    """The main thread's pure-Python loop: iterations and the gaps >= min_stall_ns, until done[0]."""
+class ThreadCpu:
+    """CPU time of one thread so far (ns; ``time.pthread_getcpuclockid``: exact, not tick-based),
+    readable from another thread; after the thread ends, its last reading.
+
+    It separates GIL stalls from noise on a shared machine: in a gap of the main thread's loop
+    the compile thread ran (held the GIL), or the OS or the VM's host took the CPU (then
+    neither thread's CPU time grows; a VM's host stalls show up in no guest counter at all).
+    So a gap's CPU time in both threads, at most the gap, is what the GIL cost in it -- as long
+    as the holder runs while it holds the GIL (xmask never blocks holding it; an engine that
+    waits on worker threads holding the GIL is under-counted by this figure)."""
+
+    def __init__(self, ident: int):
+        self.last = 0
+        try:
+            self.clock = time.pthread_getcpuclockid(ident)
+        except (OSError, AttributeError):
+            self.clock = None
+
+    def ns(self) -> int:
+        if self.clock is not None:
+            try:
+                self.last = time.clock_gettime_ns(self.clock)
+            except OSError:  # the thread has ended
+                self.clock = None
+        return self.last
+
+
+class RunQueueWait:
+    """Time this thread waited on the OS run queue so far (ns; ``/proc/.../schedstat``, second
+    field: runnable, but the CPU ran something else); 0 where that file does not exist."""
+
+    def __init__(self):
+        try:
+            self.fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def ns(self) -> int:
+        return 0 if self.fd is None else int(os.pread(self.fd, 64, 0).split()[1])
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+def spin_until(done: list, min_stall_ns: int, cpus=(), rq=None) -> tuple[int, list[int], list[int]]:
+    """The main thread's pure-Python loop until done[0]: iterations, the gaps >= min_stall_ns,
+    and for each gap its GIL share: the CPU time the ``cpus`` threads (ThreadCpu) spent in it,
+    at most the gap less the main thread's run-queue wait in it (``rq``: RunQueueWait; the
+    compile thread may run native code without the GIL while the OS keeps the main thread
+    waiting for a CPU)."""
     pc = perf
     stalls: list[int] = []
+    net: list[int] = []
     n = 0
     last = pc()
+    last_cpu = sum(c.ns() for c in cpus)
+    last_rq = rq.ns() if rq else 0
     while not done[0]:
         t = pc()
+        cpu = sum(c.ns() for c in cpus)
+        w = rq.ns() if rq else 0
         if t - last >= min_stall_ns:
             stalls.append(t - last)
+            net.append(max(0, min(cpu - last_cpu, t - last - (w - last_rq))))
         n += 1
         last = t
-    return n, stalls
+        last_cpu = cpu
+        last_rq = w
+    return n, stalls, net
 
 
 def _job(eng, item, walk: bool, out: dict, done: list) -> None:
@@ -112,18 +173,23 @@ def measure(target, min_stall_ns: int) -> dict:
 
             th = threading.Thread(target=run, daemon=True)
             th.start()
+            cpus = [ThreadCpu(threading.get_ident()), ThreadCpu(th.ident)]
+            rq = RunQueueWait()
             t0 = perf()
             go.set()
-            n, stalls = spin_until(done, min_stall_ns)
+            n, stalls, net = spin_until(done, min_stall_ns, cpus, rq)
             wall = perf() - t0
             th.join()
+            rq.close()
         finally:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
     out.update(wall_ms=wall / 1e6, iterations=n, max_stall_ms=max(stalls, default=0) / 1e6,
                stalls=len(stalls), stalls_over_5ms=sum(s > STALL_LIMIT_NS for s in stalls),
-               stalled_ms=sum(stalls) / 1e6, stall_ns=stalls)
+               stalled_ms=sum(stalls) / 1e6, stall_ns=stalls,
+               max_net_stall_ms=max(net, default=0) / 1e6,
+               net_stalls_over_5ms=sum(s > STALL_LIMIT_NS for s in net), net_stall_ns=net)
     return out
 
 
@@ -131,6 +197,7 @@ def baseline(seconds: float, min_stall_ns: int) -> dict:
     """The machine's noise: the background thread only sleeps."""
     r = measure(lambda out, done: (time.sleep(seconds), done.__setitem__(0, True)), min_stall_ns)
     r.pop("stall_ns")
+    r.pop("net_stall_ns")
     return r
 
 
@@ -145,6 +212,7 @@ def python_reference(seconds: float, min_stall_ns: int) -> dict:
 
     r = measure(busy, min_stall_ns)
     stalls = r.pop("stall_ns")
+    r.pop("net_stall_ns")
     r["stall_p99_ms"] = float(np.percentile(stalls, 99)) / 1e6 if stalls else 0.0
     return r
 
@@ -170,6 +238,7 @@ def summarize(recs: dict) -> dict:
         stalls = [s for r in ok for s in r["stall_ns"]]
         wall = sum(r["wall_ms"] for r in ok)
         worst = max(ok, key=lambda r: r["max_stall_ms"], default=None)
+        worst_net = max(ok, key=lambda r: r["max_net_stall_ms"], default=None)
         out[e] = {
             "runs": len(rs), "ok": len(ok),
             "compile_ms": bjs.dist_stats([r["compile_ms"] for r in ok]),
@@ -178,6 +247,9 @@ def summarize(recs: dict) -> dict:
             "longest_stall_file": worst["file"] if worst else None,
             "stall_p99_ms": float(np.percentile(stalls, 99)) / 1e6 if stalls else 0.0,
             "stalls_over_5ms": int(sum(r["stalls_over_5ms"] for r in ok)),
+            "longest_net_stall_ms": worst_net["max_net_stall_ms"] if worst_net else None,
+            "longest_net_stall_file": worst_net["file"] if worst_net else None,
+            "net_stalls_over_5ms": int(sum(r["net_stalls_over_5ms"] for r in ok)),
             "runs_with_a_stall_over_5ms": int(sum(r["stalls_over_5ms"] > 0 for r in ok)),
             "main_thread_ran_share": 1 - sum(r["stalled_ms"] for r in ok) / wall if wall else None,
         }
@@ -195,6 +267,8 @@ def print_summary(title, summ, engines):
         ("stall p99 (ms)", lambda s: bj._fmt(s["stall_p99_ms"])),
         ("stalls > 5 ms (count)", lambda s: str(s["stalls_over_5ms"])),
         ("runs with a stall > 5 ms", lambda s: str(s["runs_with_a_stall_over_5ms"])),
+        ("longest stall, GIL share (ms)", lambda s: bj._fmt(s["longest_net_stall_ms"])),
+        ("  of which > 5 ms (count)", lambda s: str(s["net_stalls_over_5ms"])),
         ("main thread ran (share of wall)", lambda s: "-" if s["main_thread_ran_share"] is None
          else f"{100 * s['main_thread_ran_share']:.0f}%"),
     ]
@@ -268,14 +342,14 @@ def main(argv=None):
     print_summary(f"SAMPLE: {len(items)} schemas, compile + first mask in a background thread", summ_sample, names)
     print_summary(f"SLOWEST {len(slow_items)} (by xmask compile) x {args.reps} rep(s)", summ_slow, names)
     for label, b in (("before", base_before), ("after", base_after)):
-        print(f"baseline {label} (background thread sleeps 1 s): longest gap {b['max_stall_ms']:.2f} ms, "
-              f"gaps over 5 ms: {b['stalls_over_5ms']}")
+        print(f"baseline {label} (background thread sleeps 1 s): longest gap {b['max_stall_ms']:.2f} ms "
+              f"({b['max_net_stall_ms']:.2f} ms GIL share), gaps over 5 ms: {b['stalls_over_5ms']}")
     print(f"reference (background thread runs pure Python for 1 s): longest stall {py_ref['max_stall_ms']:.2f} ms, "
           f"stall p99 {py_ref['stall_p99_ms']:.2f} ms, stalls over 5 ms: {py_ref['stalls_over_5ms']}, "
           f"main thread ran {100 * (1 - py_ref['stalled_ms'] / py_ref['wall_ms']):.0f}%")
 
     def strip(recs):
-        return {e: [{k: v for k, v in r.items() if k != "stall_ns"} for r in rs] for e, rs in recs.items()}
+        return {e: [{k: v for k, v in r.items() if k not in ("stall_ns", "net_stall_ns")} for r in rs] for e, rs in recs.items()}
 
     bjs.write_json(args.out, {
         "benchmark": "bench_gil_stall",

@@ -243,7 +243,8 @@ ERRORS = [
     ('start: "x"\n%import lark.WS', "only Lark's 'common' module", 2, 9),
     ('start: "x"\n%declare A', "%declare is not supported", 2, 1),
     ('start: x\nx{a}: a', "templates are not supported", 2, 2),
-    ('start: a\na[max_tokens=3]: /[a-z]+/', "attribute 'max_tokens' is not supported", 2, 3),
+    ('start: a\na[max_tokens=x]: /[a-z]+/', "expected a number", 2, 14),
+    ('start: a\na[max_chars]: /[a-z]+/', "attribute 'max_chars' needs a value", 2, 3),
     ('start: A\nA: "x" %json {"type": "integer"}', "%json cannot be used in terminals", 2, 8),
     ('start: A\nA: <[5]>', "special tokens cannot be used in terminals", 2, 4),
     ('start: %json {"type": }', "bad JSON", 1, 23),
@@ -567,11 +568,20 @@ def test_stop_and_suffix():
 @pytest.mark.parametrize("text,message", [
     ('start: a\na[stop=""]: /(.|\\n)*/', 'stop="" (stop at the end-of-sequence token)'),
     ('start: a\na[lazy]: b\nb: "x"', "cannot reference the rule 'b'"),
-    ('start: a\na[max_tokens=3]: /.*/', "attribute 'max_tokens' is not supported"),
 ])
 def test_lazy_errors(text, message):
     with pytest.raises(GrammarSyntaxError, match=re.escape(message)):
         Grammar.from_lark(text)
+
+
+def test_max_chars_and_max_tokens_mean_what_they_mean_in_ebnf():
+    # XGrammar turns the Lark attributes into the EBNF ones: the same grammar either way
+    check('start: a "!"\na[max_chars=3]: /[a-z]+/', ["a!", "abc!"], ["abcd!", "!"])
+    lark = Grammar.from_lark('start: "(" a ")"\na[max_tokens=3]: /[a-z ]*/')
+    assert lark.budgets == {"a": 3}
+    assert str(lark) == str(Grammar.from_ebnf('root ::= "(" a ")"\na[max_tokens=3] ::= [a-z ]*'))
+    with pytest.raises(xmask.GrammarError, match=r"max_tokens=0 on rule 'a' \(line 2, column 3\)"):
+        Grammar.from_lark('start: a "!"\na[max_tokens=0]: /[a-z]+/')
 
 
 @pytest.mark.parametrize("text,alphabet", [

@@ -235,7 +235,8 @@ def test_warm_memos_same_grammar_as_cold():
     warm2 = {name: outcome(s, strict_mode=False) for name, s in schemas}
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS,
                  string_format._CANONICAL_MEMO, rule_sink._CLEAN_NAMES,
-                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
+                 dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()
     cold = {name: outcome(s, strict_mode=False) for name, s in schemas}
     assert warm == warm2 == cold
@@ -249,7 +250,8 @@ def test_threads_sharing_the_memos_get_the_same_grammars():
     schemas = maskbench_sample(40)
     alone = _fast_outcomes(schemas, OPTIONS[0])
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
-                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES):
+                 numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
+                 dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()
     with ThreadPoolExecutor(4) as pool:
         # (not lenient: nothing warns, so no warnings filter is touched from the threads)
@@ -293,6 +295,148 @@ def test_key_emission_matches_the_general_automaton():
         e_slow = slow.keys.emit_key_dfa(dfa_complement(dfa_literals(words)), "obj_key")
         assert e_fast == e_slow, words
         assert fast.ctx.rules == slow.ctx.rules, words
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_word_complement_expr_is_the_emitted_word_complement(seed):
+    """word_complement_expr == dfa_to_expr(dfa_word_complement(...)), rules (names taken
+    already, shared suffixes that become rules) and their order included."""
+    rng = random.Random(seed)
+    pieces = ["id", "_id", "user", "group", "Name", "at", "created", "a", "b", " ", "!", "#", "[",
+              "]", "~", "x y", ""]
+    with_rules = 0
+    for it in range(1500):
+        words = list({"".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+                      for _ in range(rng.randint(0, 12))})
+        alphabet = _LIT
+        if it % 3 == 0:
+            alphabet = [(97, 98), (99, 99), (101, 122)]  # adjacent ranges fuse, "d" is missing
+            words = ["".join(ch for ch in w if ch in "abcefgz") for w in words]
+        sinks = [rule_sink.RuleSink(), rule_sink.RuleSink()]
+        for sink in sinks:
+            sink.fresh("k_s3")
+        general = dfa_expr.dfa_to_expr(dfa_word_complement(words, alphabet), sinks[0], "k")
+        direct = dfa_expr.word_complement_expr(words, alphabet, sinks[1], "k")
+        assert direct == general, words
+        assert list(sinks[1].rules.items()) == list(sinks[0].rules.items()), words
+        with_rules += bool(sinks[0].rules)
+    assert with_rules > 100
+    with pytest.raises(ValueError):
+        dfa_expr.word_complement_expr(["a\"b"], _LIT, None)
+
+
+def _reference_dfa_from_expr(expr):
+    """Subset construction testing every NFA edge against every interval (the general way)."""
+    nfa = dfa_expr._Nfa()
+    start = nfa.new()
+    end = nfa.build(expr, start)
+
+    def closure(states):
+        seen, stack = set(states), list(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def moves(cur):
+        sym = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
+        for lo, hi in _split_points([rs for rs, _ in sym]):
+            targets = [t for rs, t in sym if any(a <= lo <= b for a, b in rs)]
+            if targets:
+                yield lo, hi, closure(targets)
+
+    return dfa_minimize(code_point_dfa.dfa_explore(closure([start]), moves, lambda k: end in k))
+
+
+def test_dfa_from_expr_matches_the_general_subset_construction():
+    from xmask.grammar.regex import regex_to_expr
+
+    patterns = ["^[a-z]+$", "ab|ac", "^(\\d{3})-(\\d{4})$", "[A-Z][a-z]*( [A-Z][a-z]*)*", "^\\w+@\\w+\\.com$",
+                "(a|b)*abb", "^[^\\s]{2,5}$", "x?y+z{0,3}", "^(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$", "[\\u00e0-\\u00ff]+b"]
+    rng = random.Random(11)
+    atoms = ["a", "b", "[a-c]", "[^a]", "\\d", ".", "(a|bc)", "[x-z]"]
+    for _ in range(150):
+        patterns.append("".join(rng.choice(atoms) + rng.choice(["", "*", "+", "?", "{1,3}"])
+                                for _ in range(rng.randint(1, 5))))
+    for p in patterns:
+        e = regex_to_expr(p, search=rng.random() < 0.5)
+        assert canon(dfa_expr.dfa_from_expr(e)) == canon(_reference_dfa_from_expr(e)), p
+
+
+def _reference_make_seq(items):
+    out, run = [], []
+    for item in items:
+        for p in (item.items if type(item) is Seq else (item,)):
+            if type(p) is Bytes:
+                if p.data:
+                    run.append(p)
+                continue
+            if run:
+                out.append(run[0] if len(run) == 1 else Bytes(b"".join(b.data for b in run)))
+                run = []
+            out.append(p)
+    if run:
+        out.append(run[0] if len(run) == 1 else Bytes(b"".join(b.data for b in run)))
+    return ir.EPSILON if not out else out[0] if len(out) == 1 else Seq(tuple(out))
+
+
+def _random_expr(rng, depth=0):
+    k = rng.randint(0, 6)
+    if k == 0:
+        return Bytes(rng.choice([b"", b"a", b"bc"]))
+    if k == 1:
+        return CharClass(((97, 98),))
+    if k == 2 and depth < 3:
+        return Seq(tuple(_random_expr(rng, depth + 1) for _ in range(rng.randint(0, 4))))
+    if k == 3 and depth < 3:
+        return Choice(tuple(_random_expr(rng, depth + 1) for _ in range(rng.randint(1, 3))))
+    if k == 4:
+        return RuleRef(rng.choice("xyz"))
+    if k == 5 and depth < 3:
+        return Repeat(_random_expr(rng, depth + 1), 0, None)
+    return ir.EPSILON
+
+
+def test_make_seq_matches_the_reference():
+    rng = random.Random(5)
+    for _ in range(5000):
+        items = [_random_expr(rng) for _ in range(rng.randint(0, 5))]
+        got, want = ir.make_seq(items), _reference_make_seq(items)
+        assert got == want and type(got) is type(want), items
+
+
+def _reference_first_undefined_ref(rules):
+    seen = set()
+    for rule, expr in rules.items():
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            if type(e) is RuleRef:
+                if e.name not in rules:
+                    return rule, e.name
+                continue
+            items = e.items if type(e) in (Seq, Choice) else (e.item,) if type(e) is Repeat else ()
+            for item in items:
+                if type(item) not in (Bytes, CharClass) and id(item) not in seen:
+                    seen.add(id(item))
+                    stack.append(item)
+    return None
+
+
+def test_undefined_reference_check_matches_the_reference():
+    rng = random.Random(9)
+    for _ in range(3000):
+        shared = _random_expr(rng)
+        rules = {name: Choice((_random_expr(rng), shared)) for name in rng.sample("rxyz", rng.randint(1, 4))}
+        assert ir.first_undefined_ref(rules) == _reference_first_undefined_ref(rules)
+        want = _reference_first_undefined_ref(rules)
+        if want is None:
+            Grammar(rules, root=next(iter(rules)))
+        else:
+            with pytest.raises(GrammarError, match=f"rule '{want[1]}' is referenced but not defined"):
+                Grammar(rules, root=next(iter(rules)))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -106,6 +106,14 @@ def test_ebnf_rule_budget_over_text(tok):
     assert len(four) == 6 and not _verdict(compiled, four)
 
 
+def test_lark_rule_budget_is_the_ebnf_one(tok):
+    compiled = tok.compiler.compile_lark('start: "(" a ")"\na[max_tokens=3]: /[a-z ]*/')
+    assert compiled.grammar.budgets == {"a": 3}
+    three = tok.encode("(") + tok.encode("ab cd ef") + tok.encode(")")
+    assert tok.walk(compiled, three, tok.name).is_completed()
+    assert not _verdict(compiled, tok.encode("(") + tok.encode("ab cd ef gh") + tok.encode(")"))
+
+
 @pytest.mark.parametrize("n,body", [(1, "[a-z ]*"), (2, "[a-z ]*"), (3, "[a-z ]*"),
                                     (2, 'w*\nw ::= [a-z ] | "(" w* ")"')])
 def test_budgets_ending_inside_tokens_follow_the_oracle(tok, n, body):
@@ -146,6 +154,60 @@ def test_root_and_nested_budgets_masks_equal_reference(tok):
     root = tok.compiler.compile_grammar("root[max_tokens=2] ::= [a-z]*")
     assert tok.walk(root, tok.encode("ab") + tok.encode("cd"), tok.name).is_completed()
     assert not _verdict(root, tok.encode("ab") + tok.encode("cd") + tok.encode("ef"))
+
+
+def _budget_end_rows(tok, compiled, prefix):
+    m = xmask.GrammarMatcher(compiled)
+    for t in prefix:
+        assert m.accept_token(t)
+    return tok.rows(m)
+
+
+def test_budget_end_masks_are_memoized_per_state_and_follow_bytes(tok):
+    # The mask of the last budgeted token is kept per grammar, keyed by the rule's state and
+    # the bytes that may follow the rule (here "1" in one branch, "2" in the other): each
+    # context gets its own memo, later matchers are answered from it, and every mask equals
+    # the reference.
+    compiled = tok.compiler.compile_grammar('root ::= "x" a "1" | "y" a "2"\na[max_tokens=2] ::= [a-z ]*')
+    memory = lambda: compiled.cache_stats().memory["entry_payloads"]  # noqa: E731
+    ab, one, two = tok.encode(" ab")[0], tok.encode("1")[0], tok.encode("2")[0]
+    x, y = tok.encode("x")[0], tok.encode("y")[0]
+    before = memory()
+    fx, rx = _budget_end_rows(tok, compiled, [x, ab])
+    grown = memory()
+    assert (fx == rx).all() and allowed(fx, one) and not allowed(fx, two) and grown > before
+    fy, ry = _budget_end_rows(tok, compiled, [y, ab])
+    assert (fy == ry).all() and allowed(fy, two) and not allowed(fy, one)
+    assert memory() > grown  # a second key
+    settled = memory()
+    for prefix in ([x, ab], [y, ab]):  # answered from the memo: same masks, nothing added
+        fast, ref = _budget_end_rows(tok, compiled, prefix)
+        assert (fast == ref).all()
+    assert memory() == settled
+    assert (_budget_end_rows(tok, compiled, [x, ab])[0] == fx).all()
+
+
+def test_budget_end_memo_built_by_racing_threads(tok):
+    import threading
+
+    compiled = tok.compiler.compile_grammar('root ::= "(" a ")"\na[max_tokens=3] ::= [a-z ]*')
+    prefix = tok.encode("(") + tok.encode(" ab cd")
+    rows, errors = [], []
+
+    def run():
+        try:
+            rows.append(_budget_end_rows(tok, compiled, prefix))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(rows) == 4
+    for fast, ref in rows:
+        assert (fast == ref).all() and (fast == rows[0][0]).all()
 
 
 def test_rollback_and_fork_across_the_budget_boundary(tok):

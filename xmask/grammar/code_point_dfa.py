@@ -51,6 +51,7 @@ __all__ = [
     "dfa_word_complement",
     "merge_edges",
     "split_points",
+    "word_classes",
 ]
 
 #: Cap on states of any DFA built here (GrammarLimitError beyond).
@@ -570,9 +571,23 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
         >>> [d.matches(w) for w in ("ab", "b", "a")], d.n_states
         ([True, True, False], 3)
     """
-    trie, accept = _trie(words)
-    edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
-    return dfa_minimize(Dfa(edges, accept))
+    key = tuple(words)
+    hit = _LITERALS.get(key)
+    if hit is None:
+        trie, accept = _trie(key)
+        edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
+        hit = dfa_minimize(Dfa(edges, accept))
+        if len(key) <= _LITERALS_MAX_WORDS:  # (large enums are not kept alive)
+            if len(_LITERALS) >= 1024:
+                _LITERALS.clear()
+            _LITERALS[key] = hit
+    return hit
+
+
+# word lists -> their automata (a pure function; enums and declared names recur within a schema
+# and across a server's schemas).  Automata are never modified once built.
+_LITERALS: Dict[tuple, Dfa] = {}
+_LITERALS_MAX_WORDS = 256
 
 
 def _trie(words: Sequence[str]) -> Tuple[List[Dict[int, int]], List[bool]]:
@@ -594,21 +609,16 @@ def _trie(words: Sequence[str]) -> Tuple[List[Dict[int, int]], List[bool]]:
     return trie, is_word
 
 
-def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]]) -> Dfa:
-    """The minimal DFA of the strings over ``alphabet`` (sorted, disjoint ``(lo, hi)``
-    ranges) that are not in ``words``, every character of which must lie in
-    ``alphabet``; built directly, in the canonical form of :func:`dfa_minimize`.
-
-    Equal to ``dfa_minimize`` of ``dfa_complement(dfa_literals(words))`` restricted to
-    ``alphabet``: the states are the trie nodes merged by their sets of word endings (two
-    nodes are equivalent iff those are equal, as the sets are finite) plus one state
-    accepting everything; all are live and pairwise different, so nothing else merges.
+def word_classes(words: Sequence[str]) -> Tuple[int, List[tuple], List[bool]]:
+    """The trie of ``words`` with nodes merged by their sets of word endings (the states of
+    :func:`dfa_word_complement` but the accept-all one): ``(root class, kids, is_word)`` where
+    ``kids[c]`` is the sorted ``(code point, class)`` children of class ``c``; a class's
+    children have smaller numbers than itself.
 
     Example::
 
-        >>> d = dfa_word_complement(["ab"], [(97, 98)])
-        >>> [d.matches(w) for w in ("", "a", "ab", "abb", "b")]
-        [True, True, False, True, True]
+        >>> word_classes(["ab", "b"])
+        (2, [(), ((98, 0),), ((97, 1), (98, 0))], [True, False, False])
     """
     children, is_word = _trie(words)
     # trie nodes -> classes, children first (a child has a larger id than its parent); per
@@ -631,11 +641,31 @@ def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]
             class_kids.append(ks)
             class_word.append(is_word[q])
         cls[q] = c
+    return cls[0], class_kids, class_word
+
+
+def dfa_word_complement(words: Sequence[str], alphabet: Sequence[Tuple[int, int]]) -> Dfa:
+    """The minimal DFA of the strings over ``alphabet`` (sorted, disjoint ``(lo, hi)``
+    ranges) that are not in ``words``, every character of which must lie in
+    ``alphabet``; built directly, in the canonical form of :func:`dfa_minimize`.
+
+    Equal to ``dfa_minimize`` of ``dfa_complement(dfa_literals(words))`` restricted to
+    ``alphabet``: the states are the trie nodes merged by their sets of word endings (two
+    nodes are equivalent iff those are equal, as the sets are finite) plus one state
+    accepting everything; all are live and pairwise different, so nothing else merges.
+
+    Example::
+
+        >>> d = dfa_word_complement(["ab"], [(97, 98)])
+        >>> [d.matches(w) for w in ("", "a", "ab", "abb", "b")]
+        [True, True, False, True, True]
+    """
+    root, class_kids, class_word = word_classes(words)
     # states in BFS order from the root (edges in code point order, fused), as _canonical
     # numbers them; class ``univ`` accepts everything
-    univ = len(sigs)
-    ids = {cls[0]: 0}
-    queue = [cls[0]]
+    univ = len(class_kids)
+    ids = {root: 0}
+    queue = [root]
     edges: List[tuple] = []
     accept: List[bool] = []
     head = 0

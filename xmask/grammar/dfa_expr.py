@@ -18,15 +18,17 @@ Example::
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Callable, Dict, List, Optional, Tuple
 
 from .._graph import order_if_acyclic, strongly_connected_components
 from ..errors import GrammarLimitError
 from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_explore, dfa_minimize, split_points
 from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
+from ._word_complement import word_complement_core
 from .rule_sink import RuleSink
 
-__all__ = ["MAX_NFA_STATES", "dfa_from_expr", "dfa_to_expr"]
+__all__ = ["MAX_NFA_STATES", "dfa_from_expr", "dfa_to_expr", "word_complement_expr"]
 
 #: Cap on NFA states while converting an expression to a DFA.
 MAX_NFA_STATES = 100_000
@@ -104,35 +106,47 @@ def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
     start = nfa.new()
     end = nfa.build(expr, start)
 
+    closures: Dict[frozenset, frozenset] = {}  # target set -> its closure (sets recur)
+
     def closure(states) -> frozenset:
-        seen = set(states)
-        stack = list(states)
+        key = frozenset(states)
+        hit = closures.get(key)
+        if hit is not None:
+            return hit
+        seen = set(key)
+        stack = list(key)
         while stack:
             q = stack.pop()
             for t in nfa.eps[q]:
                 if t not in seen:
                     seen.add(t)
                     stack.append(t)
-        return frozenset(seen)
+        hit = closures[key] = frozenset(seen)
+        return hit
 
     def moves(cur):
         sym = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
         if sym:
-            for lo, hi in split_points([rs for rs, _ in sym]):
-                targets = [t for rs, t in sym if _in_ranges(lo, rs)]
-                if targets:
-                    yield lo, hi, closure(targets)
+            pts = split_points([rs for rs, _ in sym])
+            starts = [lo for lo, _ in pts]
+            # the targets of each interval: every range is a run of whole intervals
+            targets: List[Optional[list]] = [None] * len(pts)
+            for rs, t in sym:
+                for lo, hi in rs:
+                    i = bisect_left(starts, lo)
+                    while i < len(pts) and starts[i] <= hi:
+                        if targets[i] is None:
+                            targets[i] = [t]
+                        else:
+                            targets[i].append(t)
+                        i += 1
+            for (lo, hi), ts in zip(pts, targets):
+                if ts is not None:
+                    yield lo, hi, closure(ts)
 
     return dfa_minimize(dfa_explore(closure([start]), moves, lambda k: end in k, max_states,
                                     "regular expression DFA"))
 
-
-
-def _in_ranges(cp: int, ranges) -> bool:
-    for lo, hi in ranges:
-        if lo <= cp <= hi:
-            return True
-    return False
 
 
 # ---------------------------------------------------------------------------- DFA -> IR
@@ -261,6 +275,38 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
     # until the cyclic GC runs (and make that collection, which stalls every thread, longer)
     body = ref = None  # noqa: F841
     return out
+
+
+def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = "dfa") -> Optional[Expr]:
+    """``dfa_to_expr(dfa_word_complement(words, alphabet), sink, hint)``, the same expression
+    and rules, built straight from the merged trie (the classes of :func:`~.code_point_dfa.word_classes`).
+
+    The keys of an object other than its declared names are the automaton a schema emits
+    most; its shape is known (each state goes to its children on their characters and to the
+    accept-all state on the rest of ``alphabet``), so the automaton is never built, minimized
+    and regrouped: the states are the trie's classes, numbered children first, and the BFS
+    numbers that name rules are computed only when a rule is needed (a Cython kernel,
+    :mod:`._word_complement`).
+
+    Example::
+
+        >>> from xmask.grammar.ir import Grammar
+        >>> print(Grammar({"root": word_complement_expr(["ab"], [(97, 98)], None)}))
+        root ::= "a" ("a" [ab]* | "b" [ab] [ab]* | "") | "b" [ab]* | ""
+    """
+    alphabet = tuple(alphabet)
+    if len(_PLAIN_LABELS) > 8192:
+        _PLAIN_LABELS.clear()
+        _PLAIN_SIZES.clear()
+    gaps_memo = _GAPS.get(alphabet)
+    if gaps_memo is None:
+        if len(_GAPS) >= 64:
+            _GAPS.clear()
+        gaps_memo = _GAPS[alphabet] = {}
+    return word_complement_core(words, alphabet, sink, hint, _PLAIN_LABELS, _plain_label, gaps_memo)
+
+
+_GAPS: Dict[tuple, Dict[tuple, tuple]] = {}
 
 
 def _expr_size(e: Expr, cap: int = 10_000) -> int:

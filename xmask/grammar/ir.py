@@ -24,6 +24,7 @@ from typing import Dict, Iterator, Optional, Tuple
 from ..errors import GrammarError
 from ..serialization.format import dump_document, format_error, load_document
 from ..serialization.grammar_codec import grammar_to_body, rules_from_body
+from ._ir_walk import first_undefined_ref
 from .ir_expr import (  # noqa: F401  (re-exported: the IR is nodes + Grammar)
     EPSILON,
     MAX_CODE_POINT,
@@ -98,7 +99,7 @@ class Grammar:
         self._captures = {r: captures[r] for r in self._rules if r in captures} if captures else {}
         # rule -> token budget (``rule[max_tokens=n]`` over text, enforced at run time)
         self._budgets = {r: int(budgets[r]) for r in self._rules if r in budgets} if budgets else {}
-        missing = _first_undefined_ref(self._rules)
+        missing = first_undefined_ref(self._rules)
         if missing is not None:
             raise GrammarError(f"rule '{missing[1]}' is referenced but not defined", rule=missing[0])
 
@@ -212,37 +213,6 @@ class Grammar:
         out._budgets = grammar._budgets
         return out
 
-
-
-def _first_undefined_ref(rules: Dict[str, Expr]) -> Optional[Tuple[str, str]]:
-    """``(rule, name)`` of the first reference to an undefined rule, in the order ``iter_refs``
-    meets them rule after rule; None when all are defined.  Sub-expressions shared between
-    rules are walked once (one seen-set for the whole grammar: a shared part with a bad
-    reference raises at its first rule already)."""
-    seen = set()
-    for rule, expr in rules.items():
-        stack = [expr]
-        while stack:
-            e = stack.pop()
-            t = type(e)
-            if t is RuleRef:
-                if e.name not in rules:
-                    return rule, e.name
-                continue
-            if t is Seq or t is Choice:
-                items = e.items
-            elif t is Repeat:
-                items = (e.item,)
-            else:
-                continue
-            for item in items:
-                ti = type(item)
-                if ti is Bytes or ti is CharClass or ti is TokenSet:
-                    continue  # leaves
-                if id(item) not in seen:
-                    seen.add(id(item))
-                    stack.append(item)
-    return None
 
 
 def grammar_from_body(body, where: str, cls: type = Grammar) -> Grammar:

@@ -198,20 +198,41 @@ def make_seq(items) -> Expr:
     """Concatenation with light simplification: flatten nested ``Seq``, drop empty literals,
     fuse adjacent ``Bytes``, unwrap a single item; the empty sequence is ``Seq(())``."""
     out: List[Expr] = []
-    run: List[Bytes] = []  # adjacent literals, joined once: fusing pairwise is quadratic
-    for item in items:     # (a 1 MB enum literal of 600k pieces took minutes)
+    # adjacent literals: one Bytes, or a list once there are two, joined once (fusing pairwise
+    # is quadratic: a 1 MB enum literal of 600k pieces took minutes)
+    run = None
+    for item in items:
         t = type(item)  # (exact types: the node kinds are never subclassed)
-        for p in (item.items if t is Seq else (item,)):
-            if type(p) is Bytes:
-                if p.data:
-                    run.append(p)
-                continue
-            if run:
-                out.append(_joined(run))
-                run = []
-            out.append(p)
-    if run:
-        out.append(_joined(run))
+        if t is Seq:
+            for p in item.items:
+                if type(p) is Bytes:
+                    if p.data:
+                        if run is None:
+                            run = p
+                        elif type(run) is list:
+                            run.append(p)
+                        else:
+                            run = [run, p]
+                    continue
+                if run is not None:
+                    out.append(run if type(run) is Bytes else _joined(run))
+                    run = None
+                out.append(p)
+        elif t is Bytes:
+            if item.data:
+                if run is None:
+                    run = item
+                elif type(run) is list:
+                    run.append(item)
+                else:
+                    run = [run, item]
+        else:
+            if run is not None:
+                out.append(run if type(run) is Bytes else _joined(run))
+                run = None
+            out.append(item)
+    if run is not None:
+        out.append(run if type(run) is Bytes else _joined(run))
     if not out:
         return EPSILON
     if len(out) == 1:

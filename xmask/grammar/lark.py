@@ -33,8 +33,11 @@ What is read (XGrammar 0.2.8's Lark support; differences are listed below):
   ``[lazy]``, ``[stop=X]`` and ``[suffix=X]`` (``X`` a string, regex or terminal name) make
   the rule match the *shortest* match of its terminal-level body (then ``X``), as XGrammar
   and llguidance do (:mod:`xmask.grammar.shortest_match`; for the masks ``stop`` and
-  ``suffix`` are the same: the text contains ``X``).  ``max_tokens`` and ``stop=""`` (stop
-  at the end-of-sequence token) raise ``GrammarSyntaxError`` ("not supported");
+  ``suffix`` are the same: the text contains ``X``).  ``max_tokens=n`` / ``max_chars=n``
+  bound the rule as the same attributes do in XGrammar's EBNF (XGrammar prints them there;
+  :mod:`xmask.grammar.rule_attributes`: exact bounds, or a run-time token budget over text);
+  ``stop=""`` (stop at the end-of-sequence token) raises ``GrammarSyntaxError``
+  ("not supported");
 * ``%ignore`` items (terminals, literals, regexes; several ``%ignore`` lines add up),
   ``%import common.NAME [-> ALIAS]`` and ``%import common (A, B)`` (definitions in
   :data:`~xmask.grammar.lark_terminals.COMMON_TERMINALS`);
@@ -131,7 +134,16 @@ class _Lowering:
         captures = {self.namer_names[name]: d.capture for name, d in p.defs.items()
                     if d.capture is not None}
         captures.update(self.embedded_captures)
-        return eliminate_left_recursion(Grammar(self.rules, root="root", captures=captures))
+        budgets: Dict[str, int] = {}
+        limits = {self.namer_names[name]: d.limits for name, d in p.defs.items() if d.limits}
+        if limits:
+            # ``max_tokens`` / ``max_chars`` mean what they mean in XGrammar's EBNF (which is
+            # what XGrammar turns them into): one lowering serves both front ends.
+            from .rule_attributes import apply_rule_attributes
+
+            apply_rule_attributes(self.rules, limits, self.namer.fresh, p.line_col, budgets)
+        return eliminate_left_recursion(Grammar(self.rules, root="root", captures=captures,
+                                                budgets=budgets))
 
     def lazy(self, d) -> Expr:
         """A ``[lazy]`` / ``[stop=X]`` / ``[suffix=X]`` rule: the shortest match of its body

@@ -36,6 +36,7 @@ _ESCAPES = {"\\": "\\", '"': '"', "'": "'", "/": "/", "n": "\n", "r": "\r", "t":
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _WARNED_ATTRS = frozenset({"temperature"})
 _STOP_ATTRS = frozenset({"stop", "suffix"})
+_LIMIT_ATTRS = frozenset({"max_tokens", "max_chars"})
 _MAX_REPEAT = 10_000
 
 
@@ -48,15 +49,17 @@ def is_terminal_name(name: str) -> bool:
 class Definition:
     """One ``name: body`` (``terminal``: an upper-case name); ``pos`` is the name's offset.
     ``lazy``: the rule matches its body's shortest match (``[lazy]``, ``[stop=X]`` and
-    ``[suffix=X]``, whose ``X`` tree is in ``stop``)."""
+    ``[suffix=X]``, whose ``X`` tree is in ``stop``).  ``limits``: ``max_tokens`` /
+    ``max_chars`` attributes, kind -> (n, offset of the attribute)."""
 
-    __slots__ = ("name", "body", "pos", "terminal", "lazy", "stop", "capture")
+    __slots__ = ("name", "body", "pos", "terminal", "lazy", "stop", "capture", "limits")
 
     def __init__(self, name: str, body, pos: int, terminal: bool):
         self.name, self.body, self.pos, self.terminal = name, body, pos, terminal
         self.lazy = False
         self.stop = None
         self.capture: Optional[str] = None  # ``[capture]`` / ``[capture="name"]``
+        self.limits: Dict[str, Tuple[int, int]] = {}
 
 
 class LarkParser:
@@ -226,6 +229,12 @@ class LarkParser:
                                      "supported", attr_pos)
                 definition.lazy = True
                 definition.stop = self.parse_atom(1, True)
+            elif attr in _LIMIT_ATTRS:
+                if self.peek() != "=":
+                    raise self.error(f"attribute '{attr}' needs a value", attr_pos)
+                self.pos += 1
+                self.skip_all()
+                definition.limits[attr] = (self.read_int(), attr_pos)
             elif attr == "lazy":
                 definition.lazy = True
             elif attr == "capture":
@@ -250,7 +259,7 @@ class LarkParser:
             if attr in _WARNED_ATTRS:
                 warnings.warn(f"Lark: attribute '{attr}' of '{name}' ignored (xmask computes "
                               "masks, it does not sample)", stacklevel=5)
-            elif attr not in _STOP_ATTRS | {"lazy", "capture"}:
+            elif attr not in _STOP_ATTRS | _LIMIT_ATTRS | {"lazy", "capture"}:
                 raise self.error(f"rule attribute '{attr}' is not supported", attr_pos)
             self.skip_all()
             if self.peek() == ",":

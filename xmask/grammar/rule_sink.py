@@ -73,6 +73,11 @@ _CLEAN_NAMES: Dict[str, str] = {}
 
 
 def _clean_name_uncached(hint: str) -> str:
+    # the usual hint (a member name) is clean already: ASCII letters, digits and single
+    # underscores inside
+    if (len(hint) <= 60 and hint.isascii() and hint.isidentifier() and hint[0] != "_"
+            and hint[-1] != "_" and "__" not in hint):
+        return hint
     s = _NAME_JUNK.sub("_", hint).strip("_-")
     s = re.sub(r"__+", "_", s)
     if s and not (s[0].isalpha() or s[0] == "_"):

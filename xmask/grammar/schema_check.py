@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -183,12 +184,20 @@ def _warn_near_miss(k: str, ptr: str) -> None:
     if "$" + k in _SCHEMA_KEYWORDS or "$" + k in _VALUE_KEYWORDS:
         dist, match = 0, "$" + k
     else:
-        limit = 0 if len(k) <= 4 else 1 if len(k) <= 7 else 2
-        dist, match = min((_distance(k, w, limit), w) for w in _LANGUAGE_KEYWORDS)
-        if dist > limit:
+        match = _closest_keyword(k)
+        if match is None:
             return
     warnings.warn(f"unknown JSON Schema keyword {k!r} at {ptr}/{_esc(k)} is ignored; did you "
                   f"mean {match!r}?", SchemaKeywordWarning, stacklevel=_caller_outside_package())
+
+
+@functools.lru_cache(maxsize=4096)
+def _closest_keyword(k: str):
+    """The keyword ``k`` is a near miss of (see :func:`_warn_near_miss`), or None; memoized:
+    the same unknown keywords (``example``, ``errorMessage``...) recur in every schema."""
+    limit = 0 if len(k) <= 4 else 1 if len(k) <= 7 else 2
+    dist, match = min((_distance(k, w, limit), w) for w in _LANGUAGE_KEYWORDS)
+    return None if dist > limit else match
 
 
 def _esc(token: str) -> str:

@@ -313,6 +313,8 @@ JSON_CHAR_PERMISSIVE: Expr = make_choice([
 def json_string_literal(s: str) -> Expr:
     """The JSON text (without quotes) of the fixed string ``s``; printable ASCII literally,
     other characters in any spelling."""
+    if s and s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return Bytes(s.encode("ascii"))  # the usual key or enum value: one literal
     parts: List[Expr] = []
     buf = bytearray()
     for ch in s:

@@ -9,8 +9,8 @@ cache may allow a token that would need a stack deeper than the bound, so there 
 checked on the real stack (``FillJob.exact``).  With token budgets (``rule[max_tokens=n]`` over
 text) a token that spends a budget must leave that rule by its end: ``accept_token_id`` drops
 the paths that did not (``stack_budget_filter``), and a fill whose next token ends a budget
-checks candidates instead of trusting cached sets (see "the last token of a budget" below).  Everything here runs without the GIL; the only GIL use is raising
-MemoryError when the stack arena cannot grow.
+checks candidates instead of trusting cached sets (_fill_spent.pyx).  Everything here runs
+without the GIL; the only GIL use is raising MemoryError when the stack arena cannot grow.
 
 GIL policy (``nogil_min_cost``): releasing and re-taking the GIL costs ~5 us when no other
 Python thread runs, but up to a whole switch interval (5 ms by default) when one does, because
@@ -32,14 +32,17 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.stdint cimport int64_t
 
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
-from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN, XM_FLAG_FINAL
+from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
 from xmask.runtime._stack cimport stack_truncate, stack_budget_token
-from xmask.runtime._stack_gss cimport stack_start_many, stack_step
 from xmask.runtime._stack_budget cimport stack_budget_filter, stack_budget_alive
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._classify cimport CacheEntryC
 from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
+from xmask.runtime._fill_spent cimport (
+    SpentScratch, spent_top, spent_fast_usable, spent_fast_top_memo, spent_scratch_free,
+    entry_positions, token_lcp,
+)
 
 cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
@@ -234,12 +237,6 @@ cdef inline bint _bytes_top(const AutomatonC* a, const StackC* st, int32_t node)
     return (a.flags[st.node_state[node]] & XM_FLAG_HAS_BYTES) != 0
 
 
-cdef inline bint _spent(const StackC* st, int32_t node) noexcept nogil:
-    # Whether some path of top `node` is in a budgeted rule that may read only the next token
-    # (then a token is allowed by that path only if it leaves the rule by its end).
-    return st.node_live != NULL and st.node_dead[node] <= st.set_tok[st.depth - 1] + 1
-
-
 cdef bint _any_spent(const StackC* st) noexcept nogil:
     # Whether a top of the newest set is _spent.  Then no cached accepted set is trusted: a
     # state's entry covers the rules it calls, whose frames (called at this boundary, their
@@ -248,7 +245,7 @@ cdef bint _any_spent(const StackC* st) noexcept nogil:
     if st.node_live == NULL:
         return False
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
-        if st.tops[i] != 0 and _spent(st, st.tops[i]):
+        if st.tops[i] != 0 and spent_top(st, st.tops[i]):
             return True
     return False
 
@@ -336,7 +333,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
         spent = _any_spent(st)
     if spent and not j.exact:
         memset(&sp, 0, sizeof(SpentScratch))
-        fast = _spent_fast_usable(st, j.a, v, &sp)
+        fast = spent_fast_usable(st, j.a, v, &sp)
     if spent and not fast and j.guard != NULL:
         # every cached candidate is walked (~an exact fill through dense text): allow it the
         # work of walking the vocabulary on top of the per-call cap (RuntimeLimits, README)
@@ -365,8 +362,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 _spent_positions(v, e, pos_bits, n_words)
                 n_spent += 1
                 continue
-            if fast and _spent(st, node):
-                _spent_fast_top(st, j.a, v, &sp, node, e, row, pos_bits, j.guard)
+            if fast and spent_top(st, node):
+                spent_fast_top_memo(c, st, j.a, v, &sp, node, e, row, pos_bits, j.guard)
                 n_spent += 1
                 continue
             n_real += 1
@@ -392,7 +389,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
                 if node == 0 or not _bytes_top(j.a, st, node) or (
-                        spent and (not fast or _spent(st, node))):
+                        spent and (not fast or spent_top(st, node))):
                     continue
                 e = cache_peek(c, st.node_state[node])  # classified by the pass above
                 for k in range(e.n_unc):
@@ -400,7 +397,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)
     stack_truncate(st, base)
     if fast:
-        _spent_scratch_free(&sp)
+        spent_scratch_free(&sp)
     tls.dirty = 0  # _check_uncertain left pos_bits all-zero
     if j.guard != NULL and j.guard.crossed:
         memset(row, 0, <size_t>n_words * sizeof(word_t))
@@ -463,10 +460,7 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
         off = v.tok_offsets[pos]
         length = v.tok_offsets[pos + 1] - off
         # real common-prefix length with the previous token checked
-        lcp = 0
-        k = prev_len if prev_len < length else length
-        while lcp < k and v.tok_bytes[prev_off + lcp] == v.tok_bytes[off + lcp]:
-            lcp += 1
+        lcp = token_lcp(v, prev_off, prev_len, off, length)
         if dead_at >= 0 and lcp > dead_at:
             continue  # shares the prefix that already killed every path
         prev_off = off
@@ -499,31 +493,8 @@ cdef int _check_uncertain(StackC* st, const AutomatonC* a, const VocabC* v, word
 cdef int _spent_positions(const VocabC* v, const CacheEntryC* e, word_t* pos_bits,
                           intp_t n_words) except -1 nogil:
     # Mark for a real walk every sorted position the entry accepts or leaves uncertain.
-    cdef intp_t k, w, p
-    cdef const int32_t* ids = e.data
-    cdef const word_t* bits
-    cdef word_t x
-    if e.kind == XM_KIND_ACCEPTED:
-        for k in range(e.n_data):
-            p = v.id_pos[ids[k]]
-            if p >= 0:
-                bitset_set(pos_bits, p)
-    elif e.kind == XM_KIND_BITSET:
-        bits = <const word_t*>ids
-        for w in range(n_words):
-            x = bits[w]
-            while x:
-                p = v.id_pos[(w << 5) + __builtin_ctz(x)]
-                x &= x - 1
-                if p >= 0:
-                    bitset_set(pos_bits, p)
-    else:  # every eligible token but the rejected ones (the uncertain ones stay marked)
-        for p in range(v.n_sorted):
-            bitset_set(pos_bits, p)
-        for k in range(e.n_data):
-            p = v.id_pos[ids[k]]
-            if p >= 0:
-                bitset_clear(pos_bits, p)
+    cdef intp_t k
+    entry_positions(v, e, pos_bits)
     for k in range(e.n_unc):
         bitset_set(pos_bits, e.unc[k])
     return 0
@@ -548,7 +519,7 @@ cdef int _budget_token_sets(StackC* st, const AutomatonC* a, const VocabC* v, wo
         if k < 0:
             continue
         bits = a.token_bits + k * n_words
-        if not _spent(st, node):
+        if not spent_top(st, node):
             bitset_or_into(row, bits, n_words)
             continue
         for w in range(n_words):
@@ -559,249 +530,4 @@ cdef int _budget_token_sets(StackC* st, const AutomatonC* a, const VocabC* v, wo
                 if accept_token_id(st, a, v, tid, NULL):
                     bitset_set(row, tid)
                     stack_truncate(st, base)
-    return 0
-
-
-
-# ---- the last token of a budget, fast ---------------------------------------------------------
-# A spent top x = (s, M) sits right on its budget's marker M (deadline <= the next token), in a
-# frame whose region (the states s reaches by bytes and tail calls) makes no other call.  A
-# token is allowed through x iff a path leaves the frame by the token's end: read inside the
-# frame, the path is a set of states over M (frame-local, no stack), allowed when a final state
-# is left at the end (the closure pops to M's parent P, whose paths must all be alive); a path
-# that could leave mid-token (a final state and a next byte that can start what follows M) and
-# every uncertain token go to the real walk.  So the candidates cost table lookups, not stack
-# steps.  Any other spent top (nested frames, merged parents, rules with a budget of 1, whose
-# calls at the boundary are spent at once and make every cached set suspect) takes the full walk.
-
-cdef enum:
-    _FRAME_MAX = 16          # states of one frame-local set
-    _REGION_MAX = 4096       # states a frame region may have
-
-
-ctypedef struct SpentScratch:
-    int32_t* sets            # [(max_token_len + 1) * _FRAME_MAX] state set after d bytes
-    int32_t* sizes           # [max_token_len + 1] its size, -1: too many states (real walk)
-    uint8_t* bail            # [max_token_len + 1] the path could have left mid-token by then
-    word_t* cand             # [pos_words] candidate positions of one top
-    uint8_t* seen            # [n_states] region check
-    int32_t* work            # [n_states]
-    uint8_t first[256]       # bytes that can follow the spent frames (over-approximated)
-
-
-cdef void _spent_scratch_free(SpentScratch* sp) noexcept nogil:
-    free(sp.sets)
-    free(sp.sizes)
-    free(sp.bail)
-    free(sp.cand)
-    free(sp.seen)
-    free(sp.work)
-    memset(sp, 0, sizeof(SpentScratch))
-
-
-cdef bint _region_ok(const AutomatonC* a, int32_t s0, SpentScratch* sp) noexcept nogil:
-    # Whether every state s0 reaches by bytes and tail calls makes tail calls only.
-    cdef intp_t n = 1, count = 1, k, c
-    cdef int32_t x, t
-    memset(sp.seen, 0, <size_t>a.n_states)
-    sp.work[0] = s0
-    sp.seen[s0] = 1
-    while n > 0:
-        n -= 1
-        x = sp.work[n]
-        for k in range(a.call_offsets[x], a.call_offsets[x + 1]):
-            if a.call_ret[k] >= 0:
-                return False
-            t = a.call_target[k]
-            if not sp.seen[t]:
-                sp.seen[t] = 1
-                sp.work[n] = t
-                n += 1
-                count += 1
-        for c in range(a.n_classes):
-            t = a.trans[x * a.n_classes + c]
-            if t >= 0 and not sp.seen[t]:
-                sp.seen[t] = 1
-                sp.work[n] = t
-                n += 1
-                count += 1
-        if count > _REGION_MAX:
-            return False
-    return True
-
-
-cdef bint _spent_fast_usable(StackC* st, const AutomatonC* a, const VocabC* v,
-                             SpentScratch* sp) except -1 nogil:
-    # Whether every spent top qualifies for _spent_fast_top; then sp is ready (buffers, the
-    # bytes that can follow each spent frame) and the caller frees it.
-    cdef intp_t i, base = st.depth, depth_len = v.max_token_len + 1
-    cdef int32_t x, m, p, last = st.tok_index
-    if a.min_call_budget < 2:
-        return False
-    sp.seen = <uint8_t*>malloc(<size_t>a.n_states)
-    sp.work = <int32_t*>malloc(<size_t>a.n_states * sizeof(int32_t))
-    sp.sets = <int32_t*>malloc(<size_t>(depth_len * _FRAME_MAX) * sizeof(int32_t))
-    sp.sizes = <int32_t*>malloc(<size_t>depth_len * sizeof(int32_t))
-    sp.bail = <uint8_t*>malloc(<size_t>depth_len)
-    sp.cand = <word_t*>calloc(<size_t>((v.n_sorted + 31) >> 5) + 1, sizeof(word_t))
-    if (sp.seen == NULL or sp.work == NULL or sp.sets == NULL or sp.sizes == NULL
-            or sp.bail == NULL or sp.cand == NULL):
-        _spent_scratch_free(sp)
-        with gil:
-            raise MemoryError()
-    for i in range(st.set_start[base - 1], st.set_start[base]):
-        x = st.tops[i]
-        if x == 0 or not _spent(st, x):
-            continue
-        m = st.node_parent[x]
-        if m < 2 or st.node_state[m] >= -1 or -3 - st.node_state[m] > last:
-            break  # not right on its spent marker
-        p = st.node_parent[m]
-        if p < 0 or st.node_dead[p] <= last or not _region_ok(a, st.node_state[x], sp):
-            break
-        _follow_bytes(st, a, p, sp.first)
-    else:
-        return True
-    _spent_scratch_free(sp)
-    return False
-
-
-cdef int _follow_bytes(StackC* st, const AutomatonC* a, int32_t p, uint8_t* first) except -1 nogil:
-    # OR into first[] the bytes the stack popped to p can read next (its closure's steps).
-    cdef intp_t base = st.depth, b
-    cdef int32_t s
-    if p < 2:
-        return 0  # the end of the grammar: nothing follows
-    s = st.node_state[p]
-    stack_start_many(st, a, &s, 1, st.node_parent[p])
-    for b in range(256):
-        if not first[b] and stack_step(st, a, <uint8_t>b) > 0:
-            first[b] = 1
-            stack_truncate(st, base + 1)
-    stack_truncate(st, base)
-    return 0
-
-
-cdef inline intp_t _fl_close(const AutomatonC* a, int32_t* S, intp_t n) noexcept nogil:
-    # Close S[0:n] over (tail) calls in place; the new size, or -1 past _FRAME_MAX states.
-    cdef intp_t i = 0, j, k
-    cdef int32_t t
-    while i < n:
-        for k in range(a.call_offsets[S[i]], a.call_offsets[S[i] + 1]):
-            t = a.call_target[k]
-            for j in range(n):
-                if S[j] == t:
-                    break
-            else:
-                if n == _FRAME_MAX:
-                    return -1
-                S[n] = t
-                n += 1
-        i += 1
-    return n
-
-
-cdef inline bint _fl_final(const AutomatonC* a, const int32_t* S, intp_t n) noexcept nogil:
-    cdef intp_t i
-    for i in range(n):
-        if a.flags[S[i]] & XM_FLAG_FINAL:
-            return True
-    return False
-
-
-cdef int _spent_fast_top(StackC* st, const AutomatonC* a, const VocabC* v, SpentScratch* sp,
-                         int32_t x, const CacheEntryC* e, word_t* row, word_t* pos_bits,
-                         GuardC* g) except -1 nogil:
-    # Allow the tokens x lets leave its spent frame by their end; queue for the real walk
-    # (pos_bits) those that may leave mid-token, and x's uncertain ones.
-    cdef intp_t pos_words = (v.n_sorted + 31) >> 5, n_words = v.n_words
-    cdef intp_t k, w, p, d, length, lcp, lim, reached = 0, prev_off = 0, prev_len = 0, m, n_out
-    cdef int64_t off
-    cdef int32_t tid, cls, t
-    cdef const int32_t* ids = e.data
-    cdef const word_t* bits
-    cdef int32_t* S
-    cdef int32_t* out
-    cdef word_t wbits
-    cdef uint8_t byte
-    # the candidates: accepted positions (the uncertain ones go to the real walk)
-    if e.kind == XM_KIND_ACCEPTED:
-        for k in range(e.n_data):
-            p = v.id_pos[ids[k]]
-            if p >= 0:
-                bitset_set(sp.cand, p)
-    elif e.kind == XM_KIND_BITSET:
-        bits = <const word_t*>ids
-        for w in range(n_words):
-            wbits = bits[w]
-            while wbits:
-                p = v.id_pos[(w << 5) + __builtin_ctz(wbits)]
-                wbits &= wbits - 1
-                if p >= 0:
-                    bitset_set(sp.cand, p)
-    else:
-        for k in range(v.n_sorted >> 5):
-            sp.cand[k] = <word_t>0xFFFFFFFF
-        for p in range(v.n_sorted & ~(<intp_t>31), v.n_sorted):
-            bitset_set(sp.cand, p)
-        for k in range(e.n_data):
-            p = v.id_pos[ids[k]]
-            if p >= 0:
-                bitset_clear(sp.cand, p)
-    for k in range(e.n_unc):
-        bitset_clear(sp.cand, e.unc[k])
-        bitset_set(pos_bits, e.unc[k])
-    # depth 0: x's state closed over its tail calls
-    sp.sets[0] = st.node_state[x]
-    sp.sizes[0] = <int32_t>_fl_close(a, sp.sets, 1)
-    sp.bail[0] = 0
-    for w in range(pos_words):
-        wbits = sp.cand[w]
-        sp.cand[w] = 0
-        while wbits:
-            p = (w << 5) + __builtin_ctz(wbits)
-            wbits &= wbits - 1
-            tid = v.sorted_ids[p]
-            if g != NULL:
-                g.work += 1
-            if bitset_test(row, tid):
-                continue
-            off = v.tok_offsets[p]
-            length = v.tok_offsets[p + 1] - off
-            lcp = 0
-            lim = prev_len if prev_len < length else length
-            while lcp < lim and v.tok_bytes[prev_off + lcp] == v.tok_bytes[off + lcp]:
-                lcp += 1
-            prev_off = off
-            prev_len = length
-            d = lcp if lcp < reached else reached
-            while d < length:
-                byte = v.tok_bytes[off + d]
-                S = sp.sets + d * _FRAME_MAX
-                out = S + _FRAME_MAX
-                m = sp.sizes[d]
-                sp.bail[d + 1] = sp.bail[d] or (d >= 1 and m > 0 and sp.first[byte]
-                                               and _fl_final(a, S, m))
-                if m <= 0:
-                    sp.sizes[d + 1] = m
-                else:
-                    cls = a.byte_class[byte]
-                    n_out = 0
-                    for k in range(m):
-                        t = a.trans[S[k] * a.n_classes + cls]
-                        if t >= 0:
-                            for lim in range(n_out):
-                                if out[lim] == t:
-                                    break
-                            else:
-                                out[n_out] = t
-                                n_out += 1
-                    sp.sizes[d + 1] = <int32_t>_fl_close(a, out, n_out)
-                d += 1
-            reached = length
-            m = sp.sizes[length]
-            if m > 0 and _fl_final(a, sp.sets + length * _FRAME_MAX, m):
-                bitset_set(row, tid)  # leaves the frame at the token's end
-            elif m < 0 or sp.bail[length]:
-                bitset_set(pos_bits, p)  # the real walk decides
     return 0

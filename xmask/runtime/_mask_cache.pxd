@@ -1,12 +1,25 @@
 # The token-mask cache of one compiled grammar (implemented in _mask_cache.pyx): per automaton
 # state a published CacheEntryC, classified lazily by the first fill that needs it or eagerly by
 # precompute; shared read-mostly by every matcher and thread of the grammar.
-from xmask.runtime._types cimport int32_t, int64_t, uint8_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, intp_t, word_t
 from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._classify cimport CacheEntryC
 # entries are published with xm_store_release and read with xm_load_acquire: a reader sees
 # NULL (not classified yet) or a complete entry, never a half-built one
 from xmask.runtime._atomic cimport xm_load_acquire, xm_store_release
+
+# The mask a spent top allows at the last token of its token budget (_fill_spent.pyx), for a
+# state and the bytes that can follow its frame: a pure function of the automaton, the
+# vocabulary, the state and `first`, so it is kept per grammar like the entries.  One block:
+# `allowed` (n_words) and `bail` (n_bail sorted positions the real walk decides) follow it.
+ctypedef struct SpentMemoC:
+    int32_t state
+    uint8_t first[256]
+    intp_t n_words
+    intp_t n_bail
+    word_t* allowed
+    int32_t* bail
+
 
 ctypedef struct MaskCacheC:
     intp_t n_states
@@ -30,6 +43,19 @@ ctypedef struct MaskCacheC:
     double max_seconds           # max_compile_seconds (shared by the states one fill classifies)
     int64_t peak_tops            # largest top set one classification met
     int64_t peak_bytes           # most parse-stack bytes one classification held
+    # spent-top masks (SpentMemoC, at most SPENT_MEMO_MAX, guarded by `lock`, owned)
+    SpentMemoC** spent_memo
+    intp_t n_spent_memo
+    int64_t spent_memo_bytes
+
+
+cdef enum:
+    SPENT_MEMO_MAX = 64
+
+
+cdef const SpentMemoC* cache_spent_memo_find(MaskCacheC* c, int32_t state,
+                                             const uint8_t* first) noexcept nogil
+cdef bint cache_spent_memo_publish(MaskCacheC* c, SpentMemoC* m) noexcept nogil
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,

@@ -23,7 +23,7 @@ from cython.parallel cimport prange
 from cpython.ref cimport PyObject
 
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.string cimport memset, memcpy
+from libc.string cimport memset, memcpy, memcmp
 
 import numpy as np
 
@@ -123,6 +123,44 @@ cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) e
     c.n_classified += 1
     _unlock(c)
     return e
+
+
+cdef const SpentMemoC* cache_spent_memo_find(MaskCacheC* c, int32_t state,
+                                             const uint8_t* first) noexcept nogil:
+    # The published spent-top mask for (state, first), or NULL.
+    cdef intp_t k
+    cdef const SpentMemoC* m
+    cdef const SpentMemoC* found = NULL
+    _lock(c)
+    for k in range(c.n_spent_memo):
+        m = c.spent_memo[k]
+        if m.state == state and memcmp(m.first, first, 256) == 0:
+            found = m
+            break
+    _unlock(c)
+    return found
+
+
+cdef bint cache_spent_memo_publish(MaskCacheC* c, SpentMemoC* m) noexcept nogil:
+    # Keep m (then the cache owns it, True) unless an equal key is there already or the memo
+    # is full (False: the caller still owns m).
+    cdef intp_t k
+    cdef bint kept = False
+    _lock(c)
+    for k in range(c.n_spent_memo):
+        if c.spent_memo[k].state == m.state and memcmp(c.spent_memo[k].first, m.first, 256) == 0:
+            break
+    else:
+        if c.spent_memo == NULL:
+            c.spent_memo = <SpentMemoC**>calloc(SPENT_MEMO_MAX, sizeof(SpentMemoC*))
+        if c.spent_memo != NULL and c.n_spent_memo < SPENT_MEMO_MAX:
+            c.spent_memo[c.n_spent_memo] = m
+            c.n_spent_memo += 1
+            c.spent_memo_bytes += (<int64_t>sizeof(SpentMemoC) + m.n_words * <int64_t>sizeof(word_t)
+                                   + m.n_bail * <int64_t>sizeof(int32_t))
+            kept = True
+    _unlock(c)
+    return kept
 
 
 cdef void _share(MaskCacheC* c, int32_t state, CacheEntryC* e) noexcept nogil:
@@ -274,6 +312,9 @@ cdef class MaskCache:
 
     def __dealloc__(self):
         cdef intp_t k
+        for k in range(self.c.n_spent_memo):
+            free(self.c.spent_memo[k])
+        free(self.c.spent_memo)
         for k in range(self.c.n_owned):
             free(self.c.owned[k])
         free(self.c.owned)
@@ -360,13 +401,14 @@ cdef class MaskCache:
 
     def memory_parts(self):
         """Bytes held, by part (one consistent snapshot): ``entry_payloads`` (token ids and
-        uncertain positions of the distinct entries), ``entry_headers``, ``state_index`` (the
+        uncertain positions of the distinct entries, and the masks memoized for the last token
+        of a token budget), ``entry_headers``, ``state_index`` (the
         per-state entry pointers), ``dedup_table`` and ``context_tables`` (return contexts,
         follow sets, state rules).  Entries only grow, so equal results before and after an
         ``export()`` describe that export."""
         cdef int64_t payload, headers, index, table
         _lock(&self.c)  # plain C reads only under the lock (see summary)
-        payload = self.c.entry_bytes
+        payload = self.c.entry_bytes + self.c.spent_memo_bytes
         headers = self.c.n_owned * <int64_t>sizeof(CacheEntryC)
         index = self.c.n_states * <int64_t>sizeof(void*)
         table = self.c.table_cap * <int64_t>sizeof(void*)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..ir import EPSILON, Bytes, Expr, Repeat, RuleRef, make_choice, make_seq
+from ..ir import EPSILON, Bytes, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
 from .context import Context
 from .vocabulary import DIRECT_REPEAT
 
@@ -78,4 +78,4 @@ def repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
 
 def is_small(e: Expr) -> bool:
     """An expression cheap enough to repeat inline (no rule of its own)."""
-    return isinstance(e, (Bytes, RuleRef)) or e == EPSILON
+    return isinstance(e, (Bytes, RuleRef)) or (type(e) is Seq and e.items == ())  # (== EPSILON)

@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ...errors import GrammarLimitError
 from ..code_point_dfa import (
@@ -31,10 +31,9 @@ from ..code_point_dfa import (
     dfa_minimize,
     dfa_product,
     dfa_with_length,
-    dfa_word_complement,
     split_points,
 )
-from ..dfa_expr import dfa_from_expr, dfa_to_expr
+from ..dfa_expr import dfa_from_expr, dfa_to_expr, word_complement_expr
 from ..ir import Bytes, CharClass, Expr, Repeat, make_choice, make_seq
 from ..string_format import ESCAPABLE, JSON_CHAR_PERMISSIVE, encode_ranges_canonical
 from ..text_exclusion import automaton_rules, exclude_words
@@ -58,6 +57,7 @@ class Keys:
         self.merger = merger
         self.strings = strings
         self.validator = validator
+        self.names_memo: Dict[tuple, Optional[Dfa]] = {}  # see prop_names_dfa
 
     def prop_atoms(self, m: Merged, name: str) -> FrozenSet:
         """The value atoms of property ``name`` in ``m`` (``properties``, matching
@@ -157,9 +157,17 @@ class Keys:
         return out
 
     def prop_names_dfa(self, m: Merged) -> Optional[Dfa]:
-        """DFA of the allowed key strings from ``propertyNames`` (None: any)."""
+        """DFA of the allowed key strings from ``propertyNames`` (None: any); memoized per
+        conversion by the ``propertyNames`` nodes (every object sharing them asks again)."""
         if not m.prop_names:
             return None
+        key = tuple(m.prop_names)
+        if key not in self.names_memo:
+            # (what it reports is reported again by an identical call, and deduplicated)
+            self.names_memo[key] = self._prop_names_dfa(m)
+        return self.names_memo[key]
+
+    def _prop_names_dfa(self, m: Merged) -> Optional[Dfa]:
         d = None
         for pn in m.prop_names:
             atoms = self.atoms.flatten(pn)
@@ -274,26 +282,27 @@ class Keys:
                            if max(lo, a) <= min(hi, b)) for es in d.edges]
         lit_edges = [tuple(sorted(es)) for es in lit_edges]
         pre = (lambda: dfa_to_expr(Dfa(lit_edges, acc2), self.ctx.sink, hint + "_pre")) if any(acc2) else None
-        return self._emit_key_split(Dfa(lit_edges, list(d.accept)), pre, esc_any, hint)
+        e1 = dfa_to_expr(Dfa(lit_edges, list(d.accept)), self.ctx.sink, hint)
+        return self._emit_key_split(e1, pre, esc_any)
 
     def emit_key_complement(self, words: List[str], hint: str) -> Optional[Expr]:
         """``emit_key_dfa`` of the keys other than ``words`` (all of printable ASCII, see
         :data:`_LITERAL_KEY`), without building the full automaton: the escape-free keys are
-        ``dfa_word_complement`` over printable ASCII, and every state leads to the
+        ``word_complement_expr`` over printable ASCII, and every state leads to the
         accept-all state on an escapable character, whose escape-free prefixes are any
         printable ASCII string (the same expression, rule for rule)."""
         esc_any = self._key_esc_char()
-        return self._emit_key_split(dfa_word_complement(words, _LIT), lambda: _ANY_LIT_EXPR, esc_any, hint)
+        e1 = word_complement_expr(words, _LIT, self.ctx.sink, hint)
+        return self._emit_key_split(e1, lambda: _ANY_LIT_EXPR, esc_any)
 
     def _key_esc_char(self) -> Expr:
         return self.ctx.shared_rule("key_esc_char", "key_esc_char",
                                     lambda: encode_ranges_canonical(ESCAPABLE))
 
-    def _emit_key_split(self, lit: Dfa, pre, esc_any: Expr, hint: str) -> Optional[Expr]:
-        """Keys as the escape-free strings of ``lit``, or an escape-free prefix, one escaped
-        character and anything after it; ``pre()`` emits the prefixes (after ``lit``: rule
-        names follow the emission order), ``pre`` is None when there are none."""
-        e1 = dfa_to_expr(lit, self.ctx.sink, hint)
+    def _emit_key_split(self, e1: Optional[Expr], pre, esc_any: Expr) -> Optional[Expr]:
+        """Keys as the escape-free strings ``e1`` (emitted already: rule names follow the
+        emission order), or an escape-free prefix, one escaped character and anything after
+        it; ``pre()`` emits the prefixes, ``pre`` is None when there are none."""
         alts = [e1] if e1 is not None else []
         if pre is not None:
             e2 = pre()

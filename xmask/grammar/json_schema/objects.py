@@ -63,7 +63,9 @@ class Objects:
                 if req:
                     return None
                 continue
-            key = make_seq([Bytes(b'"'), self.literals.literal_body(name), Bytes(b'"')])
+            body = self.literals.literal_body(name)
+            # (make_seq of the quotes and a literal body: one literal)
+            key = Bytes(b'"' + body.data + b'"') if type(body) is Bytes else make_seq([Bytes(b'"'), body, Bytes(b'"')])
             members.append((name, make_seq([key, L.key_sep(), val]), req))
         n_req = sum(1 for _, _, r in members if r)
         if m.max_props is not None and n_req > m.max_props:
@@ -115,7 +117,9 @@ class Objects:
         n = len(members)
         cap = self._count_cap(m, n)
         lo_p, hi_p = m.min_props, m.max_props
-        if sum(min(i, cap) + 1 for i in range(n + 1)) > MAX_COUNT_STATES:
+        # the (i, c) states: sum over i <= n of min(i, cap) + 1, in closed form
+        k = min(n, cap)
+        if (n + 1) + k * (k + 1) // 2 + (n - k) * cap > MAX_COUNT_STATES:
             raise GrammarLimitError("object property counts need too many states", path=m.big.get("props"))
 
         def norm(c: int) -> int:
