@@ -92,23 +92,17 @@ def return_contexts(const int32_t[::1] call_callee, const int32_t[::1] caller_ru
     cdef int32_t* t_dst = <int32_t*>malloc((m + 1) * sizeof(int32_t))
     cdef int32_t* o_off = <int32_t*>calloc(R + 2, sizeof(int32_t))
     cdef int32_t* o_ret = <int32_t*>malloc((m + 1) * sizeof(int32_t))
-    # Tarjan
-    cdef int32_t* index = <int32_t*>malloc((R + 1) * sizeof(int32_t))
-    cdef int32_t* low = <int32_t*>malloc((R + 1) * sizeof(int32_t))
-    cdef int32_t* comp_of = <int32_t*>malloc((R + 1) * sizeof(int32_t))
-    cdef int32_t* tstack = <int32_t*>malloc((R + 1) * sizeof(int32_t))
-    cdef int32_t* cnode = <int32_t*>malloc((R + 1) * sizeof(int32_t))
-    cdef int32_t* cedge = <int32_t*>malloc((R + 1) * sizeof(int32_t))
-    cdef int32_t* members = <int32_t*>malloc((R + 1) * sizeof(int32_t))  # comps' members
-    cdef int32_t* comp_start = <int32_t*>malloc((R + 2) * sizeof(int32_t))
+    cdef Scc g
+    g.index = NULL
     cdef int32_t* comp_set = <int32_t*>malloc((R + 1) * sizeof(int32_t))
-    cdef uint8_t* onstack = <uint8_t*>calloc(R + 1, 1)
     cdef int32_t* mark = <int32_t*>calloc(n_states + 1, sizeof(int32_t))
+    cdef int32_t* comp_of
+    cdef int32_t* members
+    cdef int32_t* comp_start
     try:
-        if not (t_off and t_dst and o_off and o_ret and index and low and comp_of and tstack
-                and cnode and cedge and members and comp_start and comp_set and onstack
-                and mark):
+        if not (t_off and t_dst and o_off and o_ret and comp_set and mark) or scc_alloc(&g, R):
             raise MemoryError()
+        comp_of, members, comp_start = g.comp_of, g.members, g.comp_start
         with nogil:
             for k in range(m):
                 if call_ret[k] < 0:
@@ -127,8 +121,7 @@ def return_contexts(const int32_t[::1] call_callee, const int32_t[::1] caller_ru
                     o_off[call_callee[k] + 1] += 1
             # Tarjan over x -> tail caller: a component comes after every component it reaches
             # (its callers), so callers' components are solved first
-            n_comp = tarjan(R, t_off, t_dst, index, low, tstack, cnode, cedge, onstack,
-                            comp_of, members, comp_start)
+            n_comp = tarjan(R, t_off, t_dst, &g)
             # set 0 is the empty set
             if iv_push(&set_off, 0) or iv_push(&set_off, 0):
                 nomem = True
@@ -197,9 +190,8 @@ def return_contexts(const int32_t[::1] call_callee, const int32_t[::1] caller_ru
                        pool.d, set_off.d, n_sid, comp_set, comp_of, R)
         return offsets_a, flat_a, ctx_follow_a
     finally:
-        free(t_off); free(t_dst); free(o_off); free(o_ret); free(index); free(low)
-        free(comp_of); free(tstack); free(cnode); free(cedge); free(members)
-        free(comp_start); free(comp_set); free(onstack); free(mark)
+        free(t_off); free(t_dst); free(o_off); free(o_ret); free(g.index); free(comp_set)
+        free(mark)
         free(pool.d); free(set_off.d); free(vec.d); free(sids.d)
 
 
@@ -224,16 +216,48 @@ cdef void _fill_contexts(int64_t[::1] offsets, int32_t[::1] flat, uint64_t[:, ::
             ctx_follow[x, j] = set_follow[sid, j]
 
 
-cdef isz tarjan(isz n, const int32_t* off, const int32_t* dst, int32_t* index, int32_t* low,
-                int32_t* tstack, int32_t* cnode, int32_t* cedge, uint8_t* onstack,
-                int32_t* comp_of, int32_t* members, int32_t* comp_start) noexcept nogil:
+cdef struct Scc:
+    # Tarjan's arrays for a graph of n nodes (one block, see scc_alloc)
+    int32_t* index
+    int32_t* low
+    int32_t* tstack
+    int32_t* cnode
+    int32_t* cedge
+    int32_t* comp_of
+    int32_t* members
+    int32_t* comp_start
+    uint8_t* onstack
+
+
+cdef int scc_alloc(Scc* g, isz n) noexcept nogil:
+    """Allocate ``g``'s arrays for ``n`` nodes in one block (``onstack`` zeroed); -1 if out of
+    memory.  Free with ``free(g.index)``."""
+    cdef isz k = n + 2
+    cdef int32_t* a = <int32_t*>calloc(8 * k + k // 4 + 1, sizeof(int32_t))
+    if a == NULL:
+        return -1
+    g.index, g.low, g.tstack, g.cnode = a, a + k, a + 2 * k, a + 3 * k
+    g.cedge, g.comp_of, g.members, g.comp_start = a + 4 * k, a + 5 * k, a + 6 * k, a + 7 * k
+    g.onstack = <uint8_t*>(a + 8 * k)
+    return 0
+
+
+cdef isz tarjan(isz n, const int32_t* off, const int32_t* dst, Scc* g) noexcept nogil:
     """Strongly connected components of the graph ``0..n-1`` (CSR ``off`` / ``dst``), Tarjan
     without recursion; returns their count.  A component is emitted after every component
-    it reaches: component ``c`` is ``members[comp_start[c]:comp_start[c + 1]]``, and
-    ``comp_of`` maps nodes to components.  The other arrays are scratch of ``n`` entries
-    (``onstack`` zeroed)."""
+    it reaches: component ``c`` is ``g.members[g.comp_start[c]:g.comp_start[c + 1]]``, and
+    ``g.comp_of`` maps nodes to components (``g.onstack`` is left zeroed)."""
     cdef isz x, ctop, top = 0, idx = 0, n_comp = 0, n_members = 0
     cdef int32_t v, w
+    cdef int32_t* index = g.index
+    cdef int32_t* low = g.low
+    cdef int32_t* tstack = g.tstack
+    cdef int32_t* cnode = g.cnode
+    cdef int32_t* cedge = g.cedge
+    cdef int32_t* comp_of = g.comp_of
+    cdef int32_t* members = g.members
+    cdef int32_t* comp_start = g.comp_start
+    cdef uint8_t* onstack = g.onstack
     for x in range(n):
         index[x] = -1
     for x in range(n):
@@ -294,22 +318,18 @@ def inline_plan(const int32_t[::1] off, const int32_t[::1] dst, isz root):
     order_a = np.empty(n, dtype=np.int32)
     cdef uint8_t[::1] rec = rec_a
     cdef int32_t[::1] order = order_a
-    cdef int32_t* index = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* low = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* tstack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* cnode = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* cedge = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* comp_of = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* members = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* comp_start = <int32_t*>malloc((n + 2) * sizeof(int32_t))
-    cdef uint8_t* flag = <uint8_t*>calloc(n + 1, 1)  # Tarjan's on-stack, then "seen"
+    cdef Scc g
+    cdef int32_t* cnode
+    cdef int32_t* cedge
+    cdef int32_t* members
+    cdef int32_t* comp_start
+    cdef uint8_t* flag  # Tarjan's on-stack (zeroed after it), then "seen"
+    if scc_alloc(&g, n):
+        raise MemoryError()
+    cnode, cedge, members, comp_start, flag = g.cnode, g.cedge, g.members, g.comp_start, g.onstack
     try:
-        if not (index and low and tstack and cnode and cedge and comp_of and members
-                and comp_start and flag):
-            raise MemoryError()
         with nogil:
-            n_comp = tarjan(n, &off[0], &dst[0] if dst.shape[0] else NULL, index, low, tstack,
-                            cnode, cedge, flag, comp_of, members, comp_start)
+            n_comp = tarjan(n, &off[0], &dst[0] if dst.shape[0] else NULL, &g)
             for c in range(n_comp):
                 if comp_start[c + 1] - comp_start[c] > 1:
                     for j in range(comp_start[c], comp_start[c + 1]):
@@ -341,6 +361,5 @@ def inline_plan(const int32_t[::1] off, const int32_t[::1] dst, isz root):
                         cnode[top] = w
                         cedge[top] = off[w]
     finally:
-        free(index); free(low); free(tstack); free(cnode); free(cedge); free(comp_of)
-        free(members); free(comp_start); free(flag)
+        free(g.index)
     return rec_a, order_a[:n_order]
