@@ -485,8 +485,8 @@ cdef class _Copies:
 
 cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
     """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``; a
-    reference counts ``sizes[name]`` (1 if absent).  ``memo`` (by object id) makes shared
-    sub-expressions cost one visit."""
+    reference counts ``sizes[name]`` (1 if absent).  ``memo`` (object id -> (size, object))
+    makes shared sub-expressions cost one visit."""
     cdef object t = type(expr)
     cdef isz total, n
     if t not in _KINDS:
@@ -500,7 +500,7 @@ cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
     key = id(expr)
     got = memo.get(key)
     if got is not None:
-        return got
+        return got[0]
     if t is Seq or t is Choice:
         total = 1
         for e in expr.items:
@@ -511,7 +511,8 @@ cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
     else:  # Repeat
         n = max(expr.min, expr.max if expr.max is not None else 1, 1)
         total = min(cap, 1 + n * rule_size(expr.item, sizes, cap, memo))
-    memo[key] = total
+    # the value holds expr: a temporary (flatten_repeat's) freed later could pass its id on
+    memo[key] = (total, expr)
     return total
 
 

@@ -222,7 +222,7 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
     order = [names[i] for i in post.tolist()]
     # A reference counts its callee's size, so a body's size is its expanded size.  The memo is
     # keyed by object id: every key object stays alive in ``rules`` until this returns.
-    size_memo: Dict[int, int] = {}
+    size_memo: Dict[int, tuple] = {}
     for name in order:
         size = rule_size(rules[name], sizes, cap, size_memo)
         sizes[name] = size
