@@ -7,8 +7,9 @@
 #   scripts/sanitize.sh all   [pytest args...]   # both, one after the other
 #
 # Without pytest args it runs the parts that drive the C core with hostile input:
-#   tests/runtime tests/fuzz tests/compiler tests/serialization tests/structural
-# (measured on 2 shared cores: ASan 14-21 min, debug 12.5 min, each build ~1-1.5 min of it).
+#   tests/runtime tests/fuzz tests/compiler tests/serialization tests/structural tests/grammar
+# (measured on 2 shared cores: ASan 14-21 min, debug 12.5 min, each build ~1-1.5 min of it;
+# tests/grammar, whose Cython kernels joined later, adds ~1 min).
 # The working tree is copied as it is (tracked and untracked files, not build products), so
 # uncommitted changes are checked too; the checkout itself is never rebuilt.  Data comes from
 # $XMASK_DATA or ../shared/data beside the checkout, as for the normal tests.
@@ -30,7 +31,7 @@ case "$mode" in asan|debug|all) ;; *) echo "usage: $0 asan|debug|all [pytest arg
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 data="${XMASK_DATA:-$(cd "$repo/.." && pwd)/shared/data}"
 if [ "$#" -eq 0 ]; then
-    set -- -q -x tests/runtime tests/fuzz tests/compiler tests/serialization tests/structural
+    set -- -q -x tests/runtime tests/fuzz tests/compiler tests/serialization tests/structural tests/grammar
 fi
 
 run_one() {  # $1 = asan | debug, then the pytest args
