@@ -29,8 +29,8 @@ Example::
 from __future__ import annotations
 
 import sys
-import time
 
+from ._gil import release_once
 from ._process_setting import counted_setting
 
 COMPILE_SWITCH_INTERVAL = 0.0005  # seconds
@@ -41,7 +41,7 @@ def _set_interval(seconds: float) -> None:
     sys.setswitchinterval(seconds)
     # A thread already waiting for the GIL waits out the interval it read when it began (5 ms
     # by default); letting go once wakes it, and it waits again with the new interval.
-    time.sleep(0)
+    release_once()
 
 
 # ``with responsive_switching(): ...`` runs the block with a short GIL switch interval
