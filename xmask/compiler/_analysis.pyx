@@ -191,11 +191,20 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
     cdef int32_t* stack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     cdef int32_t* seen = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     cdef int32_t* callers = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef isz n_callers = 0
-    if not (stack and seen and callers):
+    cdef isz n_callers = 0, head, count, tail
+    # FOLLOW's rule graph (CSR by caller rule) and its worklist
+    cdef int32_t* e_off = <int32_t*>calloc(R + 1, sizeof(int32_t))
+    cdef int32_t* e_dst = <int32_t*>malloc((call_callee.shape[0] + 1) * sizeof(int32_t))
+    cdef int32_t* queue = <int32_t*>malloc((R + 1) * sizeof(int32_t))
+    cdef uint8_t* inq = <uint8_t*>malloc(R + 1)
+    if not (stack and seen and callers and e_off and e_dst and queue and inq):
         free(stack)
         free(seen)
         free(callers)
+        free(e_off)
+        free(e_dst)
+        free(queue)
+        free(inq)
         raise MemoryError()
     try:
         with nogil:
@@ -295,26 +304,64 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
                         if m[j] != first[s, j]:
                             first[s, j] = m[j]
                             changed = True
-            changed = True
-            while changed:
-                changed = False
-                for p in range(n_callers):
-                    s = callers[p]
-                    r = state_rule[s]
-                    for k in range(call_off[s], call_off[s + 1]):
-                        callee = call_callee[k]
-                        ret = call_ret[k]
-                        for j in range(4):
-                            m[j] = follow[callee, j] | first[ret, j]
-                            if nullable[ret]:
-                                m[j] |= follow[r, j]
-                            if m[j] != follow[callee, j]:
-                                follow[callee, j] = m[j]
-                                changed = True
+            # FOLLOW: each call adds its return state's FIRST to its callee's FOLLOW, and,
+            # when the return state is nullable, its own rule's FOLLOW.  The second part
+            # is a graph over rules, solved with a worklist: round-robin sweeps took
+            # hundreds of passes on deeply nested schemas (a rule's FOLLOW flows down the
+            # nesting one level per sweep); the least fixpoint is the same.
+            for p in range(n_callers):
+                s = callers[p]
+                for k in range(call_off[s], call_off[s + 1]):
+                    callee = call_callee[k]
+                    ret = call_ret[k]
+                    for j in range(4):
+                        follow[callee, j] |= first[ret, j]
+                    if nullable[ret]:
+                        e_off[state_rule[s] + 1] += 1
+            for r in range(R):
+                e_off[r + 1] += e_off[r]
+            for p in range(n_callers):
+                s = callers[p]
+                r = state_rule[s]
+                for k in range(call_off[s], call_off[s + 1]):
+                    if nullable[call_ret[k]]:
+                        e_dst[e_off[r]] = call_callee[k]
+                        e_off[r] += 1
+            for r in range(R, 0, -1):
+                e_off[r] = e_off[r - 1]
+            e_off[0] = 0
+            # queue: a ring of R slots (a rule is queued at most once at a time)
+            for r in range(R):
+                queue[r] = <int32_t>r
+                inq[r] = 1
+            head = 0
+            count = R
+            while count:
+                r = queue[head]
+                head = head + 1 if head + 1 < R else 0
+                count -= 1
+                inq[r] = 0
+                for k in range(e_off[r], e_off[r + 1]):
+                    callee = e_dst[k]
+                    changed = False
+                    for j in range(4):
+                        w = follow[callee, j] | follow[r, j]
+                        if w != follow[callee, j]:
+                            follow[callee, j] = w
+                            changed = True
+                    if changed and not inq[callee]:
+                        inq[callee] = 1
+                        tail = head + count
+                        queue[tail if tail < R else tail - R] = callee
+                        count += 1
     finally:
         free(stack)
         free(seen)
         free(callers)
+        free(e_off)
+        free(e_dst)
+        free(queue)
+        free(inq)
     return nullable_a, first_a, follow_a, left_a[:n_left]
 
 
