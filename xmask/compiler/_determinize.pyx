@@ -80,7 +80,17 @@ cdef int sm_init(SeqMap* m) noexcept nogil:
 
 
 cdef void sm_clear(SeqMap* m) noexcept nogil:
-    memset(m.slots, 0xFF, m.cap * sizeof(int32_t))
+    cdef isz e, i
+    if 8 * m.val.n < m.cap:
+        # few entries in a table grown by an earlier, larger rule: empty their slots only
+        # (a rule's probe never stops at an emptied slot here: it looks for its own entry)
+        for e in range(m.val.n):
+            i = <isz>(<uint64_t>m.hsh.d[e] & <uint64_t>(m.cap - 1))
+            while m.slots[i] != e:
+                i = (i + 1) & (m.cap - 1)
+            m.slots[i] = -1
+    else:
+        memset(m.slots, 0xFF, m.cap * sizeof(int32_t))
     m.pool.n = 0
     m.off.n = 1
     m.val.n = 0
