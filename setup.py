@@ -34,6 +34,7 @@ MODULES = [
     "xmask.runtime._stack",
     "xmask.runtime._stack_gss",
     "xmask.runtime._stack_budget",
+    "xmask.runtime._plain_depth",
     "xmask.runtime._classify",
     "xmask.runtime._mask_cache",
     "xmask.runtime._fill_spent",
