@@ -193,11 +193,10 @@ cdef struct Ctx:
     int64_t held
     # per-state scratch
     IVec cur
-    IVec cnt             # slow_row: the active targets' edge counts
-    IVec pos             # slow_row: the active targets
-    IVec buf             # slow_row: the last stretch's target set
-    LVec pairs           # calls_of: (callee, return) pairs; slow_row: start events
-    LVec ends            # slow_row: end events
+    IVec cnt
+    IVec pos
+    IVec buf
+    LVec pairs
     IVec tmp
     IVec row             # per-class single raw target (fast path of determinize)
 
@@ -291,7 +290,8 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
 cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     """Subset construction of one rule into c.trans / c.finals / c.call_*; returns a status."""
     cdef int status = ST_OK
-    cdef isz d = 0, i, nsub
+    cdef isz d = 0, i, k, p, nsub, total, L, prev_off, prev_len, g, j
+    cdef int32_t s, cl, dst, prev_dst, rule
     cdef const int32_t* sub
     cdef bint fin
     sm_clear(&c.index)
@@ -303,7 +303,7 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     c.call_rule.n = 0
     c.call_dst.n = 0
     c.held = 0
-    if iv_reserve(&c.row, c.nc):
+    if iv_reserve(&c.cnt, c.nc + 1) or iv_reserve(&c.pos, c.nc + 1) or iv_reserve(&c.row, c.nc):
         return ST_NOMEM
     if target(c, &start, 1, False, &status) < 0:
         return status
@@ -323,115 +323,65 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
                 fin = True
         # Fast path, the common case (chains of pasted item DFAs, keys, literals): every class
         # has at most one distinct NFA target.  Same result and the same order of target()
-        # calls as the sweep of slow_row, without its sorting and comparing.
+        # calls as the bucketed path below, without its counting, sorting and comparing.
         status = fast_row(c, d, sub, nsub)
-        if status == ST_CONFLICT:
-            status = slow_row(c, d, sub, nsub)
-        if status != ST_OK:
+        if status == ST_OK:
+            status = calls_of(c, d, sub, nsub)
+            if status != ST_OK:
+                return status
+            if iv_push(&c.finals, fin):
+                return ST_NOMEM
+            d += 1
+            continue
+        if status != ST_CONFLICT:
             return status
+        status = ST_OK
+        # byte targets bucketed by class
+        memset(c.cnt.d, 0, (c.nc + 1) * sizeof(int32_t))
+        for i in range(nsub):
+            s = sub[i]
+            for k in range(c.b_off[s], c.b_off[s + 1]):
+                for cl in range(c.b_clo[k], c.b_chi[k] + 1):
+                    c.cnt.d[cl] += 1
+        total = 0
+        for cl in range(c.nc):
+            c.pos.d[cl] = <int32_t>total
+            total += c.cnt.d[cl]
+        if iv_reserve(&c.buf, total):
+            return ST_NOMEM
+        for i in range(nsub):
+            s = sub[i]
+            for k in range(c.b_off[s], c.b_off[s + 1]):
+                for cl in range(c.b_clo[k], c.b_chi[k] + 1):
+                    c.buf.d[c.pos.d[cl]] = c.b_dst[k]
+                    c.pos.d[cl] += 1
+        prev_len = -1
+        prev_off = 0
+        prev_dst = -1
+        p = 0
+        for cl in range(c.nc):
+            L = c.cnt.d[cl]
+            if L == 0:
+                continue
+            L = sort_unique(c.buf.d + p, L)
+            if (L == prev_len
+                    and ints_eq(c.buf.d + p, c.buf.d + prev_off, L)):
+                dst = prev_dst
+            else:
+                dst = target(c, c.buf.d + p, L, True, &status)
+                if dst < 0:
+                    return status
+            c.trans.d[d * c.nc + cl] = dst
+            prev_len = L
+            prev_off = p
+            prev_dst = dst
+            p += c.cnt.d[cl]
         status = calls_of(c, d, sub, nsub)
         if status != ST_OK:
             return status
         if iv_push(&c.finals, fin):
             return ST_NOMEM
         d += 1
-    return ST_OK
-
-
-cdef inline void sort_small(int64_t* a, isz n) noexcept nogil:
-    """Insertion sort for a state's few edge events (qsort for many)."""
-    cdef isz i, k
-    cdef int64_t x
-    if n > 48:
-        qsort(a, n, sizeof(int64_t), cmp_i64)
-        return
-    for i in range(1, n):
-        x = a[i]
-        k = i
-        while k > 0 and a[k - 1] > x:
-            a[k] = a[k - 1]
-            k -= 1
-        a[k] = x
-
-
-cdef int slow_row(Ctx* c, isz d, const int32_t* sub, isz nsub) noexcept nogil:
-    """Row ``d`` of c.trans in general: a sweep over the byte edges' class ranges (sorted
-    start and end events), one target set per stretch of classes between two events.  The
-    target() calls are those of a class-by-class pass (classes ascending, a class whose set
-    equals the last nonempty class's reuses its state), at the cost of the edges, not of
-    the classes they span (a JSON string's character edge spans ~30)."""
-    cdef isz i, k, e = 0, ia = 0, ib = 0, nact = 0, cl, j, prev_len = -1
-    cdef int64_t pos, nxt
-    cdef int32_t s, t, x, dst, prev_dst = -1
-    cdef int status = ST_OK
-    cdef int32_t* act
-    cdef int32_t* cnt
-    for i in range(nsub):
-        e += c.b_off[sub[i] + 1] - c.b_off[sub[i]]
-    if (lv_reserve(&c.pairs, e) or lv_reserve(&c.ends, e) or iv_reserve(&c.pos, e)
-            or iv_reserve(&c.cnt, e) or iv_reserve(&c.tmp, e) or iv_reserve(&c.buf, e)):
-        return ST_NOMEM
-    e = 0
-    for i in range(nsub):
-        s = sub[i]
-        for k in range(c.b_off[s], c.b_off[s + 1]):
-            c.pairs.d[e] = (<int64_t>c.b_clo[k] << 32) | <int64_t>c.b_dst[k]
-            c.ends.d[e] = (<int64_t>(c.b_chi[k] + 1) << 32) | <int64_t>c.b_dst[k]
-            e += 1
-    sort_small(c.pairs.d, e)
-    sort_small(c.ends.d, e)
-    act = c.pos.d   # active targets, with their edge counts
-    cnt = c.cnt.d
-    while ia < e or nact:
-        pos = c.pairs.d[ia] >> 32 if ia < e else (<int64_t>1 << 40)
-        if ib < e and (c.ends.d[ib] >> 32) < pos:
-            pos = c.ends.d[ib] >> 32
-        while ib < e and (c.ends.d[ib] >> 32) == pos:
-            t = <int32_t>(c.ends.d[ib] & <int64_t>0xFFFFFFFF)
-            for j in range(nact):
-                if act[j] == t:
-                    cnt[j] -= 1
-                    if cnt[j] == 0:
-                        nact -= 1
-                        act[j] = act[nact]
-                        cnt[j] = cnt[nact]
-                    break
-            ib += 1
-        while ia < e and (c.pairs.d[ia] >> 32) == pos:
-            t = <int32_t>(c.pairs.d[ia] & <int64_t>0xFFFFFFFF)
-            for j in range(nact):
-                if act[j] == t:
-                    cnt[j] += 1
-                    break
-            else:
-                act[nact] = t
-                cnt[nact] = 1
-                nact += 1
-            ia += 1
-        if not nact:
-            continue
-        nxt = c.pairs.d[ia] >> 32 if ia < e else (<int64_t>1 << 40)
-        if (c.ends.d[ib] >> 32) < nxt:
-            nxt = c.ends.d[ib] >> 32
-        # the stretch [pos, nxt) reads the active targets: sorted, as the subset maps key
-        for j in range(nact):
-            x = act[j]
-            k = j
-            while k > 0 and c.tmp.d[k - 1] > x:
-                c.tmp.d[k] = c.tmp.d[k - 1]
-                k -= 1
-            c.tmp.d[k] = x
-        if nact == prev_len and ints_eq(c.tmp.d, c.buf.d, nact):
-            dst = prev_dst
-        else:
-            dst = target(c, c.tmp.d, nact, True, &status)
-            if dst < 0:
-                return status
-            memcpy(c.buf.d, c.tmp.d, nact * sizeof(int32_t))
-            prev_len = nact
-            prev_dst = dst
-        for cl in range(pos, nxt):
-            c.trans.d[d * c.nc + cl] = dst
     return ST_OK
 
 
@@ -767,7 +717,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
         sm_free(&c.memo)
         free(c.stack.d); free(c.clos.d); free(c.trans.d); free(c.finals.d)
         free(c.call_src.d); free(c.call_rule.d); free(c.call_dst.d); free(c.cur.d)
-        free(c.cnt.d); free(c.pos.d); free(c.buf.d); free(c.tmp.d); free(c.pairs.d); free(c.ends.d)
+        free(c.cnt.d); free(c.pos.d); free(c.buf.d); free(c.tmp.d); free(c.pairs.d)
         free(c.row.d)
         free(g_trans.d); free(g_final.d); free(g_csrc.d); free(g_crule.d); free(g_cdst.d)
         free(rule_base.d)
