@@ -12,7 +12,7 @@ import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, malloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from xmask.compiler._ivec cimport IVec, iv_reserve
 
@@ -22,6 +22,22 @@ cdef enum:
     FINAL = 1
     HAS_BYTES = 2
     EXIT_ONLY = 4
+
+
+cdef inline isz skip_none(const int32_t* row, isz c, isz nc) noexcept nogil:
+    """The first column ``>= c`` of ``row`` with a target (``nc`` if none).  Rows are mostly
+    -1 (a JSON string state reads ~35 of ~90 classes, a key state a few): four columns are
+    checked at once as two 64-bit words (-1 is all ones)."""
+    cdef uint64_t w0, w1
+    while c + 4 <= nc:
+        memcpy(&w0, row + c, 8)
+        memcpy(&w1, row + c + 2, 8)
+        if (w0 & w1) != ~(<uint64_t>0):
+            break
+        c += 4
+    while c < nc and row[c] < 0:
+        c += 1
+    return c
 
 
 def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[::1] call_src,
@@ -52,6 +68,7 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
     cdef int32_t* stack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     cdef uint8_t* has_edge = <uint8_t*>malloc(n + 1)
     cdef int32_t cs, rs
+    cdef const int32_t* row
     cdef bint nomem = False
     try:
         if not (rev_off and w_off and w_call and stack and has_edge):
@@ -62,20 +79,28 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
                 w_off[s] = 0
             # (target, source) once per run of equal targets in a row
             for s in range(n):
-                prev = -1
                 has_edge[s] = 0
-                for c in range(nc):
-                    t = trans[s, c]
-                    if t >= 0 and t != prev:
-                        if iv_reserve(&pairs, pairs.n + 2):
-                            nomem = True
-                            break
-                        pairs.d[pairs.n] = <int32_t>t
-                        pairs.d[pairs.n + 1] = <int32_t>s
-                        pairs.n += 2
-                        rev_off[t + 2] += 1
-                        has_edge[s] = 1
-                    prev = <int32_t>t
+                row = &trans[s, 0] if nc else NULL
+                c = skip_none(row, 0, nc)
+                while c < nc:
+                    # a run of columns with targets: one pair per run of equal targets
+                    prev = -1
+                    while c < nc and row[c] >= 0:
+                        t = row[c]
+                        if t != prev:
+                            if iv_reserve(&pairs, pairs.n + 2):
+                                nomem = True
+                                break
+                            pairs.d[pairs.n] = <int32_t>t
+                            pairs.d[pairs.n + 1] = <int32_t>s
+                            pairs.n += 2
+                            rev_off[t + 2] += 1
+                            has_edge[s] = 1
+                        prev = <int32_t>t
+                        c += 1
+                    if nomem:
+                        break
+                    c = skip_none(row, c, nc)
                 if nomem:
                     break
             n_pairs = pairs.n // 2
@@ -180,6 +205,7 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
     cdef int32_t cls_hi[256]
     cdef isz lo_b, hi_b
     cdef bint ordered
+    cdef const int32_t* row
     nullable_a = np.zeros(n, dtype=np.uint8)
     first_a = np.zeros((n, 4), dtype=np.uint64)
     follow_a = np.zeros((R, 4), dtype=np.uint64)
@@ -191,11 +217,20 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
     cdef int32_t* stack = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     cdef int32_t* seen = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     cdef int32_t* callers = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef isz n_callers = 0
-    if not (stack and seen and callers):
+    cdef isz n_callers = 0, head, count, tail
+    # FOLLOW's rule graph (CSR by caller rule) and its worklist
+    cdef int32_t* e_off = <int32_t*>calloc(R + 1, sizeof(int32_t))
+    cdef int32_t* e_dst = <int32_t*>malloc((call_callee.shape[0] + 1) * sizeof(int32_t))
+    cdef int32_t* queue = <int32_t*>malloc((R + 1) * sizeof(int32_t))
+    cdef uint8_t* inq = <uint8_t*>malloc(R + 1)
+    if not (stack and seen and callers and e_off and e_dst and queue and inq):
         free(stack)
         free(seen)
         free(callers)
+        free(e_off)
+        free(e_dst)
+        free(queue)
+        free(inq)
         raise MemoryError()
     try:
         with nogil:
@@ -226,13 +261,11 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
                 else:
                     # classes are consecutive byte ranges: a run of columns with an edge is
                     # one byte range
-                    c = 0
+                    row = &trans[s, 0]
+                    c = skip_none(row, 0, nc)
                     while c < nc:
-                        if trans[s, c] < 0:
-                            c += 1
-                            continue
                         k = c
-                        while c < nc and trans[s, c] >= 0:
+                        while c < nc and row[c] >= 0:
                             c += 1
                         lo_b = cls_lo[k]
                         hi_b = cls_hi[c - 1]
@@ -243,6 +276,7 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
                             if hi_b < 64 * j + 63:
                                 w &= ~(<uint64_t>0) >> (63 - (hi_b - 64 * j))
                             first[s, j] |= w
+                        c = skip_none(row, c, nc)
                 if call_off[s + 1] > call_off[s]:
                     callers[n_callers] = <int32_t>s
                     n_callers += 1
@@ -295,26 +329,64 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
                         if m[j] != first[s, j]:
                             first[s, j] = m[j]
                             changed = True
-            changed = True
-            while changed:
-                changed = False
-                for p in range(n_callers):
-                    s = callers[p]
-                    r = state_rule[s]
-                    for k in range(call_off[s], call_off[s + 1]):
-                        callee = call_callee[k]
-                        ret = call_ret[k]
-                        for j in range(4):
-                            m[j] = follow[callee, j] | first[ret, j]
-                            if nullable[ret]:
-                                m[j] |= follow[r, j]
-                            if m[j] != follow[callee, j]:
-                                follow[callee, j] = m[j]
-                                changed = True
+            # FOLLOW: each call adds its return state's FIRST to its callee's FOLLOW, and,
+            # when the return state is nullable, its own rule's FOLLOW.  The second part
+            # is a graph over rules, solved with a worklist: round-robin sweeps took
+            # hundreds of passes on deeply nested schemas (a rule's FOLLOW flows down the
+            # nesting one level per sweep); the least fixpoint is the same.
+            for p in range(n_callers):
+                s = callers[p]
+                for k in range(call_off[s], call_off[s + 1]):
+                    callee = call_callee[k]
+                    ret = call_ret[k]
+                    for j in range(4):
+                        follow[callee, j] |= first[ret, j]
+                    if nullable[ret]:
+                        e_off[state_rule[s] + 1] += 1
+            for r in range(R):
+                e_off[r + 1] += e_off[r]
+            for p in range(n_callers):
+                s = callers[p]
+                r = state_rule[s]
+                for k in range(call_off[s], call_off[s + 1]):
+                    if nullable[call_ret[k]]:
+                        e_dst[e_off[r]] = call_callee[k]
+                        e_off[r] += 1
+            for r in range(R, 0, -1):
+                e_off[r] = e_off[r - 1]
+            e_off[0] = 0
+            # queue: a ring of R slots (a rule is queued at most once at a time)
+            for r in range(R):
+                queue[r] = <int32_t>r
+                inq[r] = 1
+            head = 0
+            count = R
+            while count:
+                r = queue[head]
+                head = head + 1 if head + 1 < R else 0
+                count -= 1
+                inq[r] = 0
+                for k in range(e_off[r], e_off[r + 1]):
+                    callee = e_dst[k]
+                    changed = False
+                    for j in range(4):
+                        w = follow[callee, j] | follow[r, j]
+                        if w != follow[callee, j]:
+                            follow[callee, j] = w
+                            changed = True
+                    if changed and not inq[callee]:
+                        inq[callee] = 1
+                        tail = head + count
+                        queue[tail if tail < R else tail - R] = callee
+                        count += 1
     finally:
         free(stack)
         free(seen)
         free(callers)
+        free(e_off)
+        free(e_dst)
+        free(queue)
+        free(inq)
     return nullable_a, first_a, follow_a, left_a[:n_left]
 
 

@@ -80,7 +80,17 @@ cdef int sm_init(SeqMap* m) noexcept nogil:
 
 
 cdef void sm_clear(SeqMap* m) noexcept nogil:
-    memset(m.slots, 0xFF, m.cap * sizeof(int32_t))
+    cdef isz e, i
+    if 8 * m.val.n < m.cap:
+        # few entries in a table grown by an earlier, larger rule: empty their slots only
+        # (a rule's probe never stops at an emptied slot here: it looks for its own entry)
+        for e in range(m.val.n):
+            i = <isz>(<uint64_t>m.hsh.d[e] & <uint64_t>(m.cap - 1))
+            while m.slots[i] != e:
+                i = (i + 1) & (m.cap - 1)
+            m.slots[i] = -1
+    else:
+        memset(m.slots, 0xFF, m.cap * sizeof(int32_t))
     m.pool.n = 0
     m.off.n = 1
     m.val.n = 0
@@ -507,29 +517,40 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, IVec* g_trans, IVec* g_final, I
     cdef isz n = c.finals.n, nl = c.nc, i, k, b, l, t0 = g_trans.n
     cdef int32_t t
     cdef int32_t* out
-    cdef int32_t* seen = <int32_t*>malloc((m + nl + 1) * sizeof(int32_t))
-    cdef int32_t* row  # the representative's local row, in global state numbers
+    cdef int32_t* seen = <int32_t*>malloc((m + nl + 2) * sizeof(int32_t))
+    cdef int32_t* lstart  # local column l covers global classes lstart[l] .. lstart[l + 1]
     if seen == NULL:
         return -1
-    row = seen + m
+    lstart = seen + m
     for b in range(m):
         seen[b] = -1
+    # lmap is nondecreasing from 0 to nl - 1: each local column is one run of global ones
+    l = 0
+    lstart[0] = 0
+    for k in range(1, nc):
+        if lmap[k] != lmap[k - 1]:
+            l += 1
+            lstart[l] = <int32_t>k
+    lstart[nl] = <int32_t>nc
     if iv_reserve(g_trans, t0 + m * nc) or iv_reserve(g_final, g_final.n + m):
         free(seen)
         return -1
     # each block's representative: its first state (blocks are numbered by first appearance);
-    # its row is translated once per local column, then spread by a branch-free gather
+    # its global row starts empty (most columns are) and each local column with a target
+    # fills its run of global columns
     for i in range(n):
         b = blk[i]
         if seen[b] >= 0:
             continue
         seen[b] = <int32_t>i
+        out = g_trans.d + t0 + b * nc
+        memset(out, 0xFF, nc * sizeof(int32_t))
         for l in range(nl):
             t = c.trans.d[i * nl + l]
-            row[l] = blk[t] + base if t >= 0 else -1
-        out = g_trans.d + t0 + b * nc
-        for k in range(nc):
-            out[k] = row[lmap[k]]
+            if t >= 0:
+                t = blk[t] + base
+                for k in range(lstart[l], lstart[l + 1]):
+                    out[k] = t
         g_final.d[g_final.n + b] = c.finals.d[i]
     g_trans.n = t0 + m * nc
     g_final.n += m

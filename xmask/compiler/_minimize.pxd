@@ -17,6 +17,7 @@ cdef struct Moore:
     int32_t* dmark      # state -> round it is dirty in
     int32_t* bmark      # block -> round it is affected in
     int32_t* bkeep      # block -> round its id was handed out
+    int32_t* bbest      # block -> leader of the group keeping its id (this round)
     IVec dirty
     IVec newid
     IVec spos           # signature offsets: dirty states, then block representatives
@@ -25,6 +26,7 @@ cdef struct Moore:
     IVec changed
     IVec sig
     IVec slots
+    IVec gsize          # per signature group: dirty members, then its new id
 
 
 cdef struct MinWork:

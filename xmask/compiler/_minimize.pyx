@@ -46,7 +46,7 @@ cdef void minwork_free(MinWork* w) noexcept nogil:
     free(w.callees.d); free(w.run_col.d); free(w.run_tgt.d); free(w.arena.d)
     free(w.rev_src.d); free(m.dirty.d); free(m.newid.d)
     free(m.spos.d); free(m.blocks.d); free(m.reps.d); free(m.changed.d); free(m.sig.d)
-    free(m.slots.d)
+    free(m.slots.d); free(m.gsize.d)
     memset(w, 0, sizeof(MinWork))
 
 
@@ -121,7 +121,17 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
         if iv_push(&m.dirty, <int32_t>i):
             return -1
     while m.dirty.n:
-        nd = m.dirty.n
+        # a state alone in its block cannot split: drop it (skips about a fifth of the
+        # signatures of a large schema's rules, which are nearly minimal)
+        nd = 0
+        for i in range(m.dirty.n):
+            s = m.dirty.d[i]
+            if m.prv[s] >= 0 or m.nxt[s] >= 0:
+                m.dirty.d[nd] = s
+                nd += 1
+        m.dirty.n = nd
+        if nd == 0:
+            break
         for i in range(nd):
             m.dmark[m.dirty.d[i]] = <int32_t>round_
         # affected blocks, each with a clean member if it has one
@@ -152,16 +162,16 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
                 return -1
         if iv_push(&m.spos, <int32_t>m.sig.n):
             return -1
-        # group equal signatures (the block is their first element): a representative's group
-        # keeps its block id, as does the first group of a block without one
+        # group equal signatures (the block is their first element); m.newid first holds each
+        # signature's group leader (its first index), m.gsize the group's dirty count
         cap = 16
         while cap < 2 * (nd + nb_aff):
             cap <<= 1
-        if iv_reserve(&m.slots, cap) or iv_reserve(&m.newid, nd + nb_aff):
+        if (iv_reserve(&m.slots, cap) or iv_reserve(&m.newid, nd + nb_aff)
+                or iv_reserve(&m.gsize, nd + nb_aff)):
             return -1
         for i in range(cap):
             m.slots.d[i] = -1
-        next_id = n_blocks
         for j in range(nd + nb_aff):
             # representatives first (j >= nd maps to them), then the dirty states in order
             idx = <int32_t>(nd + j if j < nb_aff else j - nb_aff)
@@ -174,23 +184,43 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
                 e = m.slots.d[i]
                 if e < 0:
                     m.slots.d[i] = idx
-                    if idx >= nd:
-                        b = m.blocks.d[idx - nd]
-                        m.bkeep[b] = <int32_t>round_
-                    else:
-                        b = m.block[m.dirty.d[idx]]
-                        if m.bkeep[b] != round_:
-                            m.bkeep[b] = <int32_t>round_
-                        else:
-                            b = <int32_t>next_id
-                            next_id += 1
-                    m.newid.d[idx] = b
+                    m.newid.d[idx] = idx
+                    # a representative's group keeps its block id: it holds the clean members
+                    m.gsize.d[idx] = 0x40000000 if idx >= nd else 1
                     break
                 if (m.spos.d[e + 1] - m.spos.d[e] == L
                         and ints_eq(m.sig.d + m.spos.d[e], m.sig.d + m.spos.d[idx], L)):
-                    m.newid.d[idx] = m.newid.d[e]
+                    m.newid.d[idx] = e
+                    m.gsize.d[e] += 1
                     break
                 i = (i + 1) & (cap - 1)
+        # Each split block keeps its id for its largest group (Hopcroft's "all but the largest
+        # half"): only states whose id changes make their predecessors dirty next round, and
+        # the ids are only names, so the partitions, their rounds and the result are the same
+        # whichever group keeps it (blocks are renumbered by first appearance at the end).
+        for j in range(nd + nb_aff):
+            idx = <int32_t>(nd + j if j < nb_aff else j - nb_aff)
+            if (idx >= nd and m.reps.d[idx - nd] < 0) or m.newid.d[idx] != idx:
+                continue
+            b = m.blocks.d[idx - nd] if idx >= nd else m.block[m.dirty.d[idx]]
+            if m.bkeep[b] != round_:
+                m.bkeep[b] = <int32_t>round_
+                m.bbest[b] = idx
+            elif m.gsize.d[idx] > m.gsize.d[m.bbest[b]]:
+                m.bbest[b] = idx
+        next_id = n_blocks
+        for j in range(nd + nb_aff):
+            idx = <int32_t>(nd + j if j < nb_aff else j - nb_aff)
+            if (idx >= nd and m.reps.d[idx - nd] < 0) or m.newid.d[idx] != idx:
+                continue
+            b = m.blocks.d[idx - nd] if idx >= nd else m.block[m.dirty.d[idx]]
+            if m.bbest[b] == idx:
+                m.gsize.d[idx] = b
+            else:
+                m.gsize.d[idx] = <int32_t>next_id
+                next_id += 1
+        for i in range(nd):
+            m.newid.d[i] = m.gsize.d[m.newid.d[i]]
         if next_id == n_blocks:
             return n_blocks
         n_blocks = next_id
@@ -266,6 +296,7 @@ cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals
     a = callrow + callees.n + 1
     mo.block, mo.head, mo.nxt, mo.prv = a, a + n, a + 2 * n, a + 3 * n
     mo.dmark, mo.bmark, mo.bkeep, mo.rev_off = a + 4 * n, a + 5 * n, a + 6 * n, a + 7 * n
+    mo.bbest = a + 8 * n + 1
     # each row as runs of equal targets: (first column, target)
     kk = 0
     for i in range(n):

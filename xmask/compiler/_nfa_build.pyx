@@ -104,6 +104,100 @@ cdef class _Template:
         self.eps, self.byte, self.calls = _Rows(eps), _Rows(byte), _Rows(calls)
 
 
+cdef class _Expansion:
+    """One expansion of an inlined rule, as ``NFA.inline`` replays it: ``size`` fresh states,
+    the epsilon, byte and call edges it added (an endpoint coded ``-1`` is the expansion's
+    start, ``-2`` the end it was given, ``k >= 0`` its k-th fresh state), the state it
+    returned (coded likewise) and ``need``, how far past its first fresh state its repeat
+    checks reached (the walk's limit errors fire iff ``built + need`` or ``built + size``
+    passes the cap)."""
+
+    cdef int32_t* eps
+    cdef int32_t* byte
+    cdef int32_t* calls
+    cdef isz n_eps, n_byte, n_calls, size, need
+    cdef int32_t ret
+
+    def __dealloc__(self):
+        free(self.eps)
+        free(self.byte)
+        free(self.calls)
+
+    cdef bint record(self, NFA nfa, isz n0, isz e0, isz b0, isz c0, isz start, isz end,
+                     isz ret, isz need) except -1:
+        """Copy the edges ``nfa`` added since (``e0``, ``b0``, ``c0``); False when some
+        endpoint is an older state other than ``start`` and ``end`` (then it is not kept)."""
+        self.size = nfa.n - n0
+        self.need = need
+        self.n_eps, self.n_byte, self.n_calls = nfa.eps.n - e0, nfa.byte.n - b0, nfa.calls.n - c0
+        self.eps = <int32_t*>malloc((self.n_eps + 1) * sizeof(int32_t))
+        self.byte = <int32_t*>malloc((self.n_byte + 1) * sizeof(int32_t))
+        self.calls = <int32_t*>malloc((self.n_calls + 1) * sizeof(int32_t))
+        if self.eps == NULL or self.byte == NULL or self.calls == NULL:
+            raise MemoryError()
+        self.ret = _code(ret, n0, start, end)
+        return (self.ret != -3
+                and _encode(nfa.eps.d + e0, self.eps, self.n_eps, 2, 0, 1, n0, start, end)
+                and _encode(nfa.byte.d + b0, self.byte, self.n_byte, 4, 0, 3, n0, start, end)
+                and _encode(nfa.calls.d + c0, self.calls, self.n_calls, 3, 0, 2, n0, start,
+                            end))
+
+    cdef isz paste(self, NFA nfa, isz start, isz end) except -1:
+        """Add this expansion at ``start`` (ending at ``end`` when >= 0); returns its end."""
+        cdef isz base = nfa.reserve(self.size) if self.size else nfa.n
+        if end < 0:
+            end = -1  # never referenced: recorded without an end
+        _decode(self.eps, &nfa.eps, self.n_eps, 2, 0, 1, base, start, end)
+        _decode(self.byte, &nfa.byte, self.n_byte, 4, 0, 3, base, start, end)
+        _decode(self.calls, &nfa.calls, self.n_calls, 3, 0, 2, base, start, end)
+        return start if self.ret == -1 else end if self.ret == -2 else base + self.ret
+
+
+cdef inline int32_t _code(isz x, isz n0, isz start, isz end) noexcept nogil:
+    if x == start:
+        return -1
+    if end >= 0 and x == end:
+        return -2
+    if x >= n0:
+        return <int32_t>(x - n0)
+    return -3
+
+
+cdef bint _encode(const int32_t* src, int32_t* dst, isz m, int width, int a, int b, isz n0,
+                  isz start, isz end) noexcept nogil:
+    """Rows of ``width`` ints with state columns ``a`` and ``b``, coded as in _Expansion."""
+    cdef isz i, r
+    for i in range(m):
+        dst[i] = src[i]
+    for r in range(0, m // width):
+        i = r * width
+        dst[i + a] = _code(src[i + a], n0, start, end)
+        dst[i + b] = _code(src[i + b], n0, start, end)
+        if dst[i + a] < -2 or dst[i + b] < -2:
+            return 0
+    return 1
+
+
+cdef int _decode(const int32_t* src, IVec* v, isz m, int width, int a, int b, isz base,
+                 isz start, isz end) except -1:
+    cdef isz i, r
+    cdef int32_t x
+    cdef int32_t* d
+    if v.n + m > v.cap and iv_reserve(v, v.n + m):
+        raise MemoryError()
+    d = v.d + v.n
+    for i in range(m):
+        d[i] = src[i]
+    for r in range(0, m // width):
+        i = r * width
+        x = src[i + a]
+        d[i + a] = <int32_t>(start if x == -1 else end if x == -2 else base + x)
+        x = src[i + b]
+        d[i + b] = <int32_t>(start if x == -1 else end if x == -2 else base + x)
+    v.n += m
+    return 0
+
+
 cdef class NFA:
     """Thompson NFA of a whole grammar; limits are per rule (the rule being added).
 
@@ -129,6 +223,9 @@ cdef class NFA:
     cdef dict template_ids
     cdef isz ticks
     cdef long long max_bytes
+    cdef dict inlined   # inlined rule -> _Expansion of its first expansion without an end
+    cdef dict inlined_end   # ... and with one
+    cdef isz need       # max over the repeat checks so far of (state index + repeat size)
 
     def __init__(self, limits, dfa_of, templates=None, inline=({}, {})):
         self.n = 0
@@ -147,6 +244,9 @@ cdef class NFA:
         # expression id -> estimated expansion size (the expressions outlive this NFA)
         self.size_memo = {}
         self.bodies, self.sizes = inline
+        self.inlined = {}
+        self.inlined_end = {}
+        self.need = 0
 
     def __dealloc__(self):
         free(self.eps.d)
@@ -240,7 +340,7 @@ cdef class NFA:
         if t is RuleRef:
             body = self.bodies.get(expr.name)
             if body is not None:
-                return self.build(body, start, rule_index, end)
+                return self.inline(expr.name, body, start, rule_index, end)
             if end < 0:
                 end = self.new()
             push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
@@ -270,6 +370,36 @@ cdef class NFA:
         if t is Repeat:
             return self.finish(self.repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
+
+    cdef isz inline(self, str name, body, isz start, dict rule_index, isz end) except -1:
+        """Expand inlined rule ``name`` at ``start`` (like ``build(body, ...)``).
+
+        JSON schema grammars expand the same small rules (a string, an integer, a key's
+        escape) hundreds of times; walking the Python IR again each time was most of the
+        NFA's cost.  The first expansion is recorded as an :class:`_Expansion` (its edges
+        relative to ``start``, ``end`` and its first fresh state) and later ones paste it:
+        the same states, numbered the same, and the same edges in the same order.  An
+        expansion that would fail a limit check is walked instead, so the error is the
+        one the walk gives."""
+        cdef isz n0 = self.n, e0 = self.eps.n, b0 = self.byte.n, c0 = self.calls.n
+        cdef isz saved = self.need, ret, built = self.n - self.base
+        cdef _Expansion x
+        cdef dict memo = self.inlined_end if end >= 0 else self.inlined
+        got = memo.get(name)
+        if got is not None:
+            x = got
+            if built + max(x.size, x.need) <= self.max_nfa:
+                self.need = max(self.need, n0 + x.need)
+                return x.paste(self, start, end)
+        self.need = 0
+        ret = self.build(body, start, rule_index, end)
+        if got is None:
+            x = _Expansion()
+            if x.record(self, n0, e0, b0, c0, start, end, ret,
+                        self.need - n0 if self.need else 0):
+                memo[name] = x
+        self.need = max(saved, self.need)
+        return ret
 
     cdef int paste_class(self, _Rows r, isz start, isz end, isz base) except -1:
         """Append a class's edges (``nfa.class_edges`` rows): -2 is ``start``, -1 ``end``,
@@ -316,6 +446,7 @@ cdef class NFA:
         cap = self.max_nfa
         size = rule_size(expr, self.sizes, cap + 1, self.size_memo)
         built = self.n - self.base
+        self.need = max(self.need, self.n + size)  # for inline(): where this check passes
         if built + size > cap:
             raise GrammarLimitError(
                 f"a repeat expands to {'more than' if size > cap else 'about'} {min(size, cap)} "
