@@ -537,6 +537,9 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
     """
     cap = max_len if max_len is not None else min_len
     a_edges = a.edges
+    if _product_size(a_edges, max_len, cap, max_states) > max_states:
+        # known before exploring: the exploration below would stop at the same limit
+        raise GrammarLimitError(f"automaton exceeds {max_states} states")
     ids = {(0, 0): 0}
     keys = [(0, 0)]
     edges = []
@@ -560,6 +563,52 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
         i += 1
     accept = a.accept
     return dfa_minimize(Dfa(edges, [accept[q] and n >= min_len for q, n in keys]))
+
+
+def _product_size(a_edges, max_len: Optional[int], cap: int, stop: int) -> int:
+    """How many ``(state, count)`` pairs :func:`dfa_with_length` reaches (more than ``stop``
+    once the count passes it), from the sets of states reached in exactly k steps.  Those
+    sets repeat with some period, so a long length bound costs one period, not its length."""
+    succ = [frozenset(t for _, _, t in es) for es in a_edges]
+
+    def step(s):
+        return frozenset().union(*[succ[q] for q in s]) if s else s
+
+    def levels(last: int):  # (sum of the sizes of levels 0..last, level last)
+        seen: Dict[frozenset, int] = {}
+        sets: List[frozenset] = []
+        s = frozenset((0,))
+        total = 0
+        for k in range(last + 1):
+            j = seen.get(s)
+            if j is not None:  # levels k.. repeat levels j..k-1
+                period = k - j
+                sizes = [len(x) for x in sets[j:]]
+                full, rest = divmod(last - k + 1, period)
+                return total + full * sum(sizes) + sum(sizes[:rest]), sets[j + (last - j) % period]
+            seen[s] = k
+            sets.append(s)
+            total += len(s)
+            if total > stop:
+                return total, s
+            if k < last:
+                s = step(s)
+        return total, s
+
+    if max_len is not None:
+        return levels(max_len)[0]
+    total, s = levels(cap - 1) if cap else (0, None)
+    if total > stop:
+        return total
+    # the saturated count: every state reachable from level ``cap``
+    reach = set(step(s) if cap else (0,))
+    stack = list(reach)
+    while stack:
+        for t in succ[stack.pop()]:
+            if t not in reach:
+                reach.add(t)
+                stack.append(t)
+    return total + len(reach)
 
 
 def dfa_literals(words: Sequence[str]) -> Dfa:
