@@ -168,6 +168,26 @@ def test_with_length_limit_is_exact_and_checked_up_front(seed):
         dfa_with_length(dfa_product(big, big, "and"), 0, 10**9)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_literals_are_the_minimized_prefix_automaton(seed):
+    # dfa_literals is built straight from the merged trie: the same canonical automaton as
+    # minimizing the automaton of the words' prefixes
+    rng = random.Random(seed)
+    alphabet = "abcxyz\u00e9\U0001F600"
+    for _ in range(500):
+        words = ["".join(rng.choice(alphabet[:rng.randint(1, len(alphabet))])
+                         for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(0, 8))]
+        prefixes = {w[:i] for w in words for i in range(len(w) + 1)}
+
+        def moves(p):
+            return sorted({(ord(w[len(p)]), ord(w[len(p)]), w[:len(p) + 1])
+                           for w in words if len(w) > len(p) and w.startswith(p)})
+        slow = dfa_minimize(dfa_explore("", moves, lambda p: p in words))
+        fast = dfa_literals(words)
+        assert (fast.edges, fast.accept) == (slow.edges, slow.accept), words
+        assert all(fast.matches(p) == (p in words) for p in prefixes)
+
+
 def test_unicode_scalars_leave_out_the_surrogates():
     assert UNICODE_SCALARS == ((0, 0xD7FF), (0xE000, 0x10FFFF))
 

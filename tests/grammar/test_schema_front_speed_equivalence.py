@@ -234,7 +234,7 @@ def test_warm_memos_same_grammar_as_cold():
     warm = {name: outcome(s, strict_mode=False) for name, s in schemas}
     warm2 = {name: outcome(s, strict_mode=False) for name, s in schemas}
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS,
-                 string_format._CANONICAL_MEMO, rule_sink._CLEAN_NAMES,
+                 string_format._CANONICAL_MEMO, string_format._PLAIN_MEMO, rule_sink._CLEAN_NAMES,
                  numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
                  dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()
@@ -250,6 +250,7 @@ def test_threads_sharing_the_memos_get_the_same_grammars():
     schemas = maskbench_sample(40)
     alone = _fast_outcomes(schemas, OPTIONS[0])
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
+                 string_format._PLAIN_MEMO,
                  numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
                  dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()

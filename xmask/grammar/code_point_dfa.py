@@ -406,10 +406,15 @@ def dfa_minimize(a: Dfa) -> Dfa:
                 stack.append(p)
     if 0 not in live:
         return Dfa([()], [False], minimal=True)
-    keep = sorted(live)  # (live states were all reached from the start)
-    index = {q: i for i, q in enumerate(keep)}
-    edges = [[(lo, hi, index[t]) for lo, hi, t in a_edges[q] if t in index] for q in keep]
-    accept = [a_accept[q] for q in keep]
+    if len(live) == len(a_edges):  # every state reachable and live (usual): nothing to trim
+        edges, accept = a_edges, a_accept
+    else:
+        keep = sorted(live)  # (live states were all reached from the start)
+        index = [-1] * len(a_edges)
+        for i, q in enumerate(keep):
+            index[q] = i
+        edges = [[(lo, hi, index[t]) for lo, hi, t in a_edges[q] if index[t] >= 0] for q in keep]
+        accept = [a_accept[q] for q in keep]
     block = _acyclic_blocks(edges, accept)
     if block is None:
         block = _moore_blocks(edges, accept)
@@ -623,14 +628,40 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
     key = tuple(words)
     hit = _LITERALS.get(key)
     if hit is None:
-        trie, accept = _trie(key)
-        edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
-        hit = dfa_minimize(Dfa(edges, accept))
+        hit = _literals_canonical(key)
         if len(key) <= _LITERALS_MAX_WORDS:  # (large enums are not kept alive)
             if len(_LITERALS) >= 1024:
                 _LITERALS.clear()
             _LITERALS[key] = hit
     return hit
+
+
+def _literals_canonical(words: Sequence[str]) -> Dfa:
+    """The minimal DFA of a word list straight from :func:`word_classes` (the trie's nodes
+    merged by their sets of word endings are the minimal automaton's states: every node is
+    live), numbered and fused as :func:`dfa_minimize` returns it: BFS from the root, each
+    state's targets in code point order."""
+    root, kids, is_word = word_classes(words)
+    if not kids[root] and not is_word[root]:
+        return Dfa([()], [False], minimal=True)  # no word
+    ids = {root: 0}
+    queue = [root]
+    edges: List[tuple] = []
+    head = 0
+    while head < len(queue):
+        out: List[Tuple[int, int, int]] = []
+        for cp, c in kids[queue[head]]:
+            t = ids.get(c)
+            if t is None:
+                t = ids[c] = len(queue)
+                queue.append(c)
+            if out and out[-1][2] == t and out[-1][1] + 1 == cp:
+                out[-1] = (out[-1][0], cp, t)
+            else:
+                out.append((cp, cp, t))
+        edges.append(tuple(out))
+        head += 1
+    return Dfa(edges, [is_word[c] for c in queue], minimal=True)
 
 
 # word lists -> their automata (a pure function; enums and declared names recur within a schema
