@@ -51,6 +51,7 @@ MODULES = [
     "xmask.compiler._nfa_build",
     "xmask.grammar._ir_walk",
     "xmask.grammar._word_complement",
+    "xmask.grammar._subset",
 ]
 
 # AddressSanitizer builds use -O1 (its usual level: faster to build, exact stack traces)
