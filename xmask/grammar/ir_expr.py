@@ -30,7 +30,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Iterator, Optional, Tuple, Union
 
 __all__ = [
     "Bytes",
@@ -197,67 +197,11 @@ EPSILON = Seq(())
 
 
 
-def make_seq(items) -> Expr:
-    """Concatenation with light simplification: flatten nested ``Seq``, drop empty literals,
-    fuse adjacent ``Bytes``, unwrap a single item; the empty sequence is ``Seq(())``."""
-    out: List[Expr] = []
-    # adjacent literals: one Bytes, or a list once there are two, joined once (fusing pairwise
-    # is quadratic: a 1 MB enum literal of 600k pieces took minutes)
-    run = None
-    for item in items:
-        t = type(item)  # (exact types: the node kinds are never subclassed)
-        if t is Seq:
-            for p in item.items:
-                if type(p) is Bytes:
-                    if p.data:
-                        if run is None:
-                            run = p
-                        elif type(run) is list:
-                            run.append(p)
-                        else:
-                            run = [run, p]
-                    continue
-                if run is not None:
-                    out.append(run if type(run) is Bytes else _joined(run))
-                    run = None
-                out.append(p)
-        elif t is Bytes:
-            if item.data:
-                if run is None:
-                    run = item
-                elif type(run) is list:
-                    run.append(item)
-                else:
-                    run = [run, item]
-        else:
-            if run is not None:
-                out.append(run if type(run) is Bytes else _joined(run))
-                run = None
-            out.append(item)
-    if run is not None:
-        out.append(run if type(run) is Bytes else _joined(run))
-    if not out:
-        return EPSILON
-    if len(out) == 1:
-        return out[0]
-    return Seq(tuple(out))
+# the simplifying constructors run in C (their loops are a front end's most called code);
+# _ir_build imports nothing of xmask and gets the node classes here
+from ._ir_build import bind as _bind_nodes, make_choice, make_seq  # noqa: E402
 
-
-def _joined(run: List[Bytes]) -> Bytes:
-    return run[0] if len(run) == 1 else Bytes(b"".join(b.data for b in run))
-
-
-def make_choice(items) -> Expr:
-    """Alternation with light simplification: flatten nested ``Choice``, unwrap one item."""
-    out: List[Expr] = []
-    for item in items:
-        if type(item) is Choice:
-            out.extend(item.items)
-        else:
-            out.append(item)
-    if len(out) == 1:
-        return out[0]
-    return Choice(tuple(out))
+_bind_nodes(Seq, Bytes, Choice, EPSILON)
 
 
 def iter_nodes(expr: Expr) -> Iterator[Expr]:
