@@ -31,8 +31,9 @@ def bind(seq, byts, choice, epsilon):
     _SEQ, _BYTES, _CHOICE, _EPSILON = seq, byts, choice, epsilon
 
 
-cdef inline object _node(object cls, str field, object value):
-    # what the kinds' __init__ do: a new instance, its one field set past the frozen __setattr__
+cdef object new_node(object cls, str field, object value):
+    """What the one-field kinds' ``__init__`` do (``Seq``, ``Choice``, ``Bytes``, ``RuleRef``):
+    a new instance, its one field set past the frozen ``__setattr__``."""
     cdef object o = _new(cls)
     PyObject_GenericSetAttr(o, field, value)
     return o
@@ -43,7 +44,7 @@ cdef inline object _flush(list run):
     is quadratic: a 1 MB enum literal of 600k pieces took minutes)."""
     if len(run) == 1:
         return run[0]
-    return _node(_BYTES, "data", b"".join([b.data for b in run]))
+    return new_node(_BYTES, "data", b"".join([b.data for b in run]))
 
 
 def make_seq(items):
@@ -78,7 +79,7 @@ def make_seq(items):
         return _EPSILON
     if len(out) == 1:
         return out[0]
-    return _node(_SEQ, "items", tuple(out))
+    return new_node(_SEQ, "items", tuple(out))
 
 
 def make_choice(items):
@@ -92,4 +93,4 @@ def make_choice(items):
             out.append(item)
     if len(out) == 1:
         return out[0]
-    return _node(_CHOICE, "items", tuple(out))
+    return new_node(_CHOICE, "items", tuple(out))
