@@ -34,6 +34,7 @@ MODULES = [
     "xmask.runtime._stack",
     "xmask.runtime._stack_gss",
     "xmask.runtime._stack_budget",
+    "xmask.runtime._plain_depth",
     "xmask.runtime._classify",
     "xmask.runtime._mask_cache",
     "xmask.runtime._fill_spent",
@@ -53,6 +54,7 @@ MODULES = [
     "xmask.grammar._ir_walk",
     "xmask.grammar._word_complement",
     "xmask.grammar._subset",
+    "xmask._gil",
 ]
 
 # AddressSanitizer builds use -O1 (its usual level: faster to build, exact stack traces)

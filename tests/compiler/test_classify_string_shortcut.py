@@ -17,7 +17,7 @@ import tokenizers
 from conftest import require_data, tokenizer_json
 
 import xmask
-from xmask.runtime import _classify
+from xmask.runtime import _classify, _plain_depth
 
 GRAMMARS = [
     ("builtin", None),
@@ -38,6 +38,12 @@ GRAMMARS = [
         {"begin": "<|x|>", "content": {"type": "const_string", "value": "y"}, "end": "~"}],
         "excludes": ["DROP", "\n\n\n"]}),
     ("stag", {"type": "any_text", "excludes": ["</s>"]}),
+    # bounded string bodies: chains of positions that read every plain string of up to the
+    # room they have left (the depth shortcut, runtime/_plain_depth.pyx)
+    ("schema", {"type": "object", "properties": {
+        "s": {"type": "string", "minLength": 2, "maxLength": 40},
+        "t": {"type": "string", "maxLength": 24, "pattern": "^[a-z ]*$"}}}),
+    ("ebnf", 'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,50} "\\"" | "<" [^<>]{3,20} ">"'),
 ] + [("maskbench", name) for name in (
     "Github_trivial---o75594.json", "Glaiveai2K---calculate_area_b4863a84.json",
     "Github_medium---o27154.json")]
@@ -136,6 +142,33 @@ def test_shortcut_tokens_are_what_a_json_string_holds():
         for i in range(1, len(others)):
             x, y = token(others[i - 1]), token(others[i])
             assert lcp[rest_off[b] + i] == len(os.path.commonprefix([x, y]))
+
+
+def test_bounded_string_positions_read_plain_text_up_to_their_room():
+    # in {"s": <string of at most 40 characters>} each position of the chain reads every plain
+    # string of as many bytes as it has characters of room (a plain byte is at most one
+    # character), and none reads every plain string: the depth shortcut, not the whole one
+    info = xmask.TokenizerInfo.from_huggingface(str(tokenizer_json("llama3")))
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
+    compiled = compiler.compile_json_schema(
+        {"type": "object", "properties": {"s": {"type": "string", "maxLength": 40}},
+         "required": ["s"]})
+    tables = compiled._automaton_tables
+    matcher = xmask.GrammarMatcher(compiled)
+    assert matcher.accept_string('{"s": "')
+    seen = []
+    for k in range(40):
+        (state,) = matcher._debug_top_states()
+        seen.append(_plain_depth.plain_depth_of(tables, state, 128))
+        assert matcher.accept_string("x")
+    assert seen[0] == (40, False) and seen[30] == (10, False) and seen[39] == (1, False)
+    assert [d for d, _ in seen] == list(range(40, 0, -1))
+    # an unbounded string body is closed: every plain string
+    free = compiler.compile_json_schema({"type": "string"})
+    m = xmask.GrammarMatcher(free)
+    assert m.accept_string('"ab')
+    (state,) = m._debug_top_states()
+    assert _plain_depth.plain_depth_of(free._automaton_tables, state, 128) == (128, True)
 
 
 def test_free_text_states_take_the_shortcut():

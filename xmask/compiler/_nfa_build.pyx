@@ -17,6 +17,7 @@ from libc.string cimport memcpy
 from xmask.compiler._ivec cimport IVec, iv_reserve
 
 from .. import _deadline as deadline
+from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
 from .nfa import NfaArrays, class_edges, flatten_repeat
@@ -209,11 +210,10 @@ cdef class NFA:
         """
         cdef object t = type(expr)
         self.ticks += 1
-        if not self.ticks & 1023:
+        if not self.ticks & 255:
             # compiled code never reaches the interpreter's switch check: let a thread that
-            # waits for the GIL run (it asked after the switch interval), about every 0.3 ms
-            with nogil:
-                pass
+            # waits for the GIL run (see _switch_interval), about every 0.1 ms
+            switch_point()
         if t not in _KINDS:
             t = _kind_of(expr)
         cdef isz cur, nxt, i, last, k, s, got

@@ -3,6 +3,7 @@
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, word_t, intp_t
 from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._stack cimport StackC
+from xmask.runtime._plain_depth cimport PlainDepthScratch
 
 
 ctypedef struct CacheEntryC:
@@ -32,6 +33,7 @@ ctypedef struct ClassifyScratch:
     int64_t* pair_keys       # string-body check (see _reads_plain_strings)
     int64_t* pair_queue
     uint8_t* pair_byte       # the byte that led to each queued pair (-> what to refuse)
+    PlainDepthScratch pd     # bounded string-body check (see _plain_depth)
     int32_t* walk_pos        # shortcut tokens that need a walk after all, and their common
     intp_t walk_pos_cap      # prefixes with the previous one (see _walk_avoiding)
     int32_t* walk_lcp

@@ -34,6 +34,7 @@ from xmask.runtime._stack cimport (
     stack_reaches_bottom, stack_memory_bytes,
 )
 from xmask.runtime._stack_gss cimport stack_start, stack_start_many, stack_step
+from xmask.runtime._plain_depth cimport frame_succ, plain_depth, plain_depth_free
 
 from xmask.errors import GrammarLimitError
 
@@ -56,6 +57,9 @@ cdef intp_t _STEP_ITEM_BYTES = 64
 # the fewest shortcut tokens of a first byte worth a plain-text check instead of a walk.
 cdef bint _plain_fast_path = True
 cdef intp_t _MIN_SHORTCUT = 16
+# Below this many bytes of guaranteed plain text, a bounded string body's shortcut takes too few
+# tokens to beat the plain walk (most tokens are longer than 2 bytes).
+cdef intp_t _MIN_DEPTH = 3
 
 
 def set_plain_fast_path(bint on):
@@ -114,6 +118,7 @@ cdef void scratch_free(ClassifyScratch* s) noexcept nogil:
     free(s.pair_byte)
     free(s.walk_pos)
     free(s.walk_lcp)
+    plain_depth_free(&s.pd)
     memset(s, 0, sizeof(ClassifyScratch))
 
 
@@ -330,37 +335,12 @@ cdef bint _shortcut_group(ClassifyScratch* s, const AutomatonC* a, const VocabC*
         return False  # a walk is as cheap
     if plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
         return whole
-    y = _succ(a, state, <uint8_t>b)
+    y = frame_succ(a, state, <uint8_t>b)
     return y >= 0 and _reads_plain_strings(s, a, y, NULL)
 
 
 cdef inline intp_t _slot(int64_t key, intp_t mask) noexcept nogil:
     return <intp_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask
-
-
-cdef inline int32_t _succ(const AutomatonC* a, int32_t x, uint8_t b) noexcept nogil:
-    # A state reached from x on byte b inside the walked rule's frame: x's own transition, else
-    # one of a state x tail-calls (up to two tail calls deep: free-text automata emitted as one
-    # rule per state hand plain characters back to their loop that way).  A tail call keeps
-    # the caller's parent, so a path through it is still "inside" (see _inside_rule).
-    cdef int32_t c = a.byte_class[b], t = a.trans[x * a.n_classes + c], y, z
-    cdef intp_t i, j
-    if t >= 0:
-        return t
-    for i in range(a.call_offsets[x], a.call_offsets[x + 1]):
-        if a.call_ret[i] >= 0:
-            continue
-        y = a.call_target[i]
-        t = a.trans[y * a.n_classes + c]
-        if t >= 0:
-            return t
-        for j in range(a.call_offsets[y], a.call_offsets[y + 1]):
-            if a.call_ret[j] < 0:
-                z = a.call_target[j]
-                t = a.trans[z * a.n_classes + c]
-                if t >= 0:
-                    return t
-    return -1
 
 
 cdef enum:
@@ -370,7 +350,7 @@ cdef enum:
 cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t state,
                                uint64_t* avoid) except -1 nogil:
     # Whether `state` accepts every plain-string token inside its rule's frame (own
-    # transitions and tail calls, see _succ; no pushes, no returns): our automaton, started in
+    # transitions and tail calls, see _plain_depth.frame_succ; no pushes, no returns): our automaton, started in
     # `state`, simulates the plain UTF-8 automaton from its boundary state, following one
     # successor per byte (a path for every plain string is all a token needs to be accepted).
     # Then only the other tokens need a walk.  A bounded search over (state, plain state) pairs.
@@ -437,7 +417,7 @@ cdef int _plain_search(ClassifyScratch* s, const AutomatonC* a, int32_t state, u
                 continue
             if 64 <= b < 128 and (avoided_hi >> (b - 64)) & 1:
                 continue
-            t = _succ(a, x, <uint8_t>b)
+            t = frame_succ(a, x, <uint8_t>b)
             if t < 0:
                 if first_blame == -2 and blame != NULL:
                     first_blame = s.pair_byte[head] if s.pair_byte[head] < 128 else -1
@@ -471,12 +451,13 @@ cdef int _plain_search(ClassifyScratch* s, const AutomatonC* a, int32_t state, u
 
 
 cdef int _walk_avoiding(ClassifyScratch* s, const AutomatonC* a, const VocabC* v, intp_t b,
-                        uint64_t avoid, const uint8_t* follow, bint ctx_has_ctx,
+                        uint64_t avoid, intp_t max_len, const uint8_t* follow, bint ctx_has_ctx,
                         intp_t* n_acc, intp_t* n_unc) except -1 nogil:
-    # The shortcut tokens starting with b, from a state that reads plain text but the bytes
-    # behind `avoid` (b itself not among them): a token whose signature misses `avoid` is
-    # accepted untouched, the others are walked (their common prefixes with each other are the
-    # minimum of the sorted lcp between them).
+    # The shortcut tokens starting with b, from a state that reads plain text of up to
+    # `max_len` bytes but the bytes behind `avoid` (b itself not among them): a token of at
+    # most `max_len` bytes whose signature misses `avoid` is accepted untouched, the others are
+    # walked (their common prefixes with each other are the minimum of the sorted lcp between
+    # them).
     cdef intp_t lo = v.shortcut_off[b], hi = v.shortcut_off[b + 1], i, n = 0, p, q = -1
     cdef int32_t run
     if hi - lo > s.walk_pos_cap:
@@ -487,7 +468,7 @@ cdef int _walk_avoiding(ClassifyScratch* s, const AutomatonC* a, const VocabC* v
         _grow_i32(&s.acc, &s.acc_cap, n_acc[0] + (hi - lo))
     for i in range(lo, hi):
         p = v.shortcut_pos[i]
-        if v.shortcut_sig[i] & avoid == 0:
+        if v.shortcut_sig[i] & avoid == 0 and v.tok_offsets[p + 1] - v.tok_offsets[p] <= max_len:
             s.acc[n_acc[0]] = <int32_t>p
             n_acc[0] += 1
             continue
@@ -572,7 +553,18 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     s.peak_tops = 0
     s.check_every = s.until_check = _CHECK_EVERY
     s.last_check = monotonic_seconds()
-    cdef bint plain = _plain_fast_path and _reads_plain_strings(s, a, state, &avoid)
+    # `depth`: the state reads every plain string of up to that many bytes (a bounded string
+    # body: a chain with room for n more characters), so its plain tokens that short are
+    # accepted without a walk.  Every plain string (`closed`): the whole shortcut.  Neither, but
+    # plain text refused only after a few ASCII bytes (a trigger's): the search with refusals.
+    cdef intp_t depth = 0
+    cdef bint closed = False, plain = False
+    if _plain_fast_path:
+        depth = plain_depth(&s.pd, a, state, v.max_token_len, &closed)
+        if closed:
+            plain = True
+        elif depth < v.max_token_len:
+            plain = _reads_plain_strings(s, a, state, &avoid)
     cdef bint whole = plain and avoid == 0, unsorted_unc = False
     n_acc = n_unc = 0
     for b in range(256):  # the groups of tokens sharing a first byte, in sorted order
@@ -581,7 +573,15 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
         if (plain and avoid != 0 and (avoid >> (b & 63)) & 1 == 0
                 and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE
                 and v.shortcut_off[b + 1] - v.shortcut_off[b] >= _MIN_SHORTCUT):
-            _walk_avoiding(s, a, v, b, avoid, follow, ctx_has_ctx, &n_acc, &n_unc)
+            _walk_avoiding(s, a, v, b, avoid, v.max_token_len, follow, ctx_has_ctx, &n_acc,
+                           &n_unc)
+            unsorted_unc = True
+            lo, hi = v.rest_off[b], v.rest_off[b + 1]
+            _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
+                       ctx_has_ctx, &n_acc, &n_unc)
+        elif (not plain and depth >= _MIN_DEPTH and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE
+              and v.shortcut_off[b + 1] - v.shortcut_off[b] >= _MIN_SHORTCUT):
+            _walk_avoiding(s, a, v, b, 0, depth, follow, ctx_has_ctx, &n_acc, &n_unc)
             unsorted_unc = True
             lo, hi = v.rest_off[b], v.rest_off[b + 1]
             _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
