@@ -22,6 +22,8 @@ from libc.stdlib cimport free, malloc, qsort
 
 from xmask.compiler._ivec cimport IVec, iv_push, iv_reserve, ints_eq, ints_hash
 
+from xmask._switch_interval import switch_point
+
 # a pool of subset members beyond this many ints (1 GB) is refused: the automaton is far
 # beyond any state limit's worth of work already
 cdef Py_ssize_t _MAX_POOL = 256 * 1024 * 1024
@@ -104,8 +106,8 @@ def subset_dfa(list eps, list sym, int start, int end, int max_states, check):
     closure of ``start``, accepting where ``end`` is a member; edges fused per state.  None
     when it has more than ``max_states`` states, False when its subsets hold more than
     ``_MAX_POOL`` members in all.  ``check()`` is called every 256 states (the compile
-    deadline)."""
-    cdef Py_ssize_t n = len(eps), i, j, k, q, m, n_edges, n_pts, n_iv, a, b, pi, ti
+    deadline), :func:`~xmask._switch_interval.switch_point` every 64 between."""
+    cdef Py_ssize_t n = len(eps), i, j, k, q, m, n_edges, n_pts, n_iv, a, b
     cdef Py_ssize_t prev_a = -1, prev_b = -1
     cdef int32_t lo, hi, t, cur_id, prev_id, mstamp = 0, start32 = start
     cdef bint added
@@ -165,6 +167,10 @@ def subset_dfa(list eps, list sym, int start, int end, int max_states, check):
         while q < S.start.n - 1:
             if not q & 255:
                 check()
+            elif not q & 63:
+                # compiled code never reaches the interpreter's switch check: let a thread that
+                # waits for the GIL run (see _switch_interval), about every 0.1 ms (~2 us a state)
+                switch_point()
             # the edges of the members, and the cuts between their ranges
             e_lo.n = e_hi.n = e_t.n = pts.n = 0
             for j in range(S.start.d[q], S.start.d[q + 1]):
