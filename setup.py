@@ -50,8 +50,10 @@ MODULES = [
     "xmask.compiler._analysis",
     "xmask.compiler._rule_graph",
     "xmask.compiler._nfa_build",
+    "xmask.grammar._ir_build",
     "xmask.grammar._ir_walk",
     "xmask.grammar._word_complement",
+    "xmask.grammar._subset",
     "xmask._gil",
 ]
 

@@ -127,6 +127,67 @@ def test_length_bounds():
     assert dfa_literals([]).length_bounds() == (None, None)
 
 
+def _length_pairs(d, min_len, max_len):
+    """(state, capped length) pairs dfa_with_length reaches, counted by brute force."""
+    cap = max_len if max_len is not None else min_len
+    seen, todo = {(0, 0)}, [(0, 0)]
+    while todo:
+        q, n = todo.pop()
+        if max_len is None or n < max_len:
+            for _, _, t in d.edges[q]:
+                k = (t, min(n + 1, cap))
+                if k not in seen:
+                    seen.add(k)
+                    todo.append(k)
+    return len(seen)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_with_length_limit_is_exact_and_checked_up_front(seed):
+    # the limit is decided before exploring (a 32,767-long bound over a 31-state pattern used
+    # to explore 20,000 states first): raised exactly when the product has more states
+    rng = random.Random(seed)
+    for _ in range(300):
+        n = rng.randint(1, 7)
+        d = Dfa([tuple((97 + c, 97 + c, rng.randrange(n)) for c in range(rng.randint(0, 3)))
+                 for _ in range(n)], [rng.random() < 0.5 for _ in range(n)])
+        lo, hi = rng.randint(0, 9), rng.choice([None, rng.randint(0, 30)])
+        size = _length_pairs(d, lo, hi)
+        for cap in (size - 1, size):
+            if cap < 1:
+                continue
+            if size > cap:
+                with pytest.raises(GrammarLimitError, match=f"exceeds {cap} states"):
+                    dfa_with_length(d, lo, hi, max_states=cap)
+            else:
+                got = dfa_with_length(d, lo, hi, max_states=cap)
+                assert [got.matches(w) for w in WORDS] == [
+                    d.matches(w) and lo <= len(w) <= (len(w) if hi is None else hi) for w in WORDS]
+    big = dfa_from_expr(Repeat(CharClass(((48, 57),)), 1, None))
+    with pytest.raises(GrammarLimitError):
+        dfa_with_length(dfa_product(big, big, "and"), 0, 10**9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_literals_are_the_minimized_prefix_automaton(seed):
+    # dfa_literals is built straight from the merged trie: the same canonical automaton as
+    # minimizing the automaton of the words' prefixes
+    rng = random.Random(seed)
+    alphabet = "abcxyz\u00e9\U0001F600"
+    for _ in range(500):
+        words = ["".join(rng.choice(alphabet[:rng.randint(1, len(alphabet))])
+                         for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(0, 8))]
+        prefixes = {w[:i] for w in words for i in range(len(w) + 1)}
+
+        def moves(p):
+            return sorted({(ord(w[len(p)]), ord(w[len(p)]), w[:len(p) + 1])
+                           for w in words if len(w) > len(p) and w.startswith(p)})
+        slow = dfa_minimize(dfa_explore("", moves, lambda p: p in words))
+        fast = dfa_literals(words)
+        assert (fast.edges, fast.accept) == (slow.edges, slow.accept), words
+        assert all(fast.matches(p) == (p in words) for p in prefixes)
+
+
 def test_unicode_scalars_leave_out_the_surrogates():
     assert UNICODE_SCALARS == ((0, 0xD7FF), (0xE000, 0x10FFFF))
 

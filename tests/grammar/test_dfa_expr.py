@@ -67,3 +67,52 @@ def test_rule_sink_names_are_fresh_and_valid():
     assert sink.fresh("9 lives") == "r_9_lives"
     with pytest.raises(GrammarLimitError):
         sink.fresh("more")
+
+
+def _explore_subsets(eps, sym, start, end, max_states):
+    """The subset construction written plainly over frozensets (what the C kernel replaces):
+    states in discovery order, intervals in code point order, edges fused."""
+    from xmask.grammar.code_point_dfa import dfa_explore, split_points
+
+    def closure(states):
+        seen, todo = set(states), list(states)
+        while todo:
+            for t in eps[todo.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return frozenset(seen)
+
+    def moves(cur):
+        edges = [(lo, hi, t) for q in cur for rs, t in sym[q] for lo, hi in rs]
+        for lo, hi in split_points([[(a, b)] for a, b, _ in edges]):
+            ts = [t for a, b, t in edges if a <= lo and hi <= b]
+            if ts:
+                yield lo, hi, closure(ts)
+
+    d = dfa_explore(closure([start]), moves, lambda k: end in k, max_states, "regular expression DFA")
+    return d.edges, d.accept
+
+
+@pytest.mark.parametrize("source", [
+    "^[0-9a-zA-Z_-]{1,40}$", "Normal|Fighting|Flying|Poison|Ground", r"^\S+@\S+\.\S+$",
+    "a*b?c{2,5}", "[^x]*", "^$", "(a|b)*abb", "\u00e9+\u1234?\U0001F600*", "fmt:uri", "fmt:email",
+    "fmt:date-time", "fmt:ipv6"])
+def test_subset_kernel_builds_the_automaton_of_the_plain_construction(source):
+    from xmask.grammar._subset import subset_dfa
+    from xmask.grammar.dfa_expr import _Nfa
+    from xmask.grammar.regex import regex_to_expr
+    from xmask.grammar.string_format import format_expr
+
+    expr = format_expr(source[4:]) if source.startswith("fmt:") else regex_to_expr(source, search=True)
+    nfa = _Nfa()
+    start = nfa.new()
+    end = nfa.build(expr, start)
+    edges, accept = _explore_subsets(nfa.eps, nfa.sym, start, end, 20_000)
+    assert subset_dfa(nfa.eps, nfa.sym, start, end, 20_000, lambda: None) == (edges, accept)
+    # the state limit: refused exactly when there are more states
+    assert subset_dfa(nfa.eps, nfa.sym, start, end, len(accept), lambda: None) is not None
+    if len(accept) > 1:
+        assert subset_dfa(nfa.eps, nfa.sym, start, end, len(accept) - 1, lambda: None) is None
+        with pytest.raises(GrammarLimitError, match=f"exceeds {len(accept) - 1} states"):
+            dfa_from_expr(expr, max_states=len(accept) - 1)

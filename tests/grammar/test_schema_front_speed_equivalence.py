@@ -234,7 +234,7 @@ def test_warm_memos_same_grammar_as_cold():
     warm = {name: outcome(s, strict_mode=False) for name, s in schemas}
     warm2 = {name: outcome(s, strict_mode=False) for name, s in schemas}
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS,
-                 string_format._CANONICAL_MEMO, rule_sink._CLEAN_NAMES,
+                 string_format._CANONICAL_MEMO, string_format._PLAIN_MEMO, rule_sink._CLEAN_NAMES,
                  numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
                  dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()
@@ -250,6 +250,7 @@ def test_threads_sharing_the_memos_get_the_same_grammars():
     schemas = maskbench_sample(40)
     alone = _fast_outcomes(schemas, OPTIONS[0])
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
+                 string_format._PLAIN_MEMO,
                  numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
                  dfa_expr._GAPS, code_point_dfa._LITERALS):
         memo.clear()
@@ -400,11 +401,19 @@ def _random_expr(rng, depth=0):
 
 
 def test_make_seq_matches_the_reference():
+    # (make_seq / make_choice run in C, _ir_build.pyx: the nodes they make must be the ones the
+    # classes make, down to repr, hash and pickling)
     rng = random.Random(5)
     for _ in range(5000):
         items = [_random_expr(rng) for _ in range(rng.randint(0, 5))]
-        got, want = ir.make_seq(items), _reference_make_seq(items)
+        got, want = ir.make_seq(iter(items)), _reference_make_seq(items)
         assert got == want and type(got) is type(want), items
+        assert (repr(got), hash(got)) == (repr(want), hash(want))
+        assert pickle.loads(pickle.dumps(got)) == want
+        flat = [x for it in items for x in (it.items if type(it) is Choice else (it,))]
+        assert ir.make_choice(items) == (flat[0] if len(flat) == 1 else Choice(tuple(flat)))
+    x = Bytes(b"q")
+    assert ir.make_seq([]) is ir.EPSILON and ir.make_seq([Bytes(b""), x, Seq(())]) is x
 
 
 def _reference_first_undefined_ref(rules):

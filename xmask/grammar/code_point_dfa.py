@@ -406,10 +406,15 @@ def dfa_minimize(a: Dfa) -> Dfa:
                 stack.append(p)
     if 0 not in live:
         return Dfa([()], [False], minimal=True)
-    keep = sorted(live)  # (live states were all reached from the start)
-    index = {q: i for i, q in enumerate(keep)}
-    edges = [[(lo, hi, index[t]) for lo, hi, t in a_edges[q] if t in index] for q in keep]
-    accept = [a_accept[q] for q in keep]
+    if len(live) == len(a_edges):  # every state reachable and live (usual): nothing to trim
+        edges, accept = a_edges, a_accept
+    else:
+        keep = sorted(live)  # (live states were all reached from the start)
+        index = [-1] * len(a_edges)
+        for i, q in enumerate(keep):
+            index[q] = i
+        edges = [[(lo, hi, index[t]) for lo, hi, t in a_edges[q] if index[t] >= 0] for q in keep]
+        accept = [a_accept[q] for q in keep]
     block = _acyclic_blocks(edges, accept)
     if block is None:
         block = _moore_blocks(edges, accept)
@@ -537,6 +542,9 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
     """
     cap = max_len if max_len is not None else min_len
     a_edges = a.edges
+    if _product_size(a_edges, max_len, cap, max_states) > max_states:
+        # known before exploring: the exploration below would stop at the same limit
+        raise GrammarLimitError(f"automaton exceeds {max_states} states")
     ids = {(0, 0): 0}
     keys = [(0, 0)]
     edges = []
@@ -562,6 +570,52 @@ def dfa_with_length(a: Dfa, min_len: int, max_len: Optional[int],
     return dfa_minimize(Dfa(edges, [accept[q] and n >= min_len for q, n in keys]))
 
 
+def _product_size(a_edges, max_len: Optional[int], cap: int, stop: int) -> int:
+    """How many ``(state, count)`` pairs :func:`dfa_with_length` reaches (more than ``stop``
+    once the count passes it), from the sets of states reached in exactly k steps.  Those
+    sets repeat with some period, so a long length bound costs one period, not its length."""
+    succ = [frozenset(t for _, _, t in es) for es in a_edges]
+
+    def step(s):
+        return frozenset().union(*[succ[q] for q in s]) if s else s
+
+    def levels(last: int):  # (sum of the sizes of levels 0..last, level last)
+        seen: Dict[frozenset, int] = {}
+        sets: List[frozenset] = []
+        s = frozenset((0,))
+        total = 0
+        for k in range(last + 1):
+            j = seen.get(s)
+            if j is not None:  # levels k.. repeat levels j..k-1
+                period = k - j
+                sizes = [len(x) for x in sets[j:]]
+                full, rest = divmod(last - k + 1, period)
+                return total + full * sum(sizes) + sum(sizes[:rest]), sets[j + (last - j) % period]
+            seen[s] = k
+            sets.append(s)
+            total += len(s)
+            if total > stop:
+                return total, s
+            if k < last:
+                s = step(s)
+        return total, s
+
+    if max_len is not None:
+        return levels(max_len)[0]
+    total, s = levels(cap - 1) if cap else (0, None)
+    if total > stop:
+        return total
+    # the saturated count: every state reachable from level ``cap``
+    reach = set(step(s) if cap else (0,))
+    stack = list(reach)
+    while stack:
+        for t in succ[stack.pop()]:
+            if t not in reach:
+                reach.add(t)
+                stack.append(t)
+    return total + len(reach)
+
+
 def dfa_literals(words: Sequence[str]) -> Dfa:
     """The DFA (a minimized trie) accepting exactly ``words``.
 
@@ -574,14 +628,40 @@ def dfa_literals(words: Sequence[str]) -> Dfa:
     key = tuple(words)
     hit = _LITERALS.get(key)
     if hit is None:
-        trie, accept = _trie(key)
-        edges = [merge_edges((cp, cp, t) for cp, t in d.items()) for d in trie]
-        hit = dfa_minimize(Dfa(edges, accept))
+        hit = _literals_canonical(key)
         if len(key) <= _LITERALS_MAX_WORDS:  # (large enums are not kept alive)
             if len(_LITERALS) >= 1024:
                 _LITERALS.clear()
             _LITERALS[key] = hit
     return hit
+
+
+def _literals_canonical(words: Sequence[str]) -> Dfa:
+    """The minimal DFA of a word list straight from :func:`word_classes` (the trie's nodes
+    merged by their sets of word endings are the minimal automaton's states: every node is
+    live), numbered and fused as :func:`dfa_minimize` returns it: BFS from the root, each
+    state's targets in code point order."""
+    root, kids, is_word = word_classes(words)
+    if not kids[root] and not is_word[root]:
+        return Dfa([()], [False], minimal=True)  # no word
+    ids = {root: 0}
+    queue = [root]
+    edges: List[tuple] = []
+    head = 0
+    while head < len(queue):
+        out: List[Tuple[int, int, int]] = []
+        for cp, c in kids[queue[head]]:
+            t = ids.get(c)
+            if t is None:
+                t = ids[c] = len(queue)
+                queue.append(c)
+            if out and out[-1][2] == t and out[-1][1] + 1 == cp:
+                out[-1] = (out[-1][0], cp, t)
+            else:
+                out.append((cp, cp, t))
+        edges.append(tuple(out))
+        head += 1
+    return Dfa(edges, [is_word[c] for c in queue], minimal=True)
 
 
 # word lists -> their automata (a pure function; enums and declared names recur within a schema

@@ -18,13 +18,14 @@ Example::
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Callable, Dict, List, Optional, Tuple
 
+from .. import _deadline as deadline
 from .._graph import order_if_acyclic, strongly_connected_components
 from ..errors import GrammarLimitError
-from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_explore, dfa_minimize, split_points
+from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_minimize
 from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
+from ._subset import subset_dfa
 from ._word_complement import word_complement_core
 from .rule_sink import RuleSink
 
@@ -105,47 +106,15 @@ def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
     nfa = _Nfa()
     start = nfa.new()
     end = nfa.build(expr, start)
-
-    closures: Dict[frozenset, frozenset] = {}  # target set -> its closure (sets recur)
-
-    def closure(states) -> frozenset:
-        key = frozenset(states)
-        hit = closures.get(key)
-        if hit is not None:
-            return hit
-        seen = set(key)
-        stack = list(key)
-        while stack:
-            q = stack.pop()
-            for t in nfa.eps[q]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        hit = closures[key] = frozenset(seen)
-        return hit
-
-    def moves(cur):
-        sym = [(rs, t) for q in cur for rs, t in nfa.sym[q]]
-        if sym:
-            pts = split_points([rs for rs, _ in sym])
-            starts = [lo for lo, _ in pts]
-            # the targets of each interval: every range is a run of whole intervals
-            targets: List[Optional[list]] = [None] * len(pts)
-            for rs, t in sym:
-                for lo, hi in rs:
-                    i = bisect_left(starts, lo)
-                    while i < len(pts) and starts[i] <= hi:
-                        if targets[i] is None:
-                            targets[i] = [t]
-                        else:
-                            targets[i].append(t)
-                        i += 1
-            for (lo, hi), ts in zip(pts, targets):
-                if ts is not None:
-                    yield lo, hi, closure(ts)
-
-    return dfa_minimize(dfa_explore(closure([start]), moves, lambda k: end in k, max_states,
-                                    "regular expression DFA"))
+    # the subset construction in C (_subset.pyx): states numbered and edges fused as
+    # dfa_explore numbers and fuses them
+    got = subset_dfa(nfa.eps, nfa.sym, start, end, max_states, deadline.check)
+    if got is None:
+        raise GrammarLimitError(f"regular expression DFA exceeds {max_states} states")
+    if got is False:
+        raise GrammarLimitError("regular expression DFA too large (its state sets hold too many NFA states)")
+    edges, accept = got
+    return dfa_minimize(Dfa(edges, accept))
 
 
 

@@ -31,7 +31,7 @@ import re
 import sys
 import warnings
 from fractions import Fraction
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..errors import InvalidJSONError, InvalidSchemaError, SchemaKeywordWarning, UnsupportedSchemaError
 
@@ -130,21 +130,45 @@ _LANGUAGE_KEYWORDS = tuple(sorted(_VALUE_KEYWORDS | _SCHEMA_KEYWORDS))
 
 def _distance(a: str, b: str, limit: int) -> int:
     """Case-insensitive Damerau-Levenshtein distance (an adjacent swap counts 1), or
-    ``limit + 1`` as soon as it must exceed ``limit``."""
+    ``limit + 1`` as soon as it must exceed ``limit``.
+
+    Only the band of cells within ``limit`` of the diagonal is computed, every value capped at
+    ``limit + 1`` (a cell off the band is at least its distance from the diagonal; capping
+    commutes with the recurrence's min and +1, so the capped answer is exact)."""
     a, b = a.lower(), b.lower()
-    if abs(len(a) - len(b)) > limit:
+    la, lb = len(a), len(b)
+    if abs(la - lb) > limit:
         return limit + 1
-    prev2, prev = None, list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
-            if prev2 is not None and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > limit:
-            return limit + 1
+    if a == b:
+        return 0
+    cap = limit + 1
+    if limit == 0:
+        return cap
+    prev2: Optional[List[int]] = None
+    prev = [j if j < cap else cap for j in range(lb + 1)]
+    for i in range(1, la + 1):
+        ai = a[i - 1]
+        lo, hi = max(1, i - limit), min(lb, i + limit)
+        cur = [cap] * (lb + 1)
+        cur[0] = i if i < cap else cap
+        row_min = cur[0] if lo == 1 else cap
+        for j in range(lo, hi + 1):
+            v = prev[j - 1] + (ai != b[j - 1])
+            if prev[j] + 1 < v:
+                v = prev[j] + 1
+            if cur[j - 1] + 1 < v:
+                v = cur[j - 1] + 1
+            if prev2 is not None and j > 1 and ai == b[j - 2] and a[i - 2] == b[j - 1] and prev2[j - 2] + 1 < v:
+                v = prev2[j - 2] + 1
+            if v > cap:
+                v = cap
+            cur[j] = v
+            if v < row_min:
+                row_min = v
+        if row_min > limit:
+            return cap
         prev2, prev = prev, cur
-    return min(prev[-1], limit + 1)
+    return min(prev[-1], cap)
 
 
 def _caller_outside_package() -> int:

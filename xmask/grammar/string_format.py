@@ -163,8 +163,28 @@ def _u_escapes(ranges) -> List[Expr]:
     return alts
 
 
+_MISSING = object()
+_MEMO_SIZE = 4096
+_CANONICAL_MEMO: dict = {}
+_PLAIN_MEMO: dict = {}
+
+
 def _encode_ranges(ranges) -> Optional[Expr]:
-    """JSON text of one code point from ``ranges`` (sorted, merged, no surrogates)."""
+    """JSON text of one code point from ``ranges`` (sorted, merged, no surrogates).
+
+    Memoized like :func:`encode_ranges_canonical`: patterns, formats and literals spell the
+    same characters and classes again and again (each ``\\uXXXX`` alternative is a tree)."""
+    key = tuple(ranges)
+    hit = _PLAIN_MEMO.get(key, _MISSING)
+    if hit is _MISSING:
+        hit = _encode_ranges_uncached(key)
+        if len(_PLAIN_MEMO) >= _MEMO_SIZE:
+            _PLAIN_MEMO.clear()
+        _PLAIN_MEMO[key] = hit
+    return hit
+
+
+def _encode_ranges_uncached(ranges) -> Optional[Expr]:
     ranges = [r for r in _intersect(ranges, 0, MAX_CODE_POINT)]
     alts: List[Expr] = []
     literal = []
@@ -242,9 +262,6 @@ def encode_ranges_canonical(ranges, escape_all: Optional[Expr] = None) -> Option
     return hit
 
 
-_MISSING = object()
-_MEMO_SIZE = 4096
-_CANONICAL_MEMO: dict = {}
 
 
 def _encode_ranges_canonical(ranges, escape_all: Optional[Expr]) -> Optional[Expr]:

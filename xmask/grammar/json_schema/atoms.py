@@ -27,6 +27,10 @@ from .vocabulary import FALSE, OWN_KEYWORDS
 
 __all__ = ["AtomTable"]
 
+# keywords that add atoms other than ("own", node) or apply other schemas in place
+_IN_PLACE = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if",
+                       "dependentRequired", "dependentSchemas", "dependencies"))
+
 
 class AtomTable:
     """Atom sets of schema nodes (memoized), synthetic schemas and synthetic disjunctions."""
@@ -59,6 +63,10 @@ class AtomTable:
             if obj is False:
                 atoms.add(FALSE)
                 continue
+            if _IN_PLACE.isdisjoint(obj):  # the usual node: its own keywords only
+                if not OWN_KEYWORDS.isdisjoint(obj):
+                    atoms.add(("own", n))
+                continue
             nexts: List[int] = []  # subschemas applying in place, in document order
             ref = obj.get("$ref")
             if isinstance(ref, str):
@@ -78,8 +86,7 @@ class AtomTable:
             for k in ("$dynamicRef", "$recursiveRef"):
                 if k in obj:
                     self.ctx.unsupported(f"{k} is not supported", f"{p}/{k}")
-            own = any(k in OWN_KEYWORDS for k in obj)
-            if own:
+            if not OWN_KEYWORDS.isdisjoint(obj):
                 atoms.add(("own", n))
             sub = obj.get("allOf")
             if isinstance(sub, list):

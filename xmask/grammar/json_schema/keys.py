@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ...errors import GrammarLimitError
@@ -26,6 +27,7 @@ from ..code_point_dfa import (
     UNICODE_SCALARS,
     Dfa,
     dfa_complement,
+    dfa_explore,
     dfa_from_step,
     dfa_literals,
     dfa_minimize,
@@ -354,7 +356,50 @@ def _classify_product(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
             cuts.append([(lo, hi) for lo, hi, _ in es])
     alphabet = [iv for iv in split_points(cuts) if not 0xD800 <= iv[0] <= 0xDFFF]
     start = tuple(0 for _ in dfas)
+    # each component state's target on each alphabet interval (every edge covers whole
+    # intervals), so a product state's moves are its rows read column by column
+    if sum(d.n_states for d in dfas) * len(alphabet) > _MAX_ROW_CELLS:
+        return _classify_product_by_steps(dfas, alphabet, start)
+    los = [lo for lo, _ in alphabet]
+    dead = (-1,) * len(alphabet)
+    tables = []
+    for d in dfas:
+        rows = []
+        for es in d.edges:
+            row = list(dead)
+            for lo, hi, t in es:
+                i = bisect_left(los, lo)
+                while i < len(los) and los[i] <= hi:
+                    row[i] = t
+                    i += 1
+            rows.append(tuple(row))
+        tables.append(rows)
 
+    def moves(key):
+        cols = zip(*[rows[q] if q >= 0 else dead for rows, q in zip(tables, key)])
+        for (lo, hi), nxt in zip(alphabet, cols):
+            yield lo, hi, nxt
+
+    try:
+        prod = dfa_explore(start, moves, lambda key: True)
+    except GrammarLimitError:
+        raise GrammarLimitError(f"pattern product exceeds {MAX_DFA_STATES} states") from None
+    # the component states of each product state (states are numbered as discovered, so a
+    # state's key is known before its own edges are read)
+    index = {lo: i for i, lo in enumerate(los)}
+    keys: List[Optional[tuple]] = [start] + [None] * (prod.n_states - 1)
+    for q in range(prod.n_states):
+        for lo, _, t in prod.edges[q]:
+            if keys[t] is None:
+                i = index[lo]
+                keys[t] = tuple(rows[p][i] if p >= 0 else -1 for rows, p in zip(tables, keys[q]))
+    return prod, _labels(dfas, keys)
+
+
+_MAX_ROW_CELLS = 2_000_000  # (component states x intervals) tabulated; beyond, step by step
+
+
+def _classify_product_by_steps(dfas, alphabet, start):
     def step(key, cp):
         return tuple(d.step(q, cp) if q >= 0 else -1 for d, q in zip(dfas, key))
 
@@ -362,12 +407,13 @@ def _classify_product(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
         prod = dfa_from_step(start, step, lambda key: True, alphabet)
     except GrammarLimitError:
         raise GrammarLimitError(f"pattern product exceeds {MAX_DFA_STATES} states") from None
-    # the component states of each product state (states are numbered as discovered, so a
-    # state's key is known before its own edges are read)
     keys = [start] + [None] * (prod.n_states - 1)
     for q in range(prod.n_states):
         for lo, _, t in prod.edges[q]:
             if keys[t] is None:
                 keys[t] = step(keys[q], lo)
-    labels = [frozenset(j for j, q in enumerate(k) if q >= 0 and dfas[j].accept[q]) for k in keys]
-    return prod, labels
+    return prod, _labels(dfas, keys)
+
+
+def _labels(dfas, keys) -> List[FrozenSet[int]]:
+    return [frozenset(j for j, q in enumerate(k) if q >= 0 and dfas[j].accept[q]) for k in keys]
