@@ -222,6 +222,7 @@ cdef class NFA:
     cdef dict sizes
     cdef dict template_ids
     cdef isz ticks
+    cdef isz next_switch  # ticks at which build() next calls switch_point
     cdef long long max_bytes
     cdef dict inlined   # inlined rule -> _Expansion of its first expansion without an end
     cdef dict inlined_end   # ... and with one
@@ -310,9 +311,10 @@ cdef class NFA:
         """
         cdef object t = type(expr)
         self.ticks += 1
-        if not self.ticks & 255:
+        if self.ticks >= self.next_switch:
             # compiled code never reaches the interpreter's switch check: let a thread that
             # waits for the GIL run (see _switch_interval), about every 0.1 ms
+            self.next_switch = self.ticks + 256
             switch_point()
         if t not in _KINDS:
             t = _kind_of(expr)
@@ -390,6 +392,7 @@ cdef class NFA:
             x = got
             if built + max(x.size, x.need) <= self.max_nfa:
                 self.need = max(self.need, n0 + x.need)
+                self.ticks += x.size >> 3  # a pasted state costs ~1/8 of a walked node
                 return x.paste(self, start, end)
         self.need = 0
         ret = self.build(body, start, rule_index, end)

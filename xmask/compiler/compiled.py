@@ -6,6 +6,7 @@ import time
 from typing import Any, Dict
 
 from .._deadline import compile_deadline
+from .._switch_interval import responsive_switching
 from ..grammar import ir
 from ..grammar_api import Grammar
 from ..limits import DEFAULT_LIMITS
@@ -249,7 +250,8 @@ class CompiledGrammar:
             raise ValueError(f"max_threads must be an int >= 1, got {max_threads!r}")
         if progress is not None and not callable(progress):
             raise TypeError(f"progress must be a callable (done, total), got {progress!r}")
-        with compile_deadline(self._limits.max_compile_seconds):
+        # its Python parts (state equivalence) keep waiting threads responsive as a compile's do
+        with responsive_switching(), compile_deadline(self._limits.max_compile_seconds):
             precompute_mask_cache(self._mask_cache, self._automaton, self._automaton_tables,
                                   self._vocab_tables, max_threads=max_threads, progress=progress)
         return self
