@@ -1,0 +1,93 @@
+#!/usr/bin/env python
+"""Time to first mask, xmask vs llguidance alone: per schema, in CPU time, fastest of N.
+
+``bench_json_schema.py`` runs all engines one after the other on each schema. Each engine then
+finds caches and allocator arenas in the state the others left, which inflates every engine's
+times by about 1.4x here. This script compares only xmask and llguidance. Each repetition
+times xmask's compile + matcher + first fill and then llguidance's grammar + matcher + first
+fill, in thread CPU time (``time.thread_time``: the machine's other load barely moves it).
+The script keeps each engine's fastest repetition. It uses the same MaskBench sample and
+options as ``bench_json_schema.py``. It prints the percentiles of both engines over the
+schemas both compiled, their ratios and the slowest schemas, and writes
+``bench/results/ttfm_pair.json``. No assertions.
+
+Usage:  python bench/ttfm_pair.py [--schemas 100] [--reps 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_json as bj  # noqa: E402
+from bench_json_schema import LLG_JSON_OPTIONS, sample_files  # noqa: E402
+
+OUT = bj.REPO / "bench" / "results" / "ttfm_pair.json"
+clock = time.thread_time
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--schemas", type=int, default=100)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    import llguidance
+    import llguidance.numpy as llnp
+
+    xmask, _, compiler, bitmask = bj.xmask_llama3(args.data)
+    tok_path = args.data / "tokenizers" / "llama3" / "tokenizer.json"
+    lltok = llguidance.LLTokenizer(str(tok_path), n_vocab=128256, eos_token=128009)
+    lbm = llnp.allocate_token_bitmask(1, 128256)
+    compiler.compile_json_schema({"type": "object"})  # imports and first-use memos
+    rows = []
+    for f in sample_files(args.data / "maskbench", args.schemas):
+        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
+        bx = bl = None
+        for _ in range(args.reps):
+            try:
+                t0 = clock()
+                c = compiler.compile_json_schema(schema, strict_mode=False, any_whitespace=True)
+                xmask.GrammarMatcher(c).fill_next_token_bitmask(bitmask)
+                t1 = clock()
+            except xmask.XmaskError:
+                bx = None
+                break
+            bx = t1 - t0 if bx is None else min(bx, t1 - t0)
+            t0 = clock()
+            g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
+            m = llguidance.LLMatcher(lltok, g, log_level=0)
+            llnp.fill_next_token_bitmask(m, lbm, 0)
+            t1 = clock()
+            if m.is_error():
+                bl = None
+                break
+            bl = t1 - t0 if bl is None else min(bl, t1 - t0)
+        if bx is not None and bl is not None:
+            rows.append({"file": f.name, "xmask_ms": bx * 1e3, "llguidance_ms": bl * 1e3})
+    x = np.array([r["xmask_ms"] for r in rows])
+    lg = np.array([r["llguidance_ms"] for r in rows])
+    print(f"{len(rows)} schemas compiled by both; TTFM, CPU ms, fastest of {args.reps}")
+    summary = {}
+    for p in (50, 75, 90, 99):
+        a, b = float(np.percentile(x, p)), float(np.percentile(lg, p))
+        summary[f"p{p}"] = {"xmask": a, "llguidance": b, "ratio": a / b}
+        print(f"p{p}: xmask {a:.2f}  llguidance {b:.2f}  xmask/llguidance {a / b:.2f}x")
+    print(f"sum: xmask {x.sum():.1f}  llguidance {lg.sum():.1f}")
+    for r in sorted(rows, key=lambda r: -r["xmask_ms"])[:10]:
+        print(f"  {r['file']:<50} {r['xmask_ms']:8.2f} {r['llguidance_ms']:8.2f}")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
