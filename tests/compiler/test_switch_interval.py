@@ -75,3 +75,30 @@ def test_a_shorter_application_interval_is_left_alone(restore_interval):
     with si.responsive_switching():
         assert sys.getswitchinterval() == short
     assert sys.getswitchinterval() == short
+
+
+def test_precompute_runs_with_a_short_interval_and_restores_it(monkeypatch, restore_interval):
+    # precompute()'s state-equivalence pass is Python: a waiting thread gets the GIL as during
+    # a compile
+    seen = []
+    real = compiled_module.precompute_mask_cache
+
+    def spy(*args, **kwargs):
+        seen.append(sys.getswitchinterval())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compiled_module, "precompute_mask_cache", spy)
+    compiler = xmask.GrammarCompiler(xmask.default_tokenizer_info(), cache_enabled=False)
+    compiled = compiler.compile_grammar('root ::= "a" [0-9]+')
+    sys.setswitchinterval(0.005)
+    compiled.precompute()
+    assert seen and seen[0] <= si.COMPILE_SWITCH_INTERVAL
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+    assert compiled.cache_summary()["pending"] == 0
+
+
+def test_switch_point_is_interpreted_code():
+    # compiled loops rely on entering it running the interpreter's switch check: it must stay
+    # a plain Python function (a compiled one would never check)
+    assert si.switch_point.__code__.co_filename.endswith("_switch_interval.py")
+    assert si.switch_point() is None
