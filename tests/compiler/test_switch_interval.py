@@ -18,15 +18,21 @@ def restore_interval():
     sys.setswitchinterval(before)
 
 
-def test_a_compile_runs_with_a_short_interval_and_restores_it(monkeypatch, restore_interval):
+def _intervals_seen_by(monkeypatch, name):
+    # the switch interval each call of compiled_module.<name> ran under
     seen = []
-    real = compiled_module.build_automaton
+    real = getattr(compiled_module, name)
 
     def spy(*args, **kwargs):
         seen.append(sys.getswitchinterval())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(compiled_module, "build_automaton", spy)
+    monkeypatch.setattr(compiled_module, name, spy)
+    return seen
+
+
+def test_a_compile_runs_with_a_short_interval_and_restores_it(monkeypatch, restore_interval):
+    seen = _intervals_seen_by(monkeypatch, "build_automaton")
     sys.setswitchinterval(0.005)
     compiler = xmask.GrammarCompiler(xmask.default_tokenizer_info(), cache_enabled=False)
     compiler.compile_grammar('root ::= "a" [0-9]+')
@@ -80,14 +86,7 @@ def test_a_shorter_application_interval_is_left_alone(restore_interval):
 def test_precompute_runs_with_a_short_interval_and_restores_it(monkeypatch, restore_interval):
     # precompute()'s state-equivalence pass is Python: a waiting thread gets the GIL as during
     # a compile
-    seen = []
-    real = compiled_module.precompute_mask_cache
-
-    def spy(*args, **kwargs):
-        seen.append(sys.getswitchinterval())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(compiled_module, "precompute_mask_cache", spy)
+    seen = _intervals_seen_by(monkeypatch, "precompute_mask_cache")
     compiler = xmask.GrammarCompiler(xmask.default_tokenizer_info(), cache_enabled=False)
     compiled = compiler.compile_grammar('root ::= "a" [0-9]+')
     sys.setswitchinterval(0.005)
