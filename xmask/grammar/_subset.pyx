@@ -21,29 +21,13 @@ from libc.stdint cimport int32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 
 from xmask.compiler._ivec cimport IVec, iv_push, iv_reserve, ints_eq, ints_hash
+from xmask.runtime._intseq cimport cmp_i32, first_at_least, sort_unique
 
 from xmask._switch_interval import switch_point
 
 # a pool of subset members beyond this many ints (1 GB) is refused: the automaton is far
 # beyond any state limit's worth of work already
 cdef Py_ssize_t _MAX_POOL = 256 * 1024 * 1024
-
-
-cdef int _cmp_i32(const void* a, const void* b) noexcept nogil:
-    cdef int32_t x = (<const int32_t*>a)[0], y = (<const int32_t*>b)[0]
-    return (x > y) - (x < y)
-
-
-cdef inline Py_ssize_t _first_at_least(const int32_t* pts, Py_ssize_t n, int32_t x) noexcept nogil:
-    """Index of the first of the sorted ``pts`` that is >= x."""
-    cdef Py_ssize_t lo = 0, hi = n, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if pts[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 cdef struct _Subsets:
@@ -158,7 +142,7 @@ def subset_dfa(list eps, list sym, int start, int end, int max_states, check):
         buf.n = 0
         stack.n = 0
         _closure_from(&start32, 1, mark, mstamp, &eps_off, &eps_to, &buf, &stack)
-        qsort(buf.d, buf.n, sizeof(int32_t), _cmp_i32)
+        qsort(buf.d, buf.n, sizeof(int32_t), cmp_i32)
         if _find_or_add(&S, buf.d, buf.n, &added) < 0:
             return False
         accept.append(mark[end] == mstamp)
@@ -183,12 +167,7 @@ def subset_dfa(list eps, list sym, int start, int end, int max_states, check):
             row = []
             n_edges = e_lo.n
             if n_edges:
-                qsort(pts.d, pts.n, sizeof(int32_t), _cmp_i32)
-                n_pts = 0
-                for i in range(pts.n):
-                    if n_pts == 0 or pts.d[n_pts - 1] != pts.d[i]:
-                        pts.d[n_pts] = pts.d[i]
-                        n_pts += 1
+                n_pts = sort_unique(pts.d, pts.n)
                 n_iv = n_pts - 1
                 # the targets of each interval [pts[i], pts[i+1]-1], bucketed (counts, offsets)
                 if iv_reserve(&cnt, n_iv + 1) or iv_reserve(&slot, n_iv + 1):
@@ -196,7 +175,7 @@ def subset_dfa(list eps, list sym, int start, int end, int max_states, check):
                 for i in range(n_iv + 1):
                     cnt.d[i] = 0
                 for k in range(n_edges):
-                    i = _first_at_least(pts.d, n_pts, e_lo.d[k])
+                    i = first_at_least(pts.d, n_pts, e_lo.d[k])
                     while i < n_iv and pts.d[i] <= e_hi.d[k]:
                         cnt.d[i] += 1
                         i += 1
@@ -210,7 +189,7 @@ def subset_dfa(list eps, list sym, int start, int end, int max_states, check):
                 for i in range(n_iv):
                     cnt.d[i] = slot.d[i]  # fill positions
                 for k in range(n_edges):
-                    i = _first_at_least(pts.d, n_pts, e_lo.d[k])
+                    i = first_at_least(pts.d, n_pts, e_lo.d[k])
                     while i < n_iv and pts.d[i] <= e_hi.d[k]:
                         tl.d[cnt.d[i]] = e_t.d[k]
                         cnt.d[i] += 1
@@ -229,7 +208,7 @@ def subset_dfa(list eps, list sym, int start, int end, int max_states, check):
                         buf.n = 0
                         stack.n = 0
                         _closure_from(tl.d + a, b - a, mark, mstamp, &eps_off, &eps_to, &buf, &stack)
-                        qsort(buf.d, buf.n, sizeof(int32_t), _cmp_i32)
+                        qsort(buf.d, buf.n, sizeof(int32_t), cmp_i32)
                         cur_id = _find_or_add(&S, buf.d, buf.n, &added)
                         if cur_id < 0:
                             return False

@@ -27,7 +27,7 @@ from xmask.runtime._tables cimport (
     AutomatonC, VocabC, AutomatonTables, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
 )
 from xmask.runtime._bitset cimport bitset_set
-from xmask.runtime._intseq cimport cmp_i32
+from xmask.runtime._intseq cimport cmp_i32, key_slot
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
     StackC, grow_array, stack_init, stack_free, stack_reset, stack_truncate, stack_set_contains,
@@ -339,10 +339,6 @@ cdef bint _shortcut_group(ClassifyScratch* s, const AutomatonC* a, const VocabC*
     return y >= 0 and _reads_plain_strings(s, a, y, NULL)
 
 
-cdef inline intp_t _slot(int64_t key, intp_t mask) noexcept nogil:
-    return <intp_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask
-
-
 cdef enum:
     MAX_AVOIDED = 8          # most ASCII bytes a "plain text but these" state may refuse
 
@@ -404,7 +400,7 @@ cdef int _plain_search(ClassifyScratch* s, const AutomatonC* a, int32_t state, u
     key = <int64_t>state * PLAIN_UTF8_STATES
     s.pair_queue[0] = key
     s.pair_byte[0] = 255
-    s.pair_keys[_slot(key, 2 * cap - 1)] = key
+    s.pair_keys[key_slot(key, 2 * cap - 1)] = key
     while head < n_pairs:
         key = s.pair_queue[head]
         x = <int32_t>(key // PLAIN_UTF8_STATES)
@@ -432,7 +428,7 @@ cdef int _plain_search(ClassifyScratch* s, const AutomatonC* a, int32_t state, u
                 avoid[0] |= (<uint64_t>1) << (b & 63)
                 continue
             key = <int64_t>t * PLAIN_UTF8_STATES + u2
-            slot = _slot(key, 2 * cap - 1)
+            slot = key_slot(key, 2 * cap - 1)
             while True:
                 got = s.pair_keys[slot]
                 if got == key:

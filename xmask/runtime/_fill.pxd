@@ -4,6 +4,7 @@ from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._mask_cache cimport MaskCacheC
 from xmask.runtime._stack cimport StackC
 from xmask.runtime._guard cimport GuardC
+from xmask.runtime._intseq cimport first_at_least
 
 
 ctypedef struct FillJob:
@@ -45,11 +46,5 @@ cdef intp_t nogil_min_cost() noexcept nogil
 cdef inline bint is_stop_id(const int32_t* stop_ids, intp_t n_stop, intp_t tid) noexcept nogil:
     # Whether tid is one of the sorted stop_ids (binary search: a matcher keeps no
     # vocabulary-sized stop table).
-    cdef intp_t lo = 0, hi = n_stop, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if stop_ids[mid] < tid:
-            lo = mid + 1
-        else:
-            hi = mid
+    cdef intp_t lo = first_at_least(stop_ids, n_stop, <int32_t>tid)
     return lo < n_stop and stop_ids[lo] == tid

@@ -47,3 +47,21 @@ cdef inline uint64_t seq_hash(const int32_t* k, isz n) noexcept nogil:
         h = (h ^ <uint32_t>k[i]) * 0x100000001B3ULL
         h ^= h >> 31
     return h
+
+
+cdef inline isz first_at_least(const int32_t* a, isz n, int32_t x) noexcept nogil:
+    """Index of the first of the ascending ``a[:n]`` that is >= ``x`` (``n`` if none)."""
+    cdef isz lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline isz key_slot(int64_t key, isz mask) noexcept nogil:
+    """The first slot of ``key`` in an open-addressing table of ``mask + 1`` slots (a power of
+    two): Fibonacci hashing, whose high bits mix small consecutive keys well."""
+    return <isz>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask

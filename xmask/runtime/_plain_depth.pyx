@@ -27,6 +27,7 @@ from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
 from xmask.runtime._tables cimport (
     AutomatonC, AutomatonTables, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
 )
+from xmask.runtime._intseq cimport key_slot
 
 # Pairs one search may visit; past it the answer is the depth reached so far (a lower bound,
 # still exact to use: it only means more tokens are walked).
@@ -79,10 +80,6 @@ cdef int32_t frame_succ(const AutomatonC* a, int32_t x, uint8_t b) noexcept nogi
     return -1
 
 
-cdef inline intp_t _slot(int64_t key, intp_t mask) noexcept nogil:
-    return <intp_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask
-
-
 cdef int _reserve(PlainDepthScratch* s) except -1 nogil:
     if s.keys != NULL:
         return 0
@@ -112,16 +109,17 @@ cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state
     cdef int32_t x, t, dep
     cdef uint8_t u, u2, b
     cdef int cb
+    cdef bint dedup = a.n_classes * _N_CAT <= 256 * 32  # (else every plain byte: still exact)
     closed[0] = False
     if limit <= 0:
         return 0
     # one byte per (byte class, category): the only bytes whose steps can differ
-    if a.n_classes * _N_CAT <= 256 * 32:
+    if dedup:
         memset(seen, 0, <size_t>(a.n_classes * _N_CAT))
     for cb in range(256):
         if _CAT[cb] == 0:
             continue
-        if a.n_classes * _N_CAT <= 256 * 32:
+        if dedup:
             k = a.byte_class[cb] * _N_CAT + _CAT[cb]
             if seen[k]:
                 continue
@@ -135,7 +133,7 @@ cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state
     key = <int64_t>state * PLAIN_UTF8_STATES
     s.queue[0] = key
     s.depth[0] = 0
-    s.keys[_slot(key, mask)] = key
+    s.keys[key_slot(key, mask)] = key
     while head < n_pairs:
         dep = s.depth[head]
         if dep >= limit:
@@ -152,7 +150,7 @@ cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state
             if t < 0:
                 return dep  # a plain string of dep + 1 bytes dies here
             key = <int64_t>t * PLAIN_UTF8_STATES + u2
-            slot = _slot(key, mask)
+            slot = key_slot(key, mask)
             while True:
                 got = s.keys[slot]
                 if got == key:
