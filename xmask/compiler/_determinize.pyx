@@ -152,7 +152,7 @@ cdef int sm_put(SeqMap* m, const int32_t* k, isz n, uint64_t h, int32_t v) noexc
 # ------------------------------------------------------------------------------ the context
 
 cdef struct Ctx:
-    # NFA (CSR)
+    # NFA (CSR); byte edges as inclusive ranges of the grammar's classes
     const int32_t* eps_off
     const int32_t* eps_dst
     const int32_t* b_off
@@ -182,10 +182,14 @@ cdef struct Ctx:
     int32_t stamp
     IVec stack
     IVec clos
-    # per-rule DFA under construction
+    # per-rule DFA under construction; state d's row is the runs run_off[d] .. run_off[d + 1]
+    # (first class, target or -1), covering the classes 0 .. nc in order, adjacent runs
+    # differing in target
     SeqMap index         # subset -> DFA state (entry i <-> state i)
     SeqMap memo          # raw target set -> DFA state
-    IVec trans           # n_dfa x nc
+    IVec run_off
+    IVec run_col
+    IVec run_tgt
     IVec finals
     IVec call_src
     IVec call_rule
@@ -193,12 +197,12 @@ cdef struct Ctx:
     int64_t held
     # per-state scratch
     IVec cur
-    IVec cnt
-    IVec pos
-    IVec buf
+    LVec ev              # byte edge events of the state being expanded (row_of)
+    int32_t* acnt        # NFA state -> live edges to it at the sweep position (zero between rows)
+    IVec act             # the raw targets live at the sweep position, ascending
+    IVec prev            # the last non-empty target set row_of looked up
     LVec pairs
     IVec tmp
-    IVec row             # per-class single raw target (fast path of determinize)
 
 
 cdef int closure(Ctx* c, const int32_t* raw, isz nraw) noexcept nogil:
@@ -233,10 +237,10 @@ cdef int closure(Ctx* c, const int32_t* raw, isz nraw) noexcept nogil:
 
 
 cdef inline int64_t held_bytes(const Ctx* c) noexcept nogil:
-    # What this rule's construction holds (transitions, both subset maps with their offsets,
-    # hashes and values) plus the rules emitted before it; the closure scratch is bounded by
-    # the NFA size.
-    return (c.mem_base + 4 * (c.trans.n + c.index.pool.n + c.memo.pool.n)
+    # What this rule's construction holds (rows, both subset maps with their offsets, hashes
+    # and values) plus the rules emitted before it; the closure scratch is bounded by the NFA
+    # size.
+    return (c.mem_base + 4 * (c.run_off.n + 2 * c.run_col.n + c.index.pool.n + c.memo.pool.n)
             + 20 * (c.index.val.n + c.memo.val.n) + 4 * (c.index.cap + c.memo.cap))
 
 
@@ -244,14 +248,14 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
     """The DFA state reached on the raw NFA target set ``raw`` (created if new), or -1."""
     cdef uint64_t h, h2
     cdef int32_t v
-    cdef isz i, nd
+    cdef isz nd
     if n == 1 and c.one_gen[raw[0]] == c.gen:
         return c.one_val[raw[0]]
     h = ints_hash(raw, n)
     v = sm_get(&c.memo, raw, n, h)
     if v >= 0:
         return v
-    if c.mem_cap > 0 and held_bytes(c) + 4 * (n + c.nc) > c.mem_cap:
+    if c.mem_cap > 0 and held_bytes(c) + 4 * (n + 2) > c.mem_cap:
         status[0] = ST_MEMORY
         return -1
     if closure(c, raw, n):
@@ -265,12 +269,6 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
         if sm_put(&c.index, c.clos.d, c.clos.n, h2, v):
             status[0] = ST_NOMEM
             return -1
-        if iv_reserve(&c.trans, (nd + 1) * c.nc):
-            status[0] = ST_NOMEM
-            return -1
-        for i in range(c.nc):
-            c.trans.d[nd * c.nc + i] = -1
-        c.trans.n = (nd + 1) * c.nc
         if check_states and c.total_so_far + nd + 1 > c.max_states:
             status[0] = ST_STATES
             return -1
@@ -288,23 +286,22 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
 
 
 cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
-    """Subset construction of one rule into c.trans / c.finals / c.call_*; returns a status."""
+    """Subset construction of one rule into c.run_* / c.finals / c.call_*; returns a status."""
     cdef int status = ST_OK
-    cdef isz d = 0, i, k, p, nsub, total, L, prev_off, prev_len, g, j
-    cdef int32_t s, cl, dst, prev_dst, rule
+    cdef isz d = 0, i, nsub
     cdef const int32_t* sub
     cdef bint fin
     sm_clear(&c.index)
     sm_clear(&c.memo)
     c.gen += 1
-    c.trans.n = 0
+    c.run_off.n = 0
+    c.run_col.n = 0
+    c.run_tgt.n = 0
     c.finals.n = 0
     c.call_src.n = 0
     c.call_rule.n = 0
     c.call_dst.n = 0
     c.held = 0
-    if iv_reserve(&c.cnt, c.nc + 1) or iv_reserve(&c.pos, c.nc + 1) or iv_reserve(&c.row, c.nc):
-        return ST_NOMEM
     if target(c, &start, 1, False, &status) < 0:
         return status
     while d < c.index.val.n:
@@ -321,102 +318,126 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
         for i in range(nsub):
             if sub[i] == c.end:
                 fin = True
-        # Fast path, the common case (chains of pasted item DFAs, keys, literals): every class
-        # has at most one distinct NFA target.  Same result and the same order of target()
-        # calls as the bucketed path below, without its counting, sorting and comparing.
-        status = fast_row(c, d, sub, nsub)
-        if status == ST_OK:
-            status = calls_of(c, d, sub, nsub)
-            if status != ST_OK:
-                return status
-            if iv_push(&c.finals, fin):
-                return ST_NOMEM
-            d += 1
-            continue
-        if status != ST_CONFLICT:
-            return status
-        status = ST_OK
-        # byte targets bucketed by class
-        memset(c.cnt.d, 0, (c.nc + 1) * sizeof(int32_t))
-        for i in range(nsub):
-            s = sub[i]
-            for k in range(c.b_off[s], c.b_off[s + 1]):
-                for cl in range(c.b_clo[k], c.b_chi[k] + 1):
-                    c.cnt.d[cl] += 1
-        total = 0
-        for cl in range(c.nc):
-            c.pos.d[cl] = <int32_t>total
-            total += c.cnt.d[cl]
-        if iv_reserve(&c.buf, total):
+        if iv_push(&c.run_off, <int32_t>c.run_col.n):
             return ST_NOMEM
-        for i in range(nsub):
-            s = sub[i]
-            for k in range(c.b_off[s], c.b_off[s + 1]):
-                for cl in range(c.b_clo[k], c.b_chi[k] + 1):
-                    c.buf.d[c.pos.d[cl]] = c.b_dst[k]
-                    c.pos.d[cl] += 1
-        prev_len = -1
-        prev_off = 0
-        prev_dst = -1
-        p = 0
-        for cl in range(c.nc):
-            L = c.cnt.d[cl]
-            if L == 0:
-                continue
-            L = sort_unique(c.buf.d + p, L)
-            if (L == prev_len
-                    and ints_eq(c.buf.d + p, c.buf.d + prev_off, L)):
-                dst = prev_dst
-            else:
-                dst = target(c, c.buf.d + p, L, True, &status)
-                if dst < 0:
-                    return status
-            c.trans.d[d * c.nc + cl] = dst
-            prev_len = L
-            prev_off = p
-            prev_dst = dst
-            p += c.cnt.d[cl]
+        status = row_of(c, sub, nsub)
+        if status != ST_OK:
+            return status
         status = calls_of(c, d, sub, nsub)
         if status != ST_OK:
             return status
         if iv_push(&c.finals, fin):
             return ST_NOMEM
         d += 1
+    if iv_push(&c.run_off, <int32_t>c.run_col.n):
+        return ST_NOMEM
     return ST_OK
 
 
-cdef int fast_row(Ctx* c, isz d, const int32_t* sub, isz nsub) noexcept nogil:
-    """Row ``d`` of c.trans when no class has two distinct NFA targets (else ST_CONFLICT,
-    the row untouched by this call: target() initialised it to -1 and only this fills it)."""
-    cdef isz i, k, cl
-    cdef int32_t s, t, raw, prev_raw = -1, prev_dst = -1, dst
-    cdef int32_t* row = c.row.d
+cdef inline void sort_i64(int64_t* a, isz n) noexcept nogil:
+    # a state's events are few (a handful of edges) and come nearly sorted
+    cdef isz i, j
+    cdef int64_t x
+    if n > 32:
+        qsort(a, n, sizeof(int64_t), cmp_i64)
+        return
+    for i in range(1, n):
+        x = a[i]
+        j = i
+        while j > 0 and a[j - 1] > x:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = x
+
+
+cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
+    """Append the row of the DFA state whose subset is ``sub`` to c.run_col / c.run_tgt.
+
+    A sweep over the classes, in proportion to the byte edges rather than the classes: each
+    edge is two events (its first class, one past its last), sorted by class (ends before
+    starts), and between two event positions the live NFA targets, kept ascending, are the
+    raw target set of every class there.  target() sees the sets in class order (the
+    numbering of new states), and a set equal to the previous non-empty one is not looked up
+    again."""
+    cdef isz i, k, j, nev
+    cdef int64_t e
+    cdef int32_t s, t, pos, dst, last = -2, prev_dst = -1
     cdef int status = ST_OK
-    for cl in range(c.nc):
-        row[cl] = -1
+    cdef int64_t* ev
+    cdef int32_t* act
+    c.ev.n = 0
     for i in range(nsub):
         s = sub[i]
+        if lv_reserve(&c.ev, c.ev.n + 2 * (c.b_off[s + 1] - c.b_off[s])):
+            return ST_NOMEM
         for k in range(c.b_off[s], c.b_off[s + 1]):
             t = c.b_dst[k]
-            for cl in range(c.b_clo[k], c.b_chi[k] + 1):
-                if row[cl] != t:
-                    if row[cl] >= 0:
-                        return ST_CONFLICT
-                    row[cl] = t
-    # target() may grow c.trans (realloc): index it afresh for every write
-    for cl in range(c.nc):
-        raw = row[cl]
-        if raw < 0:
-            continue
-        if raw == prev_raw:
+            c.ev.d[c.ev.n] = (<int64_t>c.b_clo[k] << 33) | (<int64_t>1 << 32) | t
+            c.ev.d[c.ev.n + 1] = (<int64_t>(c.b_chi[k] + 1) << 33) | t
+            c.ev.n += 2
+    nev = c.ev.n
+    if c.mem_cap > 0 and held_bytes(c) + 8 * (nev + 1) > c.mem_cap:
+        return ST_MEMORY
+    if iv_reserve(&c.run_col, c.run_col.n + nev + 1) or iv_reserve(&c.run_tgt, c.run_tgt.n + nev + 1) \
+            or iv_reserve(&c.act, nev // 2 + 1) or iv_reserve(&c.prev, nev // 2 + 1):
+        return ST_NOMEM
+    sort_i64(c.ev.d, nev)
+    ev = c.ev.d
+    act = c.act.d
+    c.act.n = 0
+    c.prev.n = 0
+    if nev == 0 or (ev[0] >> 33) > 0:
+        c.run_col.d[c.run_col.n] = 0
+        c.run_tgt.d[c.run_tgt.n] = -1
+        c.run_col.n += 1
+        c.run_tgt.n += 1
+        last = -1
+    i = 0
+    while i < nev:
+        pos = <int32_t>(ev[i] >> 33)
+        while i < nev and <int32_t>(ev[i] >> 33) == pos:
+            e = ev[i]
+            t = <int32_t>(e & <int64_t>0xFFFFFFFF)
+            if e & (<int64_t>1 << 32):
+                c.acnt[t] += 1
+                if c.acnt[t] == 1:
+                    j = c.act.n
+                    while j > 0 and act[j - 1] > t:
+                        act[j] = act[j - 1]
+                        j -= 1
+                    act[j] = t
+                    c.act.n += 1
+            else:
+                c.acnt[t] -= 1
+                if c.acnt[t] == 0:
+                    j = 0
+                    while act[j] != t:
+                        j += 1
+                    c.act.n -= 1
+                    while j < c.act.n:
+                        act[j] = act[j + 1]
+                        j += 1
+            i += 1
+        if pos >= c.nc:
+            break
+        if c.act.n == 0:
+            dst = -1
+        elif c.act.n == c.prev.n and ints_eq(act, c.prev.d, c.act.n):
             dst = prev_dst
         else:
-            dst = target(c, &raw, 1, True, &status)
+            # target() may grow c.run_*'s neighbours but not these rows or c.act
+            dst = target(c, act, c.act.n, True, &status)
             if dst < 0:
                 return status
-            prev_raw = raw
+            memcpy(c.prev.d, act, c.act.n * sizeof(int32_t))
+            c.prev.n = c.act.n
             prev_dst = dst
-        c.trans.d[d * c.nc + cl] = dst
+        if dst != last:
+            c.run_col.d[c.run_col.n] = pos
+            c.run_tgt.d[c.run_tgt.n] = dst
+            c.run_col.n += 1
+            c.run_tgt.n += 1
+            last = dst
     return ST_OK
 
 
@@ -454,115 +475,86 @@ cdef int calls_of(Ctx* c, isz d, const int32_t* sub, isz nsub) noexcept nogil:
 
 # -------------------------------------------------------------------------------- assembly
 
-cdef isz local_classes(Ctx* c, int32_t start, const int32_t* g_lo, const int32_t* g_hi, isz nc,
-                      int32_t* lmap, int32_t* l_lo, int32_t* l_hi, int32_t* cut) noexcept nogil:
-    """Rule-local byte classes: the global classes the rule starting at NFA state ``start``
-    never tells apart share one column (a JSON string rule reads ~35 of ~90).  Fills
-    ``lmap`` (global class -> local, nondecreasing) and the local ranges ``l_lo`` / ``l_hi`` of
-    the rule's byte edges; returns the number of local classes, or -1 (no memory).  The
-    determinized and minimized rule is the same automaton (its columns are a run-length
-    form of the global ones, in the same order), built at the cost of fewer columns."""
-    cdef isz i, k, g, n = 0
-    cdef int32_t s, t
-    c.stamp += 1
-    if c.stamp == 0x7FFFFFFF:
-        return -1
-    memset(cut, 0, (nc + 1) * sizeof(int32_t))
-    # the rule's NFA states (through byte, epsilon and call-return edges), in c.clos
-    c.clos.n = 0
-    c.mark[start] = c.stamp
-    if iv_push(&c.clos, start):
-        return -1
-    i = 0
-    while i < c.clos.n:
-        s = c.clos.d[i]
-        i += 1
-        for k in range(c.b_off[s], c.b_off[s + 1]):
-            cut[g_lo[k]] = 1
-            cut[g_hi[k] + 1] = 1
-            t = c.b_dst[k]
-            if c.mark[t] != c.stamp:
-                c.mark[t] = c.stamp
-                if iv_push(&c.clos, t):
-                    return -1
-        for k in range(c.eps_off[s], c.eps_off[s + 1]):
-            t = c.eps_dst[k]
-            if c.mark[t] != c.stamp:
-                c.mark[t] = c.stamp
-                if iv_push(&c.clos, t):
-                    return -1
-        for k in range(c.c_off[s], c.c_off[s + 1]):
-            t = c.c_dst[k]
-            if c.mark[t] != c.stamp:
-                c.mark[t] = c.stamp
-                if iv_push(&c.clos, t):
-                    return -1
-    lmap[0] = 0
-    for g in range(1, nc):
-        n += cut[g]
-        lmap[g] = <int32_t>n
-    for i in range(c.clos.n):
-        s = c.clos.d[i]
-        for k in range(c.b_off[s], c.b_off[s + 1]):
-            l_lo[k] = lmap[g_lo[k]]
-            l_hi[k] = lmap[g_hi[k]]
-    return n + 1
+cdef struct Out:
+    # the rules emitted so far, global numbering: state g's row is the runs
+    # roff[g] .. roff[g + 1] of (rcol, rtgt), spread into the dense table once at the end
+    IVec roff
+    IVec rcol
+    IVec rtgt
+    IVec final
+    IVec csrc
+    IVec crule
+    IVec cdst
+    IVec seen
 
 
-cdef int emit(Ctx* c, const int32_t* blk, isz m, IVec* g_trans, IVec* g_final, IVec* g_csrc,
-              IVec* g_crule, IVec* g_cdst, int32_t base, isz nc,
-              const int32_t* lmap) noexcept nogil:
-    """Append the quotient DFA (blocks ``blk``, ``m`` of them) to the global arrays, its
-    rule-local columns (``c.nc``) spread over the ``nc`` global classes (``lmap``)."""
-    cdef isz n = c.finals.n, nl = c.nc, i, k, b, l, t0 = g_trans.n
-    cdef int32_t t
-    cdef int32_t* out
-    cdef int32_t* seen = <int32_t*>malloc((m + nl + 2) * sizeof(int32_t))
-    cdef int32_t* lstart  # local column l covers global classes lstart[l] .. lstart[l + 1]
-    if seen == NULL:
+cdef int emit(Ctx* c, const int32_t* blk, isz m, Out* o, int32_t base) noexcept nogil:
+    """Append the quotient DFA (blocks ``blk``, ``m`` of them) to ``o``: each block's row is
+    its first state's (blocks are numbered by first appearance, so they come in order)."""
+    cdef isz n = c.finals.n, i, k, b, nb = 0
+    cdef int32_t t, last
+    cdef int32_t* seen
+    if (iv_reserve(&o.seen, m) or iv_reserve(&o.rcol, o.rcol.n + c.run_col.n)
+            or iv_reserve(&o.rtgt, o.rtgt.n + c.run_col.n) or iv_reserve(&o.roff, o.roff.n + m)
+            or iv_reserve(&o.final, o.final.n + m)):
         return -1
-    lstart = seen + m
+    seen = o.seen.d
     for b in range(m):
         seen[b] = -1
-    # lmap is nondecreasing from 0 to nl - 1: each local column is one run of global ones
-    l = 0
-    lstart[0] = 0
-    for k in range(1, nc):
-        if lmap[k] != lmap[k - 1]:
-            l += 1
-            lstart[l] = <int32_t>k
-    lstart[nl] = <int32_t>nc
-    if iv_reserve(g_trans, t0 + m * nc) or iv_reserve(g_final, g_final.n + m):
-        free(seen)
-        return -1
-    # each block's representative: its first state (blocks are numbered by first appearance);
-    # its global row starts empty (most columns are) and each local column with a target
-    # fills its run of global columns
     for i in range(n):
         b = blk[i]
         if seen[b] >= 0:
             continue
         seen[b] = <int32_t>i
-        out = g_trans.d + t0 + b * nc
-        memset(out, 0xFF, nc * sizeof(int32_t))
-        for l in range(nl):
-            t = c.trans.d[i * nl + l]
+        nb += 1
+        o.roff.d[o.roff.n] = <int32_t>o.rcol.n
+        o.roff.n += 1
+        last = -2
+        for k in range(c.run_off.d[i], c.run_off.d[i + 1]):
+            t = c.run_tgt.d[k]
             if t >= 0:
                 t = blk[t] + base
-                for k in range(lstart[l], lstart[l + 1]):
-                    out[k] = t
-        g_final.d[g_final.n + b] = c.finals.d[i]
-    g_trans.n = t0 + m * nc
-    g_final.n += m
+            if t != last:  # two targets merged into one block: one run
+                o.rcol.d[o.rcol.n] = c.run_col.d[k]
+                o.rtgt.d[o.rcol.n] = t
+                o.rcol.n += 1
+                last = t
+        o.final.d[o.final.n] = c.finals.d[i]
+        o.final.n += 1
+        if nb == m:
+            break
+    o.rtgt.n = o.rcol.n
     for k in range(c.call_src.n):
         i = c.call_src.d[k]
         if seen[blk[i]] != i:
             continue
-        if (iv_push(g_csrc, blk[i] + base) or iv_push(g_crule, c.call_rule.d[k])
-                or iv_push(g_cdst, blk[c.call_dst.d[k]] + base)):
-            free(seen)
+        if (iv_push(&o.csrc, blk[i] + base) or iv_push(&o.crule, c.call_rule.d[k])
+                or iv_push(&o.cdst, blk[c.call_dst.d[k]] + base)):
             return -1
-    free(seen)
+    return 0
+
+
+cdef int dense_table(Out* o, isz nc, IVec* trans) noexcept nogil:
+    """The emitted rows as the dense ``states x nc`` table (-1 for no target), in ``trans``."""
+    cdef isz ns = o.roff.n, g, k, k1, col, hi
+    cdef int32_t t
+    cdef int32_t* row
+    if iv_push(&o.roff, <int32_t>o.rcol.n) or iv_reserve(trans, ns * nc if ns * nc else 1):
+        return -1
+    for g in range(ns):
+        row = trans.d + g * nc
+        k1 = o.roff.d[g + 1]
+        for k in range(o.roff.d[g], k1):
+            col = o.rcol.d[k]
+            hi = o.rcol.d[k + 1] if k + 1 < k1 else nc
+            t = o.rtgt.d[k]
+            if t < 0:
+                memset(row + col, 0xFF, (hi - col) * sizeof(int32_t))
+            else:
+                while col < hi:
+                    row[col] = t
+                    col += 1
+    trans.n = ns * nc
     return 0
 
 
@@ -607,26 +599,18 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     are (global state, callee rule index, global return state) triples.
     """
     cdef Ctx c
+    cdef Out o
     cdef isz n_nfa = eps_off.shape[0] - 1, R = r_start.shape[0], r, m
     cdef int status = ST_OK
     cdef int32_t bad = -1
-    cdef IVec g_trans, g_final, g_csrc, g_crule, g_cdst, rule_base
+    cdef IVec g_trans, rule_base
     cdef int32_t* blk = NULL
-    cdef isz blk_cap = 0, n_edges = b_clo.shape[0], nl
-    cdef int32_t* lmap = <int32_t*>malloc((n_classes + 1) * sizeof(int32_t))
-    cdef int32_t* cut = <int32_t*>malloc((n_classes + 2) * sizeof(int32_t))
-    cdef int32_t* l_lo = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
-    cdef int32_t* l_hi = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
-    cdef const int32_t* g_lo
-    cdef const int32_t* g_hi
+    cdef isz blk_cap = 0
     cdef MinWork wk
     memset(&wk, 0, sizeof(MinWork))
     memset(&c, 0, sizeof(Ctx))
+    memset(&o, 0, sizeof(Out))
     memset(&g_trans, 0, sizeof(IVec))
-    memset(&g_final, 0, sizeof(IVec))
-    memset(&g_csrc, 0, sizeof(IVec))
-    memset(&g_crule, 0, sizeof(IVec))
-    memset(&g_cdst, 0, sizeof(IVec))
     memset(&rule_base, 0, sizeof(IVec))
     if n_nfa == 0:
         raise ValueError("empty NFA")
@@ -640,36 +624,24 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     c.c_rule = &c_rule[0] if c_rule.shape[0] else NULL
     c.c_dst = &c_dst[0] if c_dst.shape[0] else NULL
     c.nc = n_classes
-    g_lo, g_hi = c.b_clo, c.b_chi
-    c.b_clo, c.b_chi = l_lo, l_hi  # each rule's edges in its local classes (local_classes)
     c.max_states = max_states
     c.held_cap = held_cap
     c.total_so_far = total_so_far
     c.budget = budget
     c.mem_cap = mem_cap
-    c.mark = <int32_t*>malloc(n_nfa * sizeof(int32_t))
+    c.mark = <int32_t*>calloc(n_nfa, sizeof(int32_t))
     c.one_val = <int32_t*>malloc(n_nfa * sizeof(int32_t))
     c.one_gen = <int32_t*>calloc(n_nfa, sizeof(int32_t))
+    c.acnt = <int32_t*>calloc(n_nfa, sizeof(int32_t))
     try:
         with nogil:
             c.deadline = xm_now() + seconds_left if seconds_left >= 0 else -1.0
-            if (c.mark == NULL or c.one_val == NULL or c.one_gen == NULL or lmap == NULL
-                    or cut == NULL or l_lo == NULL or l_hi == NULL
-                    or sm_init(&c.index) or sm_init(&c.memo)):
+            if (c.mark == NULL or c.one_val == NULL or c.one_gen == NULL or c.acnt == NULL
+                    or sm_init(&c.index) or sm_init(&c.memo) or iv_push(&rule_base, 0)):
                 status = ST_NOMEM
-            else:
-                memset(c.mark, 0, n_nfa * sizeof(int32_t))
-                if iv_push(&rule_base, 0):
-                    status = ST_NOMEM
             r = 0
             while status == ST_OK and r < R:
                 c.end = r_end[r]
-                nl = local_classes(&c, r_start[r], g_lo, g_hi, n_classes, lmap, l_lo, l_hi, cut)
-                if nl < 0:
-                    status = ST_NOMEM
-                    bad = <int32_t>r
-                    break
-                c.nc = nl
                 status = determinize(&c, r_start[r])
                 if status == ST_OK:
                     if c.finals.n > blk_cap:
@@ -679,18 +651,17 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                         if blk == NULL:
                             status = ST_NOMEM
                 if status == ST_OK:
-                    m = minimize_dfa(c.finals.n, c.nc, c.trans.d, c.finals.d, c.call_src.d,
-                                     c.call_rule.d, c.call_dst.d, c.call_rule.n, c.budget, blk,
-                                     n_classes, &wk)  # budget in global columns, as before
-                    if m < 0:
-                        status = ST_NOMEM
-                    elif emit(&c, blk, m, &g_trans, &g_final, &g_csrc, &g_crule, &g_cdst,
-                              rule_base.d[rule_base.n - 1], n_classes, lmap):
+                    m = minimize_dfa(c.finals.n, c.nc, c.run_off.d, c.run_col.d, c.run_tgt.d,
+                                     c.finals.d, c.call_src.d, c.call_rule.d, c.call_dst.d,
+                                     c.call_rule.n, c.budget, blk, &wk)
+                    if m < 0 or emit(&c, blk, m, &o, rule_base.d[rule_base.n - 1]):
                         status = ST_NOMEM
                 if status == ST_OK:
                     c.total_so_far += m
-                    # emitted rules: global trans/finals/calls, copied out once at the end
-                    c.mem_base = 2 * 4 * (g_trans.n + g_final.n + g_csrc.n + g_crule.n + g_cdst.n)
+                    # emitted rules: their rows, then the dense table and the other arrays
+                    # copied out at the end
+                    c.mem_base = 4 * (o.roff.n + o.rcol.n + o.rtgt.n + o.roff.n * n_classes) \
+                        + 2 * 4 * (o.final.n + o.csrc.n + o.crule.n + o.cdst.n)
                     if mem_cap > 0 and c.mem_base > mem_cap:
                         status = ST_MEMORY
                     if iv_push(&rule_base, rule_base.d[rule_base.n - 1] + <int32_t>m):
@@ -698,26 +669,27 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 if status != ST_OK:
                     bad = <int32_t>r
                 r += 1
+            if status == ST_OK and dense_table(&o, n_classes, &g_trans):
+                status = ST_NOMEM
         if status == ST_NOMEM:
             raise MemoryError()
         return (status, bad, to_array(&rule_base, np.int32), take_array(&g_trans),
-                to_array(&g_final, np.uint8), to_array(&g_csrc, np.int32),
-                to_array(&g_crule, np.int32), to_array(&g_cdst, np.int32))
+                to_array(&o.final, np.uint8), to_array(&o.csrc, np.int32),
+                to_array(&o.crule, np.int32), to_array(&o.cdst, np.int32))
     finally:
         free(c.mark)
         free(c.one_val)
         free(c.one_gen)
-        free(lmap)
-        free(cut)
-        free(l_lo)
-        free(l_hi)
+        free(c.acnt)
         free(blk)
         minwork_free(&wk)
         sm_free(&c.index)
         sm_free(&c.memo)
-        free(c.stack.d); free(c.clos.d); free(c.trans.d); free(c.finals.d)
+        free(c.stack.d); free(c.clos.d); free(c.finals.d)
+        free(c.run_off.d); free(c.run_col.d); free(c.run_tgt.d)
         free(c.call_src.d); free(c.call_rule.d); free(c.call_dst.d); free(c.cur.d)
-        free(c.cnt.d); free(c.pos.d); free(c.buf.d); free(c.tmp.d); free(c.pairs.d)
-        free(c.row.d)
-        free(g_trans.d); free(g_final.d); free(g_csrc.d); free(g_crule.d); free(g_cdst.d)
+        free(c.ev.d); free(c.act.d); free(c.prev.d); free(c.tmp.d); free(c.pairs.d)
+        free(o.roff.d); free(o.rcol.d); free(o.rtgt.d); free(o.final.d); free(o.seen.d)
+        free(o.csrc.d); free(o.crule.d); free(o.cdst.d)
+        free(g_trans.d)
         free(rule_base.d)
