@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-"""CPU time of the per-rule determinize + minimize kernel (``_determinize.build_rule_dfas``).
+"""CPU time of the per-rule DFAs: ``dfa.rule_dfas``, the determinize + minimize kernel
+(``_determinize.build_rule_dfas``) and its Python glue.
 
 Compiles the ``bench_json_schema.py`` sample (same stride, Llama-3, ``strict_mode=False,
-any_whitespace=True``) once, capturing the arguments of every kernel call (whole grammars and
-the NFA builder's fragments), then reruns the kernel alone on them, ``--reps`` times each, and
+any_whitespace=True``) once, capturing the arguments of every ``rule_dfas`` call (whole grammars
+and the NFA builder's fragments), then reruns it alone on them, ``--reps`` times each, and
 prints per-grammar CPU time (fastest rep, ``time.thread_time``) as p50 / p90 / max / sum.
 ``--save F`` pickles the captured arguments, ``--load F`` times them without compiling: run it
 alternately with two builds (``PYTHONPATH=A`` / ``PYTHONPATH=B``) for a same-input comparison.
@@ -37,17 +38,17 @@ def capture(data: pathlib.Path, n: int) -> list:
     """[(schema file, kind, args)] of every kernel call while compiling the sample."""
     warnings.simplefilter("ignore")
     xmask, _, compiler, _ = bj.xmask_llama3(data)
-    from xmask.compiler import dfa
+    from xmask.compiler import automaton, dfa
 
     calls: list = []
-    orig = dfa.build_rule_dfas
+    orig = dfa.rule_dfas
     current = ["warm-up"]
 
     def spy(*a):
-        calls.append((current[0], len(a[9]), a))
+        calls.append((current[0], len(a[2]), a))
         return orig(*a)
 
-    dfa.build_rule_dfas = spy
+    dfa.rule_dfas = automaton.rule_dfas = spy
     try:
         for f in sample_files(data / "maskbench", n):
             current[0] = f.name
@@ -57,9 +58,8 @@ def capture(data: pathlib.Path, n: int) -> list:
             except xmask.XmaskError:
                 pass
     finally:
-        dfa.build_rule_dfas = orig
-    # the deadline argument (seconds left) is irrelevant to a rerun: none
-    return [(name, rules, a[:16] + (-1.0,) + a[17:]) for name, rules, a in calls]
+        dfa.rule_dfas = automaton.rule_dfas = orig
+    return calls
 
 
 def main() -> None:
@@ -76,35 +76,35 @@ def main() -> None:
         calls, ref_out = stored["calls"], stored["out"]
     else:
         calls, ref_out = capture(args.data, args.schemas), None
-    from xmask.compiler._determinize import build_rule_dfas
+    from xmask.compiler.dfa import rule_dfas
     import xmask
 
-    outs = [build_rule_dfas(*a) for _, _, a in calls]
+    outs = [rule_dfas(*a) for _, _, a in calls]
     if args.save:
         args.save.write_bytes(pickle.dumps({"calls": calls, "out": outs}))
-        print(f"saved {len(calls)} kernel calls to {args.save}")
+        print(f"saved {len(calls)} rule_dfas calls to {args.save}")
     if args.check:
         if ref_out is None:
             raise SystemExit("--check needs --load")
         bad = 0
         for (name, _, _), x, y in zip(calls, outs, ref_out):
-            same = x[:2] == y[:2] and all(np.array_equal(u, v) for u, v in zip(x[2:], y[2:]))
+            same = all(np.array_equal(u, v) for u, v in zip(x, y))
             if not same:
                 bad += 1
                 if bad <= 10:
                     print(f"DIFF {name}")
-        print(f"{len(calls)} kernel calls, {bad} differ")
+        print(f"{len(calls)} rule_dfas calls, {bad} differ")
     per: dict = {}
     for _ in range(args.reps):
         times: dict = {}
         for name, _, a in calls:
             t = clock()
-            build_rule_dfas(*a)
+            rule_dfas(*a)
             times[name] = times.get(name, 0.0) + clock() - t
         for k, v in times.items():
             per[k] = min(per.get(k, v), v)
     grammar = np.array([v for k, v in per.items() if k != "warm-up"]) * 1e3
-    print(f"xmask {xmask.__file__}: {len(calls)} kernel calls, {len(grammar)} schemas, "
+    print(f"xmask {xmask.__file__}: {len(calls)} rule_dfas calls, {len(grammar)} schemas, "
           f"CPU ms per schema (fastest of {args.reps})")
     print(f"p50 {np.percentile(grammar, 50):.4f}  p90 {np.percentile(grammar, 90):.4f}  "
           f"max {grammar.max():.3f}  sum {grammar.sum():.2f}")

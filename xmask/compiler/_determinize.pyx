@@ -17,7 +17,7 @@ construction); ``bad_rule`` names the rule.
 
 import numpy as np
 
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, malloc, free, qsort, realloc
 
 from cython.view cimport array as cvarray
@@ -152,12 +152,13 @@ cdef int sm_put(SeqMap* m, const int32_t* k, isz n, uint64_t h, int32_t v) noexc
 # ------------------------------------------------------------------------------ the context
 
 cdef struct Ctx:
-    # NFA (CSR); byte edges as inclusive ranges of the grammar's classes
+    # NFA (CSR)
     const int32_t* eps_off
     const int32_t* eps_dst
     const int32_t* b_off
-    const int32_t* b_clo
-    const int32_t* b_chi
+    const int32_t* b_lo  # byte edges as inclusive byte ranges, classes by bclass
+    const int32_t* b_hi
+    const uint8_t* bclass
     const int32_t* b_dst
     const int32_t* c_off
     const int32_t* c_rule
@@ -198,6 +199,8 @@ cdef struct Ctx:
     # per-state scratch
     IVec cur
     LVec ev              # byte edge events of the state being expanded (row_of)
+    LVec ev2             # sort_events' scratch
+    IVec cnt
     int32_t* acnt        # NFA state -> live edges to it at the sweep position (zero between rows)
     IVec act             # the raw targets live at the sweep position, ascending
     IVec prev            # the last non-empty target set row_of looked up
@@ -334,20 +337,40 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     return ST_OK
 
 
-cdef inline void sort_i64(int64_t* a, isz n) noexcept nogil:
-    # a state's events are few (a handful of edges) and come nearly sorted
-    cdef isz i, j
+cdef int sort_events(Ctx* c) noexcept nogil:
+    """Sort c.ev by class (the key's high bits; the order within a class does not matter to
+    row_of): insertion for the usual handful of events, counting by class for many."""
+    cdef isz i, j, n = c.ev.n
     cdef int64_t x
-    if n > 32:
-        qsort(a, n, sizeof(int64_t), cmp_i64)
-        return
-    for i in range(1, n):
-        x = a[i]
-        j = i
-        while j > 0 and a[j - 1] > x:
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = x
+    cdef int64_t* a = c.ev.d
+    cdef int32_t* cnt
+    cdef LVec tmp
+    if n <= 24:
+        for i in range(1, n):
+            x = a[i]
+            j = i
+            while j > 0 and a[j - 1] > x:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = x
+        return 0
+    if iv_reserve(&c.cnt, c.nc + 2) or lv_reserve(&c.ev2, n):
+        return -1
+    cnt = c.cnt.d
+    memset(cnt, 0, (c.nc + 2) * sizeof(int32_t))
+    for i in range(n):
+        cnt[(a[i] >> 33) + 1] += 1
+    for i in range(c.nc + 1):
+        cnt[i + 1] += cnt[i]
+    for i in range(n):
+        j = <isz>(a[i] >> 33)
+        c.ev2.d[cnt[j]] = a[i]
+        cnt[j] += 1
+    tmp = c.ev
+    c.ev = c.ev2
+    c.ev2 = tmp
+    c.ev.n = n
+    return 0
 
 
 cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
@@ -372,8 +395,8 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
             return ST_NOMEM
         for k in range(c.b_off[s], c.b_off[s + 1]):
             t = c.b_dst[k]
-            c.ev.d[c.ev.n] = (<int64_t>c.b_clo[k] << 33) | (<int64_t>1 << 32) | t
-            c.ev.d[c.ev.n + 1] = (<int64_t>(c.b_chi[k] + 1) << 33) | t
+            c.ev.d[c.ev.n] = (<int64_t>c.bclass[c.b_lo[k]] << 33) | (<int64_t>1 << 32) | t
+            c.ev.d[c.ev.n + 1] = (<int64_t>(c.bclass[c.b_hi[k]] + 1) << 33) | t
             c.ev.n += 2
     nev = c.ev.n
     if c.mem_cap > 0 and held_bytes(c) + 8 * (nev + 1) > c.mem_cap:
@@ -381,7 +404,8 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
     if iv_reserve(&c.run_col, c.run_col.n + nev + 1) or iv_reserve(&c.run_tgt, c.run_tgt.n + nev + 1) \
             or iv_reserve(&c.act, nev // 2 + 1) or iv_reserve(&c.prev, nev // 2 + 1):
         return ST_NOMEM
-    sort_i64(c.ev.d, nev)
+    if sort_events(c):
+        return ST_NOMEM
     ev = c.ev.d
     act = c.act.d
     c.act.n = 0
@@ -586,16 +610,18 @@ cdef object take_array(IVec* v):
 
 
 def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
-                    const int32_t[::1] b_off, const int32_t[::1] b_clo, const int32_t[::1] b_chi,
+                    const int32_t[::1] b_off, const int32_t[::1] b_lo, const int32_t[::1] b_hi,
                     const int32_t[::1] b_dst, const int32_t[::1] c_off, const int32_t[::1] c_rule,
                     const int32_t[::1] c_dst, const int32_t[::1] r_start, const int32_t[::1] r_end,
-                    int n_classes, int64_t max_states, int64_t held_cap, int64_t total_so_far,
+                    const uint8_t[::1] byte_class, int64_t max_states, int64_t held_cap, int64_t total_so_far,
                     int64_t budget, double seconds_left, int64_t mem_cap=0):
-    """Determinize and minimize every rule (NFA in CSR form, byte edges as class ranges).
+    """Determinize and minimize every rule (NFA in CSR form, byte edges as inclusive byte
+    ranges, ``byte_class`` (uint8[256], numbered by first byte) the grammar's byte classes).
 
     Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst)``:
     rule ``r`` owns global states ``rule_base[r] .. rule_base[r + 1]`` (its start first),
-    ``trans`` is ``n x n_classes`` (global targets, -1 none), ``finals`` uint8, and the calls
+    ``trans`` is ``n x n_classes`` (global targets, -1 none; ``n_classes`` =
+    ``max(byte_class) + 1``), ``finals`` uint8, and the calls
     are (global state, callee rule index, global return state) triples.
     """
     cdef Ctx c
@@ -612,13 +638,20 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     memset(&o, 0, sizeof(Out))
     memset(&g_trans, 0, sizeof(IVec))
     memset(&rule_base, 0, sizeof(IVec))
+    cdef int n_classes = 0
     if n_nfa == 0:
         raise ValueError("empty NFA")
+    if byte_class.shape[0] != 256:
+        raise ValueError("byte_class must have 256 entries")
+    for r in range(256):
+        if byte_class[r] + 1 > n_classes:
+            n_classes = byte_class[r] + 1
+    c.bclass = &byte_class[0]
     c.eps_off = &eps_off[0]
     c.eps_dst = &eps_dst[0] if eps_dst.shape[0] else NULL
     c.b_off = &b_off[0]
-    c.b_clo = &b_clo[0] if b_clo.shape[0] else NULL
-    c.b_chi = &b_chi[0] if b_chi.shape[0] else NULL
+    c.b_lo = &b_lo[0] if b_lo.shape[0] else NULL
+    c.b_hi = &b_hi[0] if b_hi.shape[0] else NULL
     c.b_dst = &b_dst[0] if b_dst.shape[0] else NULL
     c.c_off = &c_off[0]
     c.c_rule = &c_rule[0] if c_rule.shape[0] else NULL
@@ -688,7 +721,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
         free(c.stack.d); free(c.clos.d); free(c.finals.d)
         free(c.run_off.d); free(c.run_col.d); free(c.run_tgt.d)
         free(c.call_src.d); free(c.call_rule.d); free(c.call_dst.d); free(c.cur.d)
-        free(c.ev.d); free(c.act.d); free(c.prev.d); free(c.tmp.d); free(c.pairs.d)
+        free(c.ev.d); free(c.ev2.d); free(c.cnt.d); free(c.act.d); free(c.prev.d); free(c.tmp.d); free(c.pairs.d)
         free(o.roff.d); free(o.rcol.d); free(o.rtgt.d); free(o.final.d); free(o.seen.d)
         free(o.csrc.d); free(o.crule.d); free(o.cdst.d)
         free(g_trans.d)
