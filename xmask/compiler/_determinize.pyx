@@ -25,7 +25,7 @@ from libc.string cimport memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, sort_unique
 from xmask.compiler._ivec cimport IVec, LVec, ints_eq, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
-from xmask.compiler._minimize cimport MinWork, minimize_dfa, minwork_free
+from xmask.compiler._minimize cimport MinWork, Moore, minimize_dfa, minwork_free
 
 ctypedef Py_ssize_t isz
 
@@ -69,9 +69,15 @@ cdef struct SeqMap:
     LVec hsh
 
 
-cdef int sm_init(SeqMap* m) noexcept nogil:
+cdef int sm_init(SeqMap* m, isz hint) noexcept nogil:
+    """An empty map sized for about ``hint`` entries of a few ints each."""
     memset(m, 0, sizeof(SeqMap))
     m.cap = 64
+    while m.cap < 2 * hint:
+        m.cap *= 2
+    if (iv_reserve(&m.pool, 4 * hint) or lv_reserve(&m.off, hint + 1) or iv_reserve(&m.val, hint)
+            or lv_reserve(&m.hsh, hint)):
+        return -1
     m.slots = <int32_t*>malloc(m.cap * sizeof(int32_t))
     if m.slots == NULL:
         return -1
@@ -609,6 +615,34 @@ cdef object take_array(IVec* v):
     return np.asarray(holder)
 
 
+cdef int presize(Ctx* c, Out* o, MinWork* wk, isz n_nfa, isz n_edges, isz n_calls) noexcept nogil:
+    """Reserve the growing arrays for a small grammar at once (a rule's DFA rarely has more
+    states than the grammar has NFA states, its rows more runs than twice the edges): growing
+    each from empty costs ~150 reallocs.  Capped: a large grammar's arrays grow as needed (a
+    large first reservation is fresh memory, slower to touch than a heap block grown into)."""
+    cdef isz hs = min(n_nfa, 1024) + 16, he = 2 * min(n_edges, 1024) + 16
+    cdef Moore* mo = &wk.mo
+    if (iv_reserve(&c.stack, hs) or iv_reserve(&c.clos, hs) or iv_reserve(&c.cur, 256)
+            or iv_reserve(&c.run_off, hs + 1) or iv_reserve(&c.run_col, he)
+            or iv_reserve(&c.run_tgt, he) or iv_reserve(&c.finals, hs)
+            or iv_reserve(&c.call_src, n_calls + 16) or iv_reserve(&c.call_rule, n_calls + 16)
+            or iv_reserve(&c.call_dst, n_calls + 16) or lv_reserve(&c.ev, 256)
+            or lv_reserve(&c.ev2, 256) or iv_reserve(&c.cnt, 258) or iv_reserve(&c.act, 128)
+            or iv_reserve(&c.prev, 128) or lv_reserve(&c.pairs, 64) or iv_reserve(&c.tmp, 64)
+            or iv_reserve(&o.roff, hs + 1) or iv_reserve(&o.rcol, he) or iv_reserve(&o.rtgt, he)
+            or iv_reserve(&o.final, hs) or iv_reserve(&o.seen, hs)
+            or iv_reserve(&o.csrc, n_calls + 16) or iv_reserve(&o.crule, n_calls + 16)
+            or iv_reserve(&o.cdst, n_calls + 16)
+            or iv_reserve(&wk.callees, 64) or iv_reserve(&wk.arena, 11 * hs + 3)
+            or iv_reserve(&wk.rev_src, he + n_calls + 1) or iv_reserve(&mo.dirty, hs)
+            or iv_reserve(&mo.newid, 2 * hs) or iv_reserve(&mo.spos, 2 * hs + 1)
+            or iv_reserve(&mo.blocks, hs) or iv_reserve(&mo.reps, hs)
+            or iv_reserve(&mo.changed, hs) or iv_reserve(&mo.sig, 4 * he + 2 * hs)
+            or iv_reserve(&mo.slots, 4 * hs + 16) or iv_reserve(&mo.gsize, 2 * hs)):
+        return -1
+    return 0
+
+
 def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                     const int32_t[::1] b_off, const int32_t[::1] b_lo, const int32_t[::1] b_hi,
                     const int32_t[::1] b_dst, const int32_t[::1] c_off, const int32_t[::1] c_rule,
@@ -670,7 +704,10 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
         with nogil:
             c.deadline = xm_now() + seconds_left if seconds_left >= 0 else -1.0
             if (c.mark == NULL or c.one_val == NULL or c.one_gen == NULL or c.acnt == NULL
-                    or sm_init(&c.index) or sm_init(&c.memo) or iv_push(&rule_base, 0)):
+                    or sm_init(&c.index, min(n_nfa, 1024))
+                    or sm_init(&c.memo, min(n_nfa, 1024) // 4)
+                    or presize(&c, &o, &wk, n_nfa, b_lo.shape[0], c_rule.shape[0])
+                    or iv_reserve(&rule_base, R + 1) or iv_push(&rule_base, 0)):
                 status = ST_NOMEM
             r = 0
             while status == ST_OK and r < R:
