@@ -343,9 +343,9 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     return ST_OK
 
 
-cdef int sort_events(Ctx* c) noexcept nogil:
-    """Sort c.ev by class (the key's high bits; the order within a class does not matter to
-    row_of): insertion for the usual handful of events, counting by class for many."""
+cdef int sort_keys(Ctx* c, int shift) noexcept nogil:
+    """Sort c.ev by class, the key's bits from ``shift`` up (the order within a class does not
+    matter to row_of): insertion for the usual handful of keys, counting by class for many."""
     cdef isz i, j, n = c.ev.n
     cdef int64_t x
     cdef int64_t* a = c.ev.d
@@ -365,11 +365,11 @@ cdef int sort_events(Ctx* c) noexcept nogil:
     cnt = c.cnt.d
     memset(cnt, 0, (c.nc + 2) * sizeof(int32_t))
     for i in range(n):
-        cnt[(a[i] >> 33) + 1] += 1
+        cnt[(a[i] >> shift) + 1] += 1
     for i in range(c.nc + 1):
         cnt[i + 1] += cnt[i]
     for i in range(n):
-        j = <isz>(a[i] >> 33)
+        j = <isz>(a[i] >> shift)
         c.ev2.d[cnt[j]] = a[i]
         cnt[j] += 1
     tmp = c.ev
@@ -379,15 +379,90 @@ cdef int sort_events(Ctx* c) noexcept nogil:
     return 0
 
 
+cdef inline void put_run(Ctx* c, int32_t col, int32_t dst) noexcept nogil:
+    # room reserved by row_of
+    c.run_col.d[c.run_col.n] = col
+    c.run_tgt.d[c.run_tgt.n] = dst
+    c.run_col.n += 1
+    c.run_tgt.n += 1
+
+
 cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
     """Append the row of the DFA state whose subset is ``sub`` to c.run_col / c.run_tgt.
 
-    A sweep over the classes, in proportion to the byte edges rather than the classes: each
-    edge is two events (its first class, one past its last), sorted by class (ends before
-    starts), and between two event positions the live NFA targets, kept ascending, are the
-    raw target set of every class there.  target() sees the sets in class order (the
-    numbering of new states), and a set equal to the previous non-empty one is not looked up
-    again."""
+    Work in proportion to the byte edges, not the classes.  The edges, as (first class, last
+    class, NFA target) keys sorted by class, usually give each class at most one target
+    (chains of pasted item DFAs, keys, literals): then each edge is a run, its target the DFA
+    state of {NFA target}.  Otherwise :func:`row_sweep`.  Either way target() sees the raw
+    target sets in class order (the numbering of new states)."""
+    cdef isz i, k, n
+    cdef int64_t e
+    cdef int32_t s, t, lo, hi, end = -1, cur = -1, dst, last = -2, prev_raw = -1, prev_dst = -1
+    cdef int status = ST_OK
+    cdef int64_t* ev
+    c.ev.n = 0
+    for i in range(nsub):
+        s = sub[i]
+        if lv_reserve(&c.ev, c.ev.n + (c.b_off[s + 1] - c.b_off[s])):
+            return ST_NOMEM
+        for k in range(c.b_off[s], c.b_off[s + 1]):
+            c.ev.d[c.ev.n] = ((<int64_t>c.bclass[c.b_lo[k]] << 41)
+                              | (<int64_t>c.bclass[c.b_hi[k]] << 32) | c.b_dst[k])
+            c.ev.n += 1
+    n = c.ev.n
+    if c.mem_cap > 0 and held_bytes(c) + 16 * (n + 1) > c.mem_cap:
+        return ST_MEMORY
+    if (iv_reserve(&c.run_col, c.run_col.n + 2 * n + 1)
+            or iv_reserve(&c.run_tgt, c.run_tgt.n + 2 * n + 1) or sort_keys(c, 41)):
+        return ST_NOMEM
+    ev = c.ev.d
+    # one target per class?  (sorted by first class, the edges overlap only the run before)
+    for i in range(n):
+        e = ev[i]
+        lo = <int32_t>(e >> 41)
+        hi = <int32_t>((e >> 32) & 0x1FF)
+        t = <int32_t>(e & <int64_t>0xFFFFFFFF)
+        if lo <= end:
+            if t != cur:
+                return row_sweep(c, sub, nsub)
+            if hi > end:
+                end = hi
+        else:
+            end = hi
+            cur = t
+    end = -1
+    for i in range(n):
+        e = ev[i]
+        lo = <int32_t>(e >> 41)
+        hi = <int32_t>((e >> 32) & 0x1FF)
+        t = <int32_t>(e & <int64_t>0xFFFFFFFF)
+        if lo > end + 1 or (end < 0 and lo > 0):
+            if last != -1:
+                put_run(c, end + 1, -1)
+                last = -1
+        if t == prev_raw:
+            dst = prev_dst
+        else:
+            dst = target(c, &t, 1, True, &status)
+            if dst < 0:
+                return status
+            prev_raw = t
+            prev_dst = dst
+        if dst != last:
+            put_run(c, lo if lo > end else end + 1, dst)
+            last = dst
+        if hi > end:
+            end = hi
+    if end < c.nc - 1 and last != -1:
+        put_run(c, end + 1, -1)
+    return ST_OK
+
+
+cdef int row_sweep(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
+    """row_of for a state where some class has several NFA targets: a sweep over the classes.
+    Each edge is two events (its first class, one past its last), sorted by class, and
+    between two event positions the live NFA targets, kept ascending, are the raw target set
+    of every class there; a set equal to the previous non-empty one is not looked up again."""
     cdef isz i, k, j, nev
     cdef int64_t e
     cdef int32_t s, t, pos, dst, last = -2, prev_dst = -1
@@ -405,22 +480,14 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
             c.ev.d[c.ev.n + 1] = (<int64_t>(c.bclass[c.b_hi[k]] + 1) << 33) | t
             c.ev.n += 2
     nev = c.ev.n
-    if c.mem_cap > 0 and held_bytes(c) + 8 * (nev + 1) > c.mem_cap:
-        return ST_MEMORY
-    if iv_reserve(&c.run_col, c.run_col.n + nev + 1) or iv_reserve(&c.run_tgt, c.run_tgt.n + nev + 1) \
-            or iv_reserve(&c.act, nev // 2 + 1) or iv_reserve(&c.prev, nev // 2 + 1):
-        return ST_NOMEM
-    if sort_events(c):
+    if iv_reserve(&c.act, nev // 2 + 1) or iv_reserve(&c.prev, nev // 2 + 1) or sort_keys(c, 33):
         return ST_NOMEM
     ev = c.ev.d
     act = c.act.d
     c.act.n = 0
     c.prev.n = 0
     if nev == 0 or (ev[0] >> 33) > 0:
-        c.run_col.d[c.run_col.n] = 0
-        c.run_tgt.d[c.run_tgt.n] = -1
-        c.run_col.n += 1
-        c.run_tgt.n += 1
+        put_run(c, 0, -1)
         last = -1
     i = 0
     while i < nev:
@@ -455,7 +522,6 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
         elif c.act.n == c.prev.n and ints_eq(act, c.prev.d, c.act.n):
             dst = prev_dst
         else:
-            # target() may grow c.run_*'s neighbours but not these rows or c.act
             dst = target(c, act, c.act.n, True, &status)
             if dst < 0:
                 return status
@@ -463,10 +529,7 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
             c.prev.n = c.act.n
             prev_dst = dst
         if dst != last:
-            c.run_col.d[c.run_col.n] = pos
-            c.run_tgt.d[c.run_tgt.n] = dst
-            c.run_col.n += 1
-            c.run_tgt.n += 1
+            put_run(c, pos, dst)
             last = dst
     return ST_OK
 
