@@ -205,7 +205,8 @@ cdef struct Ctx:
     # per-state scratch
     IVec cur
     LVec ev              # byte edge events of the state being expanded (row_of)
-    LVec ev2             # sort_events' scratch
+    LVec ev2             # sort_keys' scratch
+    LVec evend           # row_sweep: the edges' ends
     IVec cnt
     int32_t* acnt        # NFA state -> live edges to it at the sweep position (zero between rows)
     IVec act             # the raw targets live at the sweep position, ascending
@@ -343,12 +344,13 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     return ST_OK
 
 
-cdef int sort_keys(Ctx* c, int shift) noexcept nogil:
-    """Sort c.ev by class, the key's bits from ``shift`` up (the order within a class does not
-    matter to row_of): insertion for the usual handful of keys, counting by class for many."""
-    cdef isz i, j, n = c.ev.n
+cdef int sort_keys(LVec* v, LVec* scratch, IVec* cnt_buf, isz nc, int shift) noexcept nogil:
+    """Sort ``v`` by class, the keys' bits from ``shift`` up (< nc + 1; the order within a class
+    does not matter to row_of): insertion for the usual handful of keys, counting by class for
+    many (``v`` and ``scratch`` may swap buffers)."""
+    cdef isz i, j, n = v.n
     cdef int64_t x
-    cdef int64_t* a = c.ev.d
+    cdef int64_t* a = v.d
     cdef int32_t* cnt
     cdef LVec tmp
     if n <= 24:
@@ -360,22 +362,22 @@ cdef int sort_keys(Ctx* c, int shift) noexcept nogil:
                 j -= 1
             a[j] = x
         return 0
-    if iv_reserve(&c.cnt, c.nc + 2) or lv_reserve(&c.ev2, n):
+    if iv_reserve(cnt_buf, nc + 2) or lv_reserve(scratch, n):
         return -1
-    cnt = c.cnt.d
-    memset(cnt, 0, (c.nc + 2) * sizeof(int32_t))
+    cnt = cnt_buf.d
+    memset(cnt, 0, (nc + 2) * sizeof(int32_t))
     for i in range(n):
         cnt[(a[i] >> shift) + 1] += 1
-    for i in range(c.nc + 1):
+    for i in range(nc + 1):
         cnt[i + 1] += cnt[i]
     for i in range(n):
         j = <isz>(a[i] >> shift)
-        c.ev2.d[cnt[j]] = a[i]
+        scratch.d[cnt[j]] = a[i]
         cnt[j] += 1
-    tmp = c.ev
-    c.ev = c.ev2
-    c.ev2 = tmp
-    c.ev.n = n
+    tmp = v[0]
+    v[0] = scratch[0]
+    scratch[0] = tmp
+    v.n = n
     return 0
 
 
@@ -413,7 +415,8 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
     if c.mem_cap > 0 and held_bytes(c) + 16 * (n + 1) > c.mem_cap:
         return ST_MEMORY
     if (iv_reserve(&c.run_col, c.run_col.n + 2 * n + 1)
-            or iv_reserve(&c.run_tgt, c.run_tgt.n + 2 * n + 1) or sort_keys(c, 41)):
+            or iv_reserve(&c.run_tgt, c.run_tgt.n + 2 * n + 1)
+            or sort_keys(&c.ev, &c.ev2, &c.cnt, c.nc, 41)):
         return ST_NOMEM
     ev = c.ev.d
     # one target per class?  (sorted by first class, the edges overlap only the run before)
@@ -424,7 +427,7 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
         t = <int32_t>(e & <int64_t>0xFFFFFFFF)
         if lo <= end:
             if t != cur:
-                return row_sweep(c, sub, nsub)
+                return row_sweep(c)
             if hi > end:
                 end = hi
         else:
@@ -458,62 +461,63 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
     return ST_OK
 
 
-cdef int row_sweep(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
-    """row_of for a state where some class has several NFA targets: a sweep over the classes.
-    Each edge is two events (its first class, one past its last), sorted by class, and
-    between two event positions the live NFA targets, kept ascending, are the raw target set
-    of every class there; a set equal to the previous non-empty one is not looked up again."""
-    cdef isz i, k, j, nev
+cdef int row_sweep(Ctx* c) noexcept nogil:
+    """row_of for a state where some class has several NFA targets (its edge keys sorted in
+    c.ev): a sweep over the classes.  Each edge starts at its first class and ends one past
+    its last (the ends sorted apart, in c.evend); between two such positions the live NFA
+    targets, kept ascending, are the raw target set of every class there, and a set equal to
+    the previous non-empty one is not looked up again."""
+    cdef isz i = 0, j, q = 0, n = c.ev.n
     cdef int64_t e
-    cdef int32_t s, t, pos, dst, last = -2, prev_dst = -1
+    cdef int32_t t, pos, dst, last = -2, prev_dst = -1
     cdef int status = ST_OK
-    cdef int64_t* ev
+    cdef int64_t* st
+    cdef int64_t* en
     cdef int32_t* act
-    c.ev.n = 0
-    for i in range(nsub):
-        s = sub[i]
-        if lv_reserve(&c.ev, c.ev.n + 2 * (c.b_off[s + 1] - c.b_off[s])):
-            return ST_NOMEM
-        for k in range(c.b_off[s], c.b_off[s + 1]):
-            t = c.b_dst[k]
-            c.ev.d[c.ev.n] = (<int64_t>c.bclass[c.b_lo[k]] << 33) | (<int64_t>1 << 32) | t
-            c.ev.d[c.ev.n + 1] = (<int64_t>(c.bclass[c.b_hi[k]] + 1) << 33) | t
-            c.ev.n += 2
-    nev = c.ev.n
-    if iv_reserve(&c.act, nev // 2 + 1) or iv_reserve(&c.prev, nev // 2 + 1) or sort_keys(c, 33):
+    if (lv_reserve(&c.evend, n) or iv_reserve(&c.act, n + 1) or iv_reserve(&c.prev, n + 1)):
         return ST_NOMEM
-    ev = c.ev.d
+    for i in range(n):
+        e = c.ev.d[i]
+        c.evend.d[i] = ((((e >> 32) & 0x1FF) + 1) << 33) | (e & <int64_t>0xFFFFFFFF)
+    c.evend.n = n
+    if sort_keys(&c.evend, &c.ev2, &c.cnt, c.nc, 33):
+        return ST_NOMEM
+    st = c.ev.d
+    en = c.evend.d
     act = c.act.d
     c.act.n = 0
     c.prev.n = 0
-    if nev == 0 or (ev[0] >> 33) > 0:
+    if (st[0] >> 41) > 0:
         put_run(c, 0, -1)
         last = -1
     i = 0
-    while i < nev:
-        pos = <int32_t>(ev[i] >> 33)
-        while i < nev and <int32_t>(ev[i] >> 33) == pos:
-            e = ev[i]
-            t = <int32_t>(e & <int64_t>0xFFFFFFFF)
-            if e & (<int64_t>1 << 32):
-                c.acnt[t] += 1
-                if c.acnt[t] == 1:
-                    j = c.act.n
-                    while j > 0 and act[j - 1] > t:
-                        act[j] = act[j - 1]
-                        j -= 1
-                    act[j] = t
-                    c.act.n += 1
-            else:
-                c.acnt[t] -= 1
-                if c.acnt[t] == 0:
-                    j = 0
-                    while act[j] != t:
-                        j += 1
-                    c.act.n -= 1
-                    while j < c.act.n:
-                        act[j] = act[j + 1]
-                        j += 1
+    while q < n:
+        # the next position: the next end or start, whichever comes first
+        pos = <int32_t>(en[q] >> 33)
+        if i < n and <int32_t>(st[i] >> 41) < pos:
+            pos = <int32_t>(st[i] >> 41)
+        while q < n and <int32_t>(en[q] >> 33) == pos:
+            t = <int32_t>(en[q] & <int64_t>0xFFFFFFFF)
+            c.acnt[t] -= 1
+            if c.acnt[t] == 0:
+                j = 0
+                while act[j] != t:
+                    j += 1
+                c.act.n -= 1
+                while j < c.act.n:
+                    act[j] = act[j + 1]
+                    j += 1
+            q += 1
+        while i < n and <int32_t>(st[i] >> 41) == pos:
+            t = <int32_t>(st[i] & <int64_t>0xFFFFFFFF)
+            c.acnt[t] += 1
+            if c.acnt[t] == 1:
+                j = c.act.n
+                while j > 0 and act[j - 1] > t:
+                    act[j] = act[j - 1]
+                    j -= 1
+                act[j] = t
+                c.act.n += 1
             i += 1
         if pos >= c.nc:
             break
@@ -821,7 +825,7 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
         free(c.stack.d); free(c.clos.d); free(c.finals.d)
         free(c.run_off.d); free(c.run_col.d); free(c.run_tgt.d)
         free(c.call_src.d); free(c.call_rule.d); free(c.call_dst.d); free(c.cur.d)
-        free(c.ev.d); free(c.ev2.d); free(c.cnt.d); free(c.act.d); free(c.prev.d); free(c.tmp.d); free(c.pairs.d)
+        free(c.ev.d); free(c.ev2.d); free(c.evend.d); free(c.cnt.d); free(c.act.d); free(c.prev.d); free(c.tmp.d); free(c.pairs.d)
         free(o.roff.d); free(o.rcol.d); free(o.rtgt.d); free(o.final.d); free(o.seen.d)
         free(o.csrc.d); free(o.crule.d); free(o.cdst.d)
         free(g_trans.d)
