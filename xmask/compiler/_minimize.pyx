@@ -115,10 +115,10 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
     for i in range(n + 1):
         m.rev_off[i] = 0
     for k in range(g.run_off[n]):
-        m.rev_off[g.run_tgt[k] + 1] += 1  # run_tgt -1 counts in rev_off[0], reset below
+        if g.run_tgt[k] >= 0:
+            m.rev_off[g.run_tgt[k] + 1] += 1
     for k in range(g.call_off[n]):
         m.rev_off[g.call_dst[k] + 1] += 1
-    m.rev_off[0] = 0
     for i in range(n):
         m.rev_off[i + 1] += m.rev_off[i]
     if iv_reserve(rev_src_buf, m.rev_off[n] + 1):
