@@ -1,12 +1,17 @@
 """Compile-time kernel: per-rule subset construction, then minimization, GIL released.
 
 Input is every rule's Thompson NFA as flat CSR arrays (epsilon edges, byte edges as inclusive
-class ranges, call edges as (callee rule, target)).  Each rule is determinized (a DFA state is
-the sorted list of NFA states of an epsilon closure that have an outgoing edge, plus the rule's
-end), minimized (``_minimize``: Moore rounds, capped by a work budget like the Python twin
-in ``dfa_reference``), and appended to one global numbering.  DFA states are numbered in discovery
-order (classes ascending, then callees ascending), minimized blocks by first appearance, so the
-start state of each rule is its first state.
+byte ranges with the grammar's byte classes, call edges as (callee rule, target)).  Each rule is
+determinized (a DFA state is the sorted list of NFA states of an epsilon closure that have an
+outgoing edge, plus the rule's end), minimized (``_minimize``: Moore rounds, capped by a work
+budget like the Python twin in ``dfa_reference``), and appended to one global numbering.  DFA
+states are numbered in discovery order (classes ascending, then callees ascending), minimized
+blocks by first appearance, so the start state of each rule is its first state.
+
+Work follows the edges, not the classes: a DFA state's row is built from its NFA states' sorted
+byte edges (``row_of``) and kept as runs of classes with one target (a row has ~7 runs for ~90
+classes) through minimization, until the dense ``states x classes`` table is written once at
+the end.
 
 Limits are reported, not raised (no GIL here): ``status`` 1 = more DFA states than
 ``max_states`` (``total_so_far`` + this rule's), 2 = the subsets hold more than ``held_cap`` NFA
@@ -55,7 +60,6 @@ cdef enum:
     ST_DEADLINE = 3
     ST_NOMEM = 4
     ST_MEMORY = 5
-    ST_CONFLICT = 6  # internal: fast_row found a class with two NFA targets
 
 
 # ------------------------------------------------------- map: int32 sequence -> int32 value

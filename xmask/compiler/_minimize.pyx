@@ -1,8 +1,9 @@
 """Compile-time kernel: Moore minimization of one DFA, GIL released (``_determinize`` calls it
 for every rule it determinizes).
 
-Calls are columns too: each callee rule called in the DFA is one more column (its return
-state the target).  Rounds are synchronous like the full algorithm's but touch only the states
+Rows come as runs of classes with one target (``_determinize`` keeps them so); calls are
+columns too: each callee rule called in the DFA is one more column (its return state the
+target), a (callee, block) pair in a signature.  Rounds are synchronous like the full algorithm's but touch only the states
 whose successors changed block (see :func:`moore_rounds`); the work budget counts states x
 columns per round as the pure-Python twin (``dfa_reference``) does, so both give up on the
 same automata and leave them unminimized.
