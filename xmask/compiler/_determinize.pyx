@@ -28,7 +28,7 @@ from libc.stdlib cimport calloc, malloc, free, qsort, realloc
 from cython.view cimport array as cvarray
 from libc.string cimport memcpy, memset
 
-from xmask.runtime._intseq cimport cmp_i64, sort_unique
+from xmask.runtime._intseq cimport cmp_i64, insertion_sort, sort_unique
 from xmask.compiler._ivec cimport IVec, LVec, ints_eq, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
 from xmask.compiler._minimize cimport MinWork, Moore, minimize_dfa, minwork_free
 
@@ -353,18 +353,11 @@ cdef int sort_keys(LVec* v, LVec* scratch, IVec* cnt_buf, isz nc, int shift) noe
     does not matter to row_of): insertion for the usual handful of keys, counting by class for
     many (``v`` and ``scratch`` may swap buffers)."""
     cdef isz i, j, n = v.n
-    cdef int64_t x
     cdef int64_t* a = v.d
     cdef int32_t* cnt
     cdef LVec tmp
     if n <= 24:
-        for i in range(1, n):
-            x = a[i]
-            j = i
-            while j > 0 and a[j - 1] > x:
-                a[j] = a[j - 1]
-                j -= 1
-            a[j] = x
+        insertion_sort(a, n)
         return 0
     if iv_reserve(cnt_buf, nc + 2) or lv_reserve(scratch, n):
         return -1
