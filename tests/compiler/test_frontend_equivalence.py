@@ -117,6 +117,9 @@ def test_maskbench_schemas(name):
     'root ::= a b\na ::= "x"? a2\na2 ::= "y"?\nb ::= "(" root ")" | "z"',
     'root ::= [^"\\\\]* "\\"" | "\\\\u" [0-9a-fA-F]{4}',     # UTF-8 class paths
     'root ::= "a" bad | "b"\nbad ::= "y" bad',                 # unproductive rule pruned
+    # one state reading 40 edges (sorted by counting), disjoint or overlapping by threes
+    "root ::= " + " | ".join(f'"{chr(48 + i)}" "{i}"' for i in range(40)),
+    "root ::= " + " | ".join(f'[{chr(48 + i)}-{chr(50 + i)}] "{i}"' for i in range(40)),
 ])
 def test_small_grammars(text):
     assert_same(Grammar.from_ebnf(text))

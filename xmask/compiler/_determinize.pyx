@@ -436,7 +436,7 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
         lo = <int32_t>(e >> 41)
         hi = <int32_t>((e >> 32) & 0x1FF)
         t = <int32_t>(e & <int64_t>0xFFFFFFFF)
-        if lo > end + 1 or (end < 0 and lo > 0):
+        if lo > end + 1:  # classes no edge reads (before the first edge too: end = -1)
             if last != -1:
                 put_run(c, end + 1, -1)
                 last = -1
@@ -448,8 +448,8 @@ cdef int row_of(Ctx* c, const int32_t* sub, isz nsub) noexcept nogil:
                 return status
             prev_raw = t
             prev_dst = dst
-        if dst != last:
-            put_run(c, lo if lo > end else end + 1, dst)
+        if dst != last:  # (an edge overlapping the run before has its target: no new run)
+            put_run(c, lo, dst)
             last = dst
         if hi > end:
             end = hi
