@@ -19,8 +19,9 @@ from xmask.compiler._ivec cimport IVec, iv_reserve
 from .. import _deadline as deadline
 from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
-from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
+from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
 from .nfa import NfaArrays, class_edges, flatten_repeat
+from ._rule_scan import NODE_KINDS as _KINDS, distinct_refs, kind_of as _kind_of
 
 ctypedef Py_ssize_t isz
 
@@ -54,16 +55,6 @@ cdef inline int push4(IVec* v, int32_t a, int32_t b, int32_t c, int32_t d) excep
     v.n += 4
     return 0
 
-
-_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))
-
-
-def _kind_of(expr):
-    """The node kind of an instance of a subclass of one (built as that kind)."""
-    for kind in _KINDS:
-        if isinstance(expr, kind):
-            return kind
-    raise TypeError(f"unknown grammar node {expr!r}")
 
 
 # character class id -> (class, fresh states, edge rows as _Rows), process-wide: the value
@@ -648,97 +639,3 @@ cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
     # the value holds expr: a temporary (flatten_repeat's) freed later could pass its id on
     memo[key] = (total, expr)
     return total
-
-
-def distinct_refs(expr) -> list:
-    """The rule names referenced inside ``expr``, each once, in discovery order of a
-    depth-first walk (shared sub-expressions are visited once): ``grammar.ir.iter_refs``
-    deduplicated, compiled (the inliner calls it for every rule of every grammar).  Callers
-    use the names as a set or sort them, so the order is only deterministic, not canonical."""
-    return _refs(expr, NULL, NULL, NULL)
-
-
-def scan_rules(dict rules, first=None):
-    """``(refs, has_token, has_literal)`` of a rule table in one compiled pass: every rule's
-    :func:`distinct_refs`, whether a node is a ``TokenSet`` (exactly that class) and whether a
-    literal holds a byte flagged in ``first`` (256 bytes, nonzero = a special text's first
-    byte; None: no literal can spell one).  The compiler asks the last two before lowering
-    (``special_literals``) and keeps the references for the inliner when neither is true.
-
-    Example::
-
-        >>> from xmask.grammar.ir import Bytes, RuleRef, Seq
-        >>> scan_rules({"root": Seq((Bytes(b"<a"), RuleRef("x"))), "x": Bytes(b"x")},
-        ...            bytes(60) + b"\\x01" + bytes(195))
-        ({'root': ['x'], 'x': []}, False, True)
-    """
-    cdef dict refs = {}
-    cdef bint token = False, literal = first is None
-    cdef bytes table
-    cdef const unsigned char* tab = NULL
-    if first is not None:
-        table = first
-        if len(table) != 256:
-            raise ValueError("first must hold 256 flags")
-        tab = table
-    for name, expr in rules.items():
-        refs[name] = _refs(expr, tab, &token, &literal)
-    return refs, token, literal and first is not None
-
-
-cdef inline bint _has_flagged_byte(bytes data, const unsigned char* tab):
-    cdef const unsigned char* p = data
-    cdef isz i
-    for i in range(len(data)):
-        if tab[p[i]]:
-            return True
-    return False
-
-
-cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal):
-    # distinct_refs; with ``tab``, also sets token[0] / literal[0] (see scan_rules).  Token
-    # sets are leaves (lowered to token rules before the inliner runs)
-    cdef list out = []
-    cdef set names = set()
-    cdef set seen = {id(expr)}
-    cdef list stack = [expr]
-    cdef object t
-    while stack:
-        e = stack.pop()
-        t = type(e)
-        if t not in _KINDS:
-            if isinstance(e, TokenSet):
-                if token != NULL and type(e) is TokenSet:
-                    token[0] = True
-                continue
-            t = _kind_of(e)
-        if t is RuleRef:
-            if e.name not in names:
-                names.add(e.name)
-                out.append(e.name)
-            continue
-        if t is Seq or t is Choice:
-            items = e.items
-        elif t is Repeat:
-            items = (e.item,)
-        else:
-            if t is Bytes and tab != NULL and not literal[0]:
-                literal[0] = _has_flagged_byte(e.data, tab)
-            continue
-        for item in items:
-            u = type(item)
-            if u is Bytes:
-                if tab != NULL and not literal[0]:
-                    literal[0] = _has_flagged_byte(item.data, tab)
-                continue
-            if u is CharClass:
-                continue  # a leaf: nothing to find, and cheaper to skip than to remember
-            if u is RuleRef:
-                if item.name not in names:
-                    names.add(item.name)
-                    out.append(item.name)
-                continue
-            if id(item) not in seen:
-                seen.add(id(item))
-                stack.append(item)
-    return out

@@ -40,10 +40,11 @@ from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Grammar, RuleRef
 from ._analysis import (analyze, assemble_calls, assemble_states, context_work_over,
                         prune_unproductive)
-from ._rule_graph import has_cycle, inline_plan, return_contexts
+from ._rule_graph import has_cycle, return_contexts
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
-from ._nfa_build import NFA, distinct_refs, rule_size
+from ._nfa_build import NFA
+from ._rule_scan import callee_first, distinct_refs, rule_sizes
 from .nfa import byte_classes
 from .nfa import flatten_repeat as _flatten_repeat  # noqa: F401  (tests import it from here)
 
@@ -213,18 +214,9 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
     bodies: Dict[str, object] = {}
     sizes: Dict[str, int] = {}
     # callees first: depth-first post-order over non-recursive rules (the rest stay calls)
-    names = list(refs)
-    index = {n: i for i, n in enumerate(names)}
-    dst = np.fromiter((index[r] for n in names for r in refs[n]), dtype=np.int32)
-    off = np.zeros(len(names) + 1, dtype=np.int32)
-    np.cumsum([len(refs[n]) for n in names], out=off[1:])
-    _, post = inline_plan(off, dst, index[root])
-    order = [names[i] for i in post.tolist()]
-    # A reference counts its callee's size, so a body's size is its expanded size.  The memo is
-    # keyed by object id: every key object stays alive in ``rules`` until this returns.
-    size_memo: Dict[int, tuple] = {}
-    for name in order:
-        size = rule_size(rules[name], sizes, cap, size_memo)
+    order = callee_first(refs, root)
+    # A reference counts its callee's size, so a body's size is its expanded size.
+    for name, size in zip(order, rule_sizes(rules, order, cap)):
         sizes[name] = size
         if size <= limits.inline_size and name not in never:
             bodies[name] = rules[name]
