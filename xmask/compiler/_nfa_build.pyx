@@ -21,7 +21,7 @@ from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
 from .nfa import NfaArrays, class_edges, flatten_repeat
-from ._rule_scan import NODE_KINDS as _KINDS, distinct_refs, kind_of as _kind_of
+from ._rule_scan import NODE_KINDS as _KINDS, SizeMemo, distinct_refs, kind_of as _kind_of
 
 ctypedef Py_ssize_t isz
 
@@ -208,7 +208,7 @@ cdef class NFA:
     cdef readonly str rule
     cdef readonly object dfa_of
     cdef dict templates
-    cdef dict size_memo
+    cdef object size_memo  # a _rule_scan.SizeMemo (the expressions outlive this NFA)
     cdef dict bodies
     cdef dict sizes
     cdef dict template_ids
@@ -233,8 +233,8 @@ cdef class NFA:
         self.dfa_of = dfa_of
         # repeat item -> its minimal DFA as edge arrays, shared by all rules of one grammar
         self.templates = {} if templates is None else templates
-        # expression id -> estimated expansion size (the expressions outlive this NFA)
-        self.size_memo = {}
+        # expression -> estimated expansion size (repeat checks)
+        self.size_memo = SizeMemo()
         self.bodies, self.sizes = inline
         self.inlined = {}
         self.inlined_end = {}
@@ -438,7 +438,7 @@ cdef class NFA:
         # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
         # the product before building any of it, not when the NFA has already grown.
         cap = self.max_nfa
-        size = rule_size(expr, self.sizes, cap + 1, self.size_memo)
+        size = self.size_memo.size(expr, self.sizes, cap + 1)
         built = self.n - self.base
         self.need = max(self.need, self.n + size)  # for inline(): where this check passes
         if built + size > cap:
@@ -606,36 +606,3 @@ cdef class _Copies:
         nfa.paste(tp.calls, &nfa.calls, base, 3)
         push2(&nfa.eps, <int32_t>cur, <int32_t>base)
         return base + size - 1
-
-
-cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
-    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``; a
-    reference counts ``sizes[name]`` (1 if absent).  ``memo`` (object id -> (size, object))
-    makes shared sub-expressions cost one visit."""
-    cdef object t = type(expr)
-    cdef isz total, n
-    if t not in _KINDS:
-        t = _kind_of(expr)
-    if t is Bytes:
-        return len(expr.data)
-    if t is CharClass:
-        return 1 + len(expr.ranges)
-    if t is RuleRef:
-        return sizes.get(expr.name, 1)
-    key = id(expr)
-    got = memo.get(key)
-    if got is not None:
-        return got[0]
-    if t is Seq or t is Choice:
-        total = 1
-        for e in expr.items:
-            total += rule_size(e, sizes, cap, memo)
-            if total >= cap:
-                break
-        total = min(cap, total)
-    else:  # Repeat
-        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
-        total = min(cap, 1 + n * rule_size(expr.item, sizes, cap, memo))
-    # the value holds expr: a temporary (flatten_repeat's) freed later could pass its id on
-    memo[key] = (total, expr)
-    return total

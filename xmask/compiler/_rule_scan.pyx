@@ -1,7 +1,7 @@
 """What the compiler learns from a grammar's IR before it builds the NFA, in compiled walks:
 every rule's distinct references (plus whether a node is a ``TokenSet`` and whether a literal
 may spell a special token, :func:`scan_rules`), the inliner's callee-first rule order
-(:func:`callee_first`) and the rules' expanded sizes (:func:`rule_sizes`).
+(:func:`callee_first`) and expanded sizes (:func:`rule_sizes`, :class:`SizeMemo`).
 
 The walks remember visited nodes by address in a C hash table (every node stays alive in the
 rule table meanwhile), not by ``id()`` in a Python set or dict: no int object per node.
@@ -266,7 +266,7 @@ def rule_sizes(dict rules, list order, isz cap) -> list:
     pm_init(&memo, 256)
     try:
         for name in order:
-            size = _size(rules[name], sizes, cap, &memo)
+            size = _size(rules[name], sizes, cap, &memo, None)
             sizes[name] = size
             out.append(size)
     finally:
@@ -274,8 +274,41 @@ def rule_sizes(dict rules, list order, isz cap) -> list:
     return out
 
 
-cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo) except -1:
-    # ``_nfa_build.rule_size`` with the memo in ``memo`` (every node outlives the table)
+def rule_size(expr, dict sizes, isz cap) -> int:
+    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``; a
+    reference counts ``sizes[name]`` (1 if absent).  Shared sub-expressions cost one visit.
+
+    Example::
+
+        >>> from xmask.grammar.ir import Repeat
+        >>> rule_size(Seq((Bytes(b"ab"), Repeat(RuleRef("x"), 0, 3))), {"x": 5}, 10**6)
+        19
+    """
+    return SizeMemo().size(expr, sizes, cap)
+
+
+cdef class SizeMemo:
+    """:func:`rule_size` with a memo shared by its calls (which must pass the same ``sizes``
+    and ``cap``): the NFA builder sizes each bounded repeat before building it.  It keeps
+    every expression it sized alive (a temporary's address could otherwise be reused)."""
+
+    cdef PtrMap memo
+    cdef list keep
+
+    def __cinit__(self):
+        pm_init(&self.memo, 64)
+        self.keep = []
+
+    def __dealloc__(self):
+        pm_free(&self.memo)
+
+    def size(self, expr, dict sizes, isz cap) -> int:
+        return _size(expr, sizes, cap, &self.memo, self.keep)
+
+
+cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
+    # rule_size: ``memo`` maps node addresses to sizes; every node outlives it, or is kept
+    # alive in ``keep``
     cdef object t = type(expr)
     cdef isz total, n
     cdef size_t h
@@ -293,12 +326,14 @@ cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo) except -1:
     if t is _SEQ or t is _CHOICE:
         total = 1
         for e in expr.items:
-            total += _size(e, sizes, cap, memo)
+            total += _size(e, sizes, cap, memo, keep)
             if total >= cap:
                 break
         total = min(cap, total)
     else:  # Repeat
         n = max(expr.min, expr.max if expr.max is not None else 1, 1)
-        total = min(cap, 1 + n * _size(expr.item, sizes, cap, memo))
+        total = min(cap, 1 + n * _size(expr.item, sizes, cap, memo, keep))
     pm_put(memo, <size_t><void*>expr, total)
+    if keep is not None:
+        keep.append(expr)
     return total
