@@ -1,7 +1,8 @@
 """What the compiler learns from a grammar's IR before it builds the NFA, in compiled walks:
 every rule's distinct references (plus whether a node is a ``TokenSet`` and whether a literal
 may spell a special token, :func:`scan_rules`), the inliner's callee-first rule order
-(:func:`callee_first`) and expanded sizes (:func:`rule_sizes`, :class:`SizeMemo`).
+(:func:`callee_first`), expanded sizes (:func:`rule_sizes`, :class:`SizeMemo`) and the
+rules left to call (:func:`reachable_called`).
 
 The walks remember visited nodes by address in a C hash table (every node stays alive in the
 rule table meanwhile), not by ``id()`` in a Python set or dict: no int object per node.
@@ -253,6 +254,26 @@ def callee_first(dict refs, str root) -> list:
         off[i + 1] = <int32_t>j
     _, post = inline_plan(off_a, dst_a, index[root])
     return [names[k] for k in post.tolist()]
+
+
+def reachable_called(dict refs, dict bodies, str root, rules) -> list:
+    """The called (not inlined: not in ``bodies``) rules reachable from ``root`` through
+    ``refs``, inlined rules passed through (their bodies are expanded in their callers), in
+    the order of ``rules`` with ``root`` first."""
+    cdef set seen = {root}
+    cdef list stack = [root]
+    cdef list out = [root]
+    cdef str name
+    while stack:
+        name = stack.pop()
+        for r in <list>refs[name]:
+            if r not in seen:
+                seen.add(r)
+                stack.append(r)
+    for name in rules:
+        if name in seen and name != root and name not in bodies:
+            out.append(name)
+    return out
 
 
 def rule_sizes(dict rules, list order, isz cap) -> list:

@@ -44,7 +44,7 @@ from ._rule_graph import has_cycle, return_contexts
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
 from ._nfa_build import NFA
-from ._rule_scan import callee_first, distinct_refs, rule_sizes
+from ._rule_scan import callee_first, distinct_refs, reachable_called, rule_sizes
 from .nfa import byte_classes
 from .nfa import flatten_repeat as _flatten_repeat  # noqa: F401  (tests import it from here)
 
@@ -131,6 +131,15 @@ class Automaton:
         self._rule_ctx_flat = np.asarray([x for c in ctx for x in c], dtype=np.int32)
 
     @property
+    def rule_follow(self) -> np.ndarray:
+        """uint8 ``n_rules x 256``: flag ``b`` of rule ``r``'s row is set when byte ``b`` can
+        follow the rule (its FOLLOW set); unpacked on first use from the analysis' words."""
+        got = self.__dict__.get("rule_follow")  # set by a decoder, or by an earlier use
+        if got is None:
+            got = self.__dict__["rule_follow"] = _bit_rows(self._follow_words)
+        return got
+
+    @property
     def first_bytes(self) -> List[int]:
         """Per state, the bytes that can be read first from it (through calls of nullable
         prefixes), as a 256-bit int (bit b = byte b)."""
@@ -167,34 +176,7 @@ class _Inlined:
 def _reachable_rules(inl: _Inlined) -> List[str]:
     """The called (not inlined) rules reachable from the root, root first, then in grammar
     order."""
-    bodies, refs = inl.bodies, inl.refs
-    expanded: Dict[str, List[str]] = {}
-
-    def called(name: str) -> List[str]:
-        # the non-inlined rules an inlined rule's expansion calls (inlined rules never recurse)
-        got = expanded.get(name)
-        if got is None:
-            got = []
-            for r in refs[name]:
-                got.extend(called(r) if r in bodies else (r,))
-            expanded[name] = got
-        return got
-
-    order, seen, stack = [], {inl.root}, [inl.root]
-    while stack:
-        name = stack.pop()
-        order.append(name)
-        for r in refs[name]:
-            for ref in (called(r) if r in bodies else (r,)):
-                if ref not in seen:
-                    seen.add(ref)
-                    stack.append(ref)
-    # keep the grammar's own order for readability of dumps
-    pos = {n: i for i, n in enumerate(inl.rules)}
-    order.sort(key=lambda n: (n != inl.root, pos[n]))
-    # a recursive closure refers to itself: drop it, or ``expanded`` lives until a GC pass
-    called = None  # noqa: F841
-    return order
+    return reachable_called(inl.refs, inl.bodies, inl.root, inl.rules)
 
 
 def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
@@ -301,7 +283,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     names = _reachable_rules(inl)
     arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)
-    n_classes = int(byte_class.max()) + 1
+    n_classes = int(byte_class[255]) + 1  # classes are byte ranges numbered in byte order
     rule_base, table, finals, csrc, crule, cdst = _build_rule_dfas(
         arrays, byte_class, starts, ends, names, limits, reference)
     n_states = int(rule_base[-1])
@@ -342,7 +324,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         token_target=token_target,
         token_bits=np.zeros((0, 0), dtype=np.uint32),
     )
-    _analyze(auto)
+    _analyze(auto, state_rule[csrc])
     _check_context_work(auto, limits.max_context_work)
     return auto
 
@@ -361,6 +343,8 @@ def _token_edges(table, flags, byte_class, rule_start, names, token_rules):
     n = len(flags)
     token_set_of = np.full(n, -1, dtype=np.int32)
     token_target = np.full(n, -1, dtype=np.int32)
+    if not token_rules:
+        return token_set_of, token_target
     index = {name: r for r, name in enumerate(names)}
     cls = int(byte_class[0])  # the placeholder's byte
     for k, name in enumerate(token_rules):
@@ -405,12 +389,15 @@ def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names):
         raise GrammarError("the grammar has no complete sentence (its root can never finish)",
                            rule=names[0])
     keep = keep.view(bool)
+    if keep.all():
+        return csrc, crule, cdst
     return csrc[keep], crule[keep], cdst[keep]
 
 
-def _analyze(auto: Automaton) -> None:
+def _analyze(auto: Automaton, caller_rule=None) -> None:
     """Nullable states, left-recursion check, FIRST byte sets and per-rule FOLLOW byte sets,
-    and each rule's return contexts."""
+    and each rule's return contexts.  ``caller_rule``: each call's calling rule, when the
+    caller has it at hand."""
     n = auto.n_states
     n_rules = len(auto.rule_names)
     crule, cdst = auto._call_rule, auto._call_dst
@@ -425,13 +412,14 @@ def _analyze(auto: Automaton) -> None:
     # Return contexts: where each rule's frame can return to (following tail calls upward), and
     # the bytes that can follow those callers once they finish.  The cache builder continues
     # its walk there instead of giving up at the rule's end.
-    caller_rule = np.repeat(auto.state_rule, np.diff(auto.call_offsets))
+    if caller_rule is None:
+        caller_rule = np.repeat(auto.state_rule, np.diff(auto.call_offsets))
     auto._rule_ctx_offsets, auto._rule_ctx_flat, ctx_follow = return_contexts(
         crule, caller_rule, auto.call_ret, auto.state_rule, follow, n)
     auto.rule_ctx_follow = _bit_rows(ctx_follow)
     auto.nullable = nullable.view(np.bool_)
     auto._first_words = first
-    auto.rule_follow = _bit_rows(follow)
+    auto._follow_words = follow  # rule_follow unpacks it when asked (no fill reads it)
 
 
 def _bit_rows(words: np.ndarray) -> np.ndarray:
