@@ -131,15 +131,6 @@ class Automaton:
         self._rule_ctx_flat = np.asarray([x for c in ctx for x in c], dtype=np.int32)
 
     @property
-    def rule_follow(self) -> np.ndarray:
-        """uint8 ``n_rules x 256``: flag ``b`` of rule ``r``'s row is set when byte ``b`` can
-        follow the rule (its FOLLOW set); unpacked on first use from the analysis' words."""
-        got = self.__dict__.get("rule_follow")  # set by a decoder, or by an earlier use
-        if got is None:
-            got = self.__dict__["rule_follow"] = _bit_rows(self._follow_words)
-        return got
-
-    @property
     def first_bytes(self) -> List[int]:
         """Per state, the bytes that can be read first from it (through calls of nullable
         prefixes), as a 256-bit int (bit b = byte b)."""
@@ -419,7 +410,7 @@ def _analyze(auto: Automaton, caller_rule=None) -> None:
     auto.rule_ctx_follow = _bit_rows(ctx_follow)
     auto.nullable = nullable.view(np.bool_)
     auto._first_words = first
-    auto._follow_words = follow  # rule_follow unpacks it when asked (no fill reads it)
+    auto.rule_follow = _bit_rows(follow)
 
 
 def _bit_rows(words: np.ndarray) -> np.ndarray:
