@@ -21,7 +21,15 @@ from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
 from .nfa import NfaArrays, class_edges, flatten_repeat
-from ._rule_scan import NODE_KINDS as _KINDS, SizeMemo, distinct_refs, kind_of as _kind_of
+from ._rule_scan import SizeMemo, distinct_refs, kind_of as _kind_of
+
+# the node kinds as C-level constants (the walk compares every node's type with them)
+cdef object _BYTES = Bytes
+cdef object _SEQ = Seq
+cdef object _REF = RuleRef
+cdef object _CHOICE = Choice
+cdef object _CLASS = CharClass
+cdef object _REPEAT = Repeat
 
 ctypedef Py_ssize_t isz
 
@@ -307,13 +315,14 @@ cdef class NFA:
             # waits for the GIL run (see _switch_interval), about every 0.1 ms
             self.next_switch = self.ticks + 256
             switch_point()
-        if t not in _KINDS:
+        if (t is not _BYTES and t is not _SEQ and t is not _REF and t is not _CHOICE
+                and t is not _CLASS and t is not _REPEAT):
             t = _kind_of(expr)
         cdef isz cur, nxt, i, last, k, s, got
         cdef bytes data
         cdef const unsigned char* p
         cdef tuple items
-        if t is Bytes:
+        if t is _BYTES:
             data = expr.data
             p = data
             last = len(data) - 1
@@ -323,14 +332,14 @@ cdef class NFA:
                 push4(&self.byte, <int32_t>cur, p[i], p[i], <int32_t>nxt)
                 cur = nxt
             return self.finish(cur, end)
-        if t is Seq:
+        if t is _SEQ:
             items = expr.items
             cur = start
             last = len(items) - 1
             for i in range(last + 1):
                 cur = self.build(items[i], cur, rule_index, end if i == last else -1)
             return self.finish(cur, end)
-        if t is RuleRef:
+        if t is _REF:
             body = self.bodies.get(expr.name)
             if body is not None:
                 return self.inline(expr.name, body, start, rule_index, end)
@@ -338,7 +347,7 @@ cdef class NFA:
                 end = self.new()
             push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
             return end
-        if t is Choice:
+        if t is _CHOICE:
             if end < 0:
                 end = self.new()
             for item in expr.items:
@@ -346,7 +355,7 @@ cdef class NFA:
                 push2(&self.eps, <int32_t>start, <int32_t>s)
                 self.build(item, s, rule_index, end)
             return end
-        if t is CharClass:
+        if t is _CLASS:
             if end < 0:
                 end = self.new()
             # the class's edges, memoized by object (the value keeps the id from being reused)
@@ -360,7 +369,7 @@ cdef class NFA:
             k = got_c[1]
             self.paste_class(got_c[2], start, end, self.reserve(k) if k else 0)
             return end
-        if t is Repeat:
+        if t is _REPEAT:
             return self.finish(self.repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
 

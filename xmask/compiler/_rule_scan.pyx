@@ -31,13 +31,18 @@ ctypedef Py_ssize_t isz
 
 # the node kinds the walks know (TokenSet: a leaf, handled apart)
 NODE_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))
-cdef frozenset _KINDS = NODE_KINDS
 cdef object _BYTES = Bytes
 cdef object _SEQ = Seq
 cdef object _CHOICE = Choice
 cdef object _REF = RuleRef
 cdef object _CLASS = CharClass
 cdef object _REPEAT = Repeat
+
+
+cdef inline bint _known(object t) noexcept:
+    # one of the six node kinds exactly (pointer compares; TokenSet and subclasses: no)
+    return (t is _BYTES or t is _SEQ or t is _REF or t is _CHOICE or t is _CLASS
+            or t is _REPEAT)
 
 
 def kind_of(expr):
@@ -191,7 +196,7 @@ cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal, PtrM
     while stack:
         e = stack.pop()
         t = type(e)
-        if t not in _KINDS:
+        if not _known(t):
             if isinstance(e, TokenSet):
                 if token != NULL and type(e) is TokenSet:
                     token[0] = True
@@ -333,7 +338,7 @@ cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
     cdef object t = type(expr)
     cdef isz total, n
     cdef size_t h
-    if t not in _KINDS:
+    if not _known(t):
         t = kind_of(expr)
     if t is _BYTES:
         return len(expr.data)
