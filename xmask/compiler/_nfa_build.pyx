@@ -456,7 +456,10 @@ cdef class NFA:
                 f"NFA states, which with {built} already built passes the limit {cap} "
                 "(CompileLimits.max_nfa_states) (nested repeat counts multiply)", rule=self.rule)
         count = hi if hi >= 0 else lo
-        copies = _Copies(self, expr.item, rule_index, count)
+        # copies are placed only for counted repeats (a plain ``x*`` builds its item once)
+        cdef _Copies copies = None
+        if count > 0:
+            copies = _Copies(self, expr.item, rule_index, count)
         cur = start
         for i in range(lo):
             cur = copies.place(cur)
