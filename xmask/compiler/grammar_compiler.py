@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections import OrderedDict
 from typing import Optional, Union
 
 from .._deadline import compile_deadline
@@ -19,7 +18,8 @@ from ..grammar.json_schema import load_schema
 from ..serialization.disk_cache import DiskCache
 from .compiled import CompiledGrammar
 from .grammar_source import GrammarSource
-from .held_bytes import held_bytes, static_bytes
+from .grammar_lru import GrammarLRU
+from .held_bytes import static_bytes
 from .vocab_memo import shared_vocab_tables
 
 # The in-memory cache's default bound (XGrammar's default is -1, unbounded): a server compiling
@@ -45,7 +45,10 @@ class GrammarCompiler:
     1 GiB).  The size counts what a compiled grammar really holds (``held_bytes``: automaton
     tables, token-mask cache entries, how to rebuild the grammar and the automaton's
     Python-side data), not just ``memory_size_bytes``.  Token-mask caches grow as fills
-    classify states; the bound is enforced at each compile.
+    classify states; the bound is enforced at each compile that adds a grammar (a cache of more
+    than 16 grammars counts its older grammars again when the known sizes pass the bound or
+    every 64 such compiles, so that a compile's cost does not grow with the cache:
+    :mod:`.grammar_lru`).
 
     ``cache_dir`` (keyword-only, default None = off) adds an on-disk cache of compiled grammars
     for warm-up across restarts (:mod:`xmask.serialization.disk_cache`): a compile first looks
@@ -93,8 +96,7 @@ class GrammarCompiler:
                 f"cache_limit_bytes must be an int >= 0, or -1 (unbounded), got {cache_limit_bytes!r}")
         self._cache_limit = int(cache_limit_bytes)
         self._vocab_tables = shared_vocab_tables(tokenizer_info)
-        self._cache: "OrderedDict[object, CompiledGrammar]" = OrderedDict()
-        self._static: dict = {}  # key -> static_bytes of the cached grammar
+        self._cache = GrammarLRU(self._cache_limit)
         self._lock = threading.Lock()
         self._memory_hits = 0
         self._disk = None if cache_dir is None else DiskCache(cache_dir, tokenizer_info)
@@ -136,7 +138,6 @@ class GrammarCompiler:
             with self._lock:
                 hit = self._cache.get(key)
                 if hit is not None:
-                    self._cache.move_to_end(key)
                     self._memory_hits += 1
                     return hit
         compiled = disk_key = None
@@ -157,12 +158,7 @@ class GrammarCompiler:
         if self._cache_enabled:
             static = static_bytes(compiled)  # a walk over the grammar's objects: outside the lock
             with self._lock:
-                if key not in self._cache:
-                    self._cache[key] = compiled
-                    self._static[key] = static
-                compiled = self._cache[key]
-                self._cache.move_to_end(key)
-                self._evict()
+                compiled = self._cache.put(key, compiled, static)
         return compiled
 
     def _disk_description(self, key) -> list:
@@ -185,24 +181,11 @@ class GrammarCompiler:
         """
         with self._lock:
             out = {"memory_entries": len(self._cache), "memory_hits": self._memory_hits,
-                   "memory_bytes": self._size(), "cache_dir": None}
+                   "memory_bytes": self._cache.size(), "cache_dir": None}
         if self._disk is not None:
             out["cache_dir"] = self._disk.directory
             out.update({f"disk_{k}": v for k, v in self._disk.stats.items()})
         return out
-
-    def _size(self) -> int:
-        # Bytes held by the cached grammars (the lock held).
-        return sum(held_bytes(c, self._static[k]) for k, c in self._cache.items())
-
-    def _evict(self) -> None:
-        # Least recently used first, until the cache fits (the lock held).
-        if self._cache_limit < 0:
-            return
-        size = self._size()
-        while self._cache and size > self._cache_limit:
-            key, old = self._cache.popitem(last=False)
-            size -= held_bytes(old, self._static.pop(key))
 
     def compile_grammar(self, grammar, root_rule_name: str = "root") -> CompiledGrammar:
         """Compile a ``Grammar`` or EBNF text.
@@ -302,13 +285,12 @@ class GrammarCompiler:
             True
         """
         with self._lock:
-            return self._size()
+            return self._cache.size()
 
     def clear_cache(self) -> None:
         """Drop every cached compiled grammar."""
         with self._lock:
             self._cache.clear()
-            self._static.clear()
 
 
 # The front ends a GrammarSource re-runs: module functions of immutable arguments, so a compiled
