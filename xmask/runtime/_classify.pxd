@@ -51,8 +51,11 @@ ctypedef struct ClassifyScratch:
     int32_t state            # the state being classified (for the error message)
 
 
+
+
 cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil
 cdef void scratch_free(ClassifyScratch* s) noexcept nogil
+# n_ctx < 0: the callers are not walked (see _classify.pyx), follow is the rule's FOLLOW set
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
                                  int32_t state, const int32_t* ctx, intp_t n_ctx,
                                  const uint8_t* follow) except NULL nogil

@@ -53,6 +53,8 @@ cdef intp_t _CHECK_EVERY = 256
 cdef intp_t _STEP_ITEM_BYTES = 64
 
 
+
+
 # The string-body shortcut of classify_entry (off only to test it against the full walk), and
 # the fewest shortcut tokens of a first byte worth a plain-text check instead of a walk.
 cdef bint _plain_fast_path = True
@@ -139,6 +141,9 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     cdef StackC* st = &s.st
     cdef intp_t i, n_ctx_tops
     cdef bint ctx_has_ctx
+    cdef bint no_ctx = n_ctx < 0  # callers not walked (a rule called from many places)
+    if no_ctx:
+        n_ctx = 0
     stack_reset(st, st.n_nodes > 1 << 16)
     st.bottom_cont = NULL
     s.state = state
@@ -152,7 +157,7 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     if st.step_over:
         _step_over(s)
     n_ctx_tops = st.set_start[1]
-    ctx_has_ctx = stack_set_contains(st, 0, 1)
+    ctx_has_ctx = no_ctx or stack_set_contains(st, 0, 1)
     if n_ctx_tops > s.ctx_cap:
         _grow_i32(&s.ctx_tops, &s.ctx_cap, n_ctx_tops)
     for i in range(n_ctx_tops):

@@ -34,7 +34,7 @@ from libc.stdint cimport int64_t
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
 from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
-from xmask.runtime._stack cimport stack_truncate, stack_budget_token
+from xmask.runtime._stack cimport stack_truncate, stack_budget_token, stack_find
 from xmask.runtime._stack_budget cimport stack_budget_filter, stack_budget_alive
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._classify cimport CacheEntryC
@@ -237,6 +237,49 @@ cdef inline bint _bytes_top(const AutomatonC* a, const StackC* st, int32_t node)
     return (a.flags[st.node_state[node]] & XM_FLAG_HAS_BYTES) != 0
 
 
+cdef enum:
+    MAX_COVERED = 32         # covered tops one fill looks for (more: the rest use their entries)
+
+
+cdef intp_t _covered_tops(const StackC* st, const AutomatonC* a, int32_t* out) noexcept nogil:
+    # The tops of the newest set that another top's entry already covers: a callee's start
+    # (c over (r over P)) pushed by the closure of a byte-reading top (x over P) whose state
+    # calls c returning to r.  x's entry classified the tokens of every stack of its closure,
+    # so c's entry adds nothing (and a shared callee, e.g. a bounded string's character tail,
+    # would add its context-dependent tokens to every fill).  The coverer is one frame less
+    # deep, so covering never goes round in a circle.  Returns how many were stored in out.
+    cdef intp_t i, k, n = 0
+    cdef int32_t x, parent, ret, t
+    if st.set_start[st.depth] - st.set_start[st.depth - 1] < 2:
+        return 0
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        x = st.tops[i]
+        if x < 2 or not _bytes_top(a, st, x):
+            continue
+        parent = st.node_parent[x]
+        for k in range(a.call_offsets[st.node_state[x]], a.call_offsets[st.node_state[x] + 1]):
+            if a.call_ret[k] < 0 or (a.call_budget != NULL and a.call_budget[k] >= 0):
+                continue  # tail calls (not deeper) and budget markers are left alone
+            ret = stack_find(st, a.call_ret[k], parent)
+            if ret < 0:
+                continue
+            t = stack_find(st, a.call_target[k], ret)
+            if t >= 2:
+                out[n] = t
+                n += 1
+                if n == MAX_COVERED:
+                    return n
+    return n
+
+
+cdef inline bint _listed(const int32_t* ids, intp_t n, int32_t x) noexcept nogil:
+    cdef intp_t i
+    for i in range(n):
+        if ids[i] == x:
+            return True
+    return False
+
+
 cdef bint _any_spent(const StackC* st) noexcept nogil:
     # Whether a top of the newest set is _spent.  Then no cached accepted set is trusted: a
     # state's entry covers the rules it calls, whose frames (called at this boundary, their
@@ -260,10 +303,15 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     cdef intp_t cost = row_pass
     cdef int32_t node
     cdef const CacheEntryC* e
+    cdef int32_t covered[MAX_COVERED]
+    cdef intp_t n_cov
     if j.exact or (st.node_live != NULL and _any_spent(st)):
         return (j.v.n_sorted + row_pass) * _work_scale(j)  # (every candidate is walked)
+    n_cov = _covered_tops(st, j.a, covered)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
+        if n_cov and _listed(covered, n_cov, node):
+            continue
         if node != 0 and not _bytes_top(j.a, st, node):
             cost += row_pass  # a token edge: one bitset OR
         elif node != 0:
@@ -286,11 +334,16 @@ cdef bint fill_classifies(FillJob* j) noexcept nogil:
     # Whether fill_job will classify a state first (a top whose state has no cache entry yet):
     # only such a fill can end in a compile-limit error (GrammarLimitError) besides MemoryError.
     cdef const StackC* st = j.st
-    cdef intp_t i
+    cdef intp_t i, n_cov = 0
     cdef int32_t node
+    cdef int32_t covered[MAX_COVERED]
+    if not j.exact and not (st.node_live != NULL and _any_spent(st)):
+        n_cov = _covered_tops(st, j.a, covered)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
         if node != 0 and _bytes_top(j.a, st, node) and cache_peek(j.c, st.node_state[node]) == NULL:
+            if n_cov and _listed(covered, n_cov, node):
+                continue
             return True
     return False
 
@@ -318,6 +371,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef double deadline = 0.0  # of the lazy classifications this fill makes (one for all)
     cdef intp_t pos_words = (v.n_sorted + 31) >> 5
     cdef xm_fill_tls* tls
+    cdef int32_t covered[MAX_COVERED]
+    cdef intp_t n_cov = 0
     memset(row, 0, <size_t>n_words * sizeof(word_t))
     if j.guard != NULL and j.guard.crossed:
         return 0  # the sticky error state: nothing is allowed
@@ -349,6 +404,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             bitset_set(pos_bits, k)
         _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)
     else:
+        if not spent:
+            n_cov = _covered_tops(st, j.a, covered)
         # 1. cached accepted sets
         for i in range(top_begin, top_end):
             node = st.tops[i]
@@ -357,6 +414,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 continue
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
+            if n_cov and _listed(covered, n_cov, node):
+                continue  # another top's entry answers for it
             e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
             if spent and not fast:  # walked on the real stack instead
                 _spent_positions(v, e, pos_bits, n_words)
@@ -389,7 +448,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
                 if node == 0 or not _bytes_top(j.a, st, node) or (
-                        spent and (not fast or spent_top(st, node))):
+                        spent and (not fast or spent_top(st, node))) or (
+                        n_cov and _listed(covered, n_cov, node)):
                     continue
                 e = cache_peek(c, st.node_state[node])  # classified by the pass above
                 for k in range(e.n_unc):

@@ -27,7 +27,9 @@ ctypedef struct MaskCacheC:
     const int32_t* state_rule    # [n_states]
     const int64_t* ctx_off       # [n_rules + 1] range of a rule's return states in ctx_states
     const int32_t* ctx_states
-    const uint8_t* follow        # [n_rules * 256] bytes that can follow a rule's callers
+    const uint8_t* follow        # [n_rules * 256] bytes that can follow a rule's callers (a
+                                 # rule with more than max_ctx_walk return states: the rule)
+    intp_t max_ctx_walk          # return states a walk continues into (_mask_cache.pyx)
     # distinct entries (deduplicated), guarded by the spin lock `lock`
     char lock
     CacheEntryC** table          # open addressing by entry hash, NULL = empty slot

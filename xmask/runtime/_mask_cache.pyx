@@ -38,6 +38,30 @@ from xmask.runtime._classify cimport (
     entry_seal, entry_equal,
 )
 
+# A rule called from more than this many places (the shared character tail of long bounded
+# strings: one call per position) is classified up to its end only (n_ctx < 0 for
+# classify_entry): a token going on past it with a byte of the rule's FOLLOW set is uncertain
+# (checked on the real stack), as if its callers were unknown.  Walking on in thousands of
+# callers at once would cost thousands of stack steps per byte and decide almost nothing (some
+# caller reads almost anything): it could only turn uncertain tokens into rejected ones, never
+# into accepted ones.  A cache reads the value when it is built.
+cdef intp_t _max_ctx_walk = 256
+
+
+def set_max_ctx_walk(n):
+    """Set how many return states a classification walk continues into, for caches built
+    afterwards (tests: a huge value walks every caller); returns the previous value.
+
+    Example::
+
+        >>> old = set_max_ctx_walk(10**9); _ = set_max_ctx_walk(old)
+    """
+    global _max_ctx_walk
+    old = _max_ctx_walk
+    _max_ctx_walk = int(n)
+    return old
+
+
 cdef inline void _lock(MaskCacheC* c) noexcept nogil:
     while not xm_flag_try(&c.lock):
         xm_yield()
@@ -190,14 +214,17 @@ cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const Automa
     # deadline: a monotonic time (0: the cache's own, max_seconds from now)
     cdef int32_t r = c.state_rule[state]
     cdef CacheEntryC* e
+    cdef intp_t n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
     _check_cache_memory(c)
     s.max_tops = c.max_tops
     s.max_bytes = c.max_bytes
     s.deadline = deadline
     if deadline <= 0 and c.max_seconds > 0:
         s.deadline = monotonic_seconds() + c.max_seconds
-    e = classify_entry(s, a, v, state, c.ctx_states + c.ctx_off[r],
-                       c.ctx_off[r + 1] - c.ctx_off[r], c.follow + 256 * <intp_t>r)
+    if n_ctx > c.max_ctx_walk:
+        n_ctx = -1  # (its follow row is the rule's FOLLOW set, see MaskCache.__init__)
+    e = classify_entry(s, a, v, state, c.ctx_states + c.ctx_off[r], n_ctx,
+                       c.follow + 256 * <intp_t>r)
     _lock(c)
     if s.peak_tops > c.peak_tops:
         c.peak_tops = s.peak_tops
@@ -278,7 +305,12 @@ cdef class MaskCache:
         if (ctx_off.shape[0] != n_rules + 1 or ctx_off[0] != 0
                 or ctx_off[n_rules] != ctx_states.shape[0] or (np.diff(ctx_off) < 0).any()):
             raise ValueError("automaton return-context offsets are inconsistent")
-        follow = np.ascontiguousarray(automaton.rule_ctx_follow, dtype=np.uint8).reshape(-1)
+        follow = np.array(automaton.rule_ctx_follow, dtype=np.uint8)
+        # a rule with more return states than a walk follows: its own FOLLOW set (_classify)
+        many = np.flatnonzero(np.diff(ctx_off) > _max_ctx_walk)
+        if many.size:
+            follow[many] = np.asarray(automaton.rule_follow, dtype=np.uint8)[many]
+        follow = np.ascontiguousarray(follow.reshape(-1))
         state_rule = np.ascontiguousarray(automaton.state_rule, dtype=np.int32)
         if follow.shape[0] != 256 * n_rules or state_rule.shape[0] != n:
             raise ValueError("automaton context tables have the wrong size")
@@ -298,6 +330,7 @@ cdef class MaskCache:
         cdef const uint8_t[::1] fo = self.arrays["follow"]
         cdef const int32_t[::1] sr = self.arrays["state_rule"]
         self.c.n_states = n
+        self.c.max_ctx_walk = _max_ctx_walk
         if limits is not None:  # a CompileLimits: bounds on each state's classification
             self.c.max_tops = limits.max_classify_tops
             self.c.max_bytes = limits.max_compile_memory_bytes
