@@ -51,6 +51,13 @@ cdef intp_t _nogil_min_cost = 20000
 # Work units a fill whose token budget ends may spend per vocabulary token beyond the cap:
 # walking dense text from a few tops measured ~8-9 per token (Llama-3, Qwen2.5: any_text).
 cdef intp_t _SPENT_WORK_PER_TOKEN = 16
+# Work units a fill may spend per cached uncertain token it checks, beyond the cap: the
+# uncertain tokens of one fill are at most the vocabulary, each walked once on the real stack
+# (shared prefixes once).  Where a chunked repeat ends (maxLength beyond the one-state chain,
+# counting.py) nearly every token crosses the end and is uncertain: ~10 units each (Llama-3,
+# Qwen2.5), ~1.4M for one fill, which the cap alone would turn into a sticky error.  An
+# ambiguous grammar's steps cost far more than this per token, so the cap still stops it.
+cdef intp_t _UNC_WORK_PER_TOKEN = 16
 # Work units (RuntimeLimits) of one byte step in JSON-like grammars (1-6 on Llama-3): a fill whose
 # matcher's steps cost more (an ambiguous grammar's closure through thousands of frames) checks
 # each uncertain token that many times slower, which fill_cost scales by.
@@ -373,6 +380,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef xm_fill_tls* tls
     cdef int32_t covered[MAX_COVERED]
     cdef intp_t n_cov = 0
+    cdef intp_t n_unc = 0  # uncertain tokens of the entries used (with repeats)
     memset(row, 0, <size_t>n_words * sizeof(word_t))
     if j.guard != NULL and j.guard.crossed:
         return 0  # the sticky error state: nothing is allowed
@@ -426,6 +434,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 n_spent += 1
                 continue
             n_real += 1
+            n_unc += e.n_unc
             single = e
             ids = e.data
             if e.kind == XM_KIND_ACCEPTED:
@@ -442,6 +451,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 bitset_or_into(row, scratch, n_words)
 
         # 2. uncertain tokens, in sorted order (merged through a position bitset if several tops)
+        if j.guard != NULL and n_unc > 0:
+            j.guard.work -= (n_unc if n_unc < v.n_sorted else v.n_sorted) * _UNC_WORK_PER_TOKEN
         if n_real == 1 and n_spent == 0:
             _check_uncertain(st, j.a, v, row, single.unc, single.n_unc, NULL, 0, j.guard)
         elif n_real + n_spent > 0:
