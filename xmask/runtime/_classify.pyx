@@ -31,6 +31,7 @@ from xmask.runtime._intseq cimport cmp_i32, key_slot
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
     StackC, grow_array, stack_init, stack_free, stack_reset, stack_truncate, stack_set_contains,
+    stack_node,
     stack_reaches_bottom, stack_memory_bytes,
 )
 from xmask.runtime._stack_gss cimport stack_start, stack_start_many, stack_step
@@ -134,10 +135,11 @@ cdef bint _inside_rule(const StackC* st) noexcept nogil:
     return False
 
 
-cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
+cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state, int32_t ret,
                       const int32_t* ctx, intp_t n_ctx) except -1 nogil:
-    # The stack for a walk from `state`, whose rule returns into `ctx`; returns whether the
-    # callers' own top set holds CONTEXT (they can return further).
+    # The stack for a walk from `state` (over a frame at `ret` if ret >= 0), whose rule returns
+    # into `ctx`; returns whether the callers' own top set holds CONTEXT (they can return
+    # further).
     cdef StackC* st = &s.st
     cdef intp_t i, n_ctx_tops
     cdef bint ctx_has_ctx
@@ -165,7 +167,10 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     stack_reset(st, False)
     st.bottom_cont = s.ctx_tops
     st.n_bottom_cont = n_ctx_tops
-    stack_start(st, a, state)
+    if ret >= 0:
+        stack_start_many(st, a, &state, 1, stack_node(st, ret, 0))
+    else:
+        stack_start(st, a, state)
     if st.step_over:
         _step_over(s)
     s.unc_prefix[0] = 0
@@ -534,7 +539,7 @@ cdef bint entry_equal(const CacheEntryC* x, const CacheEntryC* y) noexcept nogil
 
 
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
-                                 int32_t state, const int32_t* ctx, intp_t n_ctx,
+                                 int32_t state, int32_t ret, const int32_t* ctx, intp_t n_ctx,
                                  const uint8_t* follow) except NULL nogil:
     """Walk ``state`` and build its entry in the smallest of three forms: accepted ids (when
     they are the fewest and fit in a bitset's size), rejected ids, or an accepted bitset; ids
@@ -545,7 +550,7 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     cdef int32_t* data
     cdef word_t bits
     cdef intp_t b, lo, hi
-    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
+    cdef bint ctx_has_ctx = _walk_start(s, a, state, ret, ctx, n_ctx)
     # a string body reads any plain text: its plain tokens are accepted without a walk; free
     # text that refuses a few ASCII bytes (the first byte of a trigger) takes the plain tokens
     # without those bytes
@@ -561,7 +566,7 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     cdef intp_t depth = 0
     cdef bint closed = False, plain = False
     if _plain_fast_path:
-        depth = plain_depth(&s.pd, a, state, v.max_token_len, &closed)
+        depth = plain_depth(&s.pd, a, state, ret, v.max_token_len, &closed)
         if closed:
             plain = True
         elif depth < v.max_token_len:

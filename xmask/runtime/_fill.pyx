@@ -38,7 +38,9 @@ from xmask.runtime._stack cimport stack_truncate, stack_budget_token, stack_find
 from xmask.runtime._stack_budget cimport stack_budget_filter, stack_budget_alive
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._classify cimport CacheEntryC
-from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
+from xmask.runtime._mask_cache cimport (
+    MaskCacheC, cache_entry, cache_peek, cache_pair_slot, cache_pair_peek, cache_pair_entry,
+)
 from xmask.runtime._fill_spent cimport (
     SpentScratch, spent_top, spent_fast_usable, spent_fast_top_memo, spent_scratch_free,
     entry_positions, token_lcp,
@@ -244,6 +246,39 @@ cdef inline bint _bytes_top(const AutomatonC* a, const StackC* st, int32_t node)
     return (a.flags[st.node_state[node]] & XM_FLAG_HAS_BYTES) != 0
 
 
+cdef inline intp_t _pair_slot(MaskCacheC* c, const StackC* st, int32_t node) noexcept nogil:
+    # A top in a rule whose callers the cache does not walk (a long bounded string's shared
+    # character tail), over a plain frame: its entry is the (state, return state) pair's
+    # (mask_cache: exact for that frame); -1: the state's own entry.
+    cdef int32_t parent
+    if c.pair_rows == NULL:
+        return -1
+    parent = st.node_parent[node]
+    if parent < 2 or st.node_state[parent] < 0:
+        return -1
+    return cache_pair_slot(c, st.node_state[node], st.node_state[parent])
+
+
+cdef inline const CacheEntryC* _top_entry(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
+                                          const StackC* st, int32_t node,
+                                          double* deadline) except NULL nogil:
+    # The entry a fill uses for top `node` (classified first if needed).
+    cdef intp_t slot = _pair_slot(c, st, node)
+    if slot >= 0:
+        return cache_pair_entry(c, a, v, st.node_state[node], st.node_state[st.node_parent[node]],
+                                slot, deadline)
+    return cache_entry(c, a, v, st.node_state[node], deadline)
+
+
+cdef inline const CacheEntryC* _top_peek(MaskCacheC* c, const StackC* st,
+                                         int32_t node) noexcept nogil:
+    # The entry a fill uses for top `node` if classified, else NULL.
+    cdef intp_t slot = _pair_slot(c, st, node)
+    if slot >= 0:
+        return cache_pair_peek(c, st.node_state[node], slot)
+    return cache_peek(c, st.node_state[node])
+
+
 cdef enum:
     MAX_COVERED = 32         # covered tops one fill looks for (more: the rest use their entries)
 
@@ -322,7 +357,7 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
         if node != 0 and not _bytes_top(j.a, st, node):
             cost += row_pass  # a token edge: one bitset OR
         elif node != 0:
-            e = cache_peek(j.c, st.node_state[node])
+            e = _top_peek(j.c, st, node)
             if e == NULL:
                 cost += j.v.n_sorted
                 continue
@@ -348,7 +383,10 @@ cdef bint fill_classifies(FillJob* j) noexcept nogil:
         n_cov = _covered_tops(st, j.a, covered)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
-        if node != 0 and _bytes_top(j.a, st, node) and cache_peek(j.c, st.node_state[node]) == NULL:
+        # (with token budgets a spent fill uses the state's own entry: either may be classified)
+        if node != 0 and _bytes_top(j.a, st, node) and (
+                _top_peek(j.c, st, node) == NULL
+                or (st.node_live != NULL and cache_peek(j.c, st.node_state[node]) == NULL)):
             if n_cov and _listed(covered, n_cov, node):
                 continue
             return True
@@ -424,7 +462,10 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 continue  # a token edge only: step 3
             if n_cov and _listed(covered, n_cov, node):
                 continue  # another top's entry answers for it
-            e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
+            if spent:  # (the spent-top memos are keyed by state: the state's own entry)
+                e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
+            else:
+                e = _top_entry(c, j.a, v, st, node, &deadline)
             if spent and not fast:  # walked on the real stack instead
                 _spent_positions(v, e, pos_bits, n_words)
                 n_spent += 1
@@ -462,7 +503,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                         spent and (not fast or spent_top(st, node))) or (
                         n_cov and _listed(covered, n_cov, node)):
                     continue
-                e = cache_peek(c, st.node_state[node])  # classified by the pass above
+                # classified by the pass above
+                e = cache_peek(c, st.node_state[node]) if spent else _top_peek(c, st, node)
                 for k in range(e.n_unc):
                     bitset_set(pos_bits, e.unc[k])
             _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)

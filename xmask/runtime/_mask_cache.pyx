@@ -40,12 +40,14 @@ from xmask.runtime._classify cimport (
 
 # A rule called from more than this many places (the shared character tail of long bounded
 # strings: one call per position) is classified up to its end only (n_ctx < 0 for
-# classify_entry): a token going on past it with a byte of the rule's FOLLOW set is uncertain
-# (checked on the real stack), as if its callers were unknown.  Walking on in thousands of
-# callers at once would cost thousands of stack steps per byte and decide almost nothing (some
-# caller reads almost anything): it could only turn uncertain tokens into rejected ones, never
-# into accepted ones.  A cache reads the value when it is built.
-cdef intp_t _max_ctx_walk = 256
+# classify_entry): a token going on past it with a byte of the rule's FOLLOW set is uncertain,
+# as if its callers were unknown.  Walking on in every caller at once would cost that many stack
+# steps per byte and decide almost nothing (some caller reads almost anything).  Instead, a
+# fill that meets such a state on top of the stack over a plain frame classifies the pair
+# (state, the frame's state) once (MaskCacheC.pair_rows): an exact entry for that caller, so
+# the tokens the state's own entry would leave uncertain are not checked at every fill.  A
+# cache reads the value when it is built.
+cdef intp_t _max_ctx_walk = 32
 
 
 def set_max_ctx_walk(n):
@@ -223,7 +225,7 @@ cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const Automa
         s.deadline = monotonic_seconds() + c.max_seconds
     if n_ctx > c.max_ctx_walk:
         n_ctx = -1  # (its follow row is the rule's FOLLOW set, see MaskCache.__init__)
-    e = classify_entry(s, a, v, state, c.ctx_states + c.ctx_off[r], n_ctx,
+    e = classify_entry(s, a, v, state, -1, c.ctx_states + c.ctx_off[r], n_ctx,
                        c.follow + 256 * <intp_t>r)
     _lock(c)
     if s.peak_tops > c.peak_tops:
@@ -249,6 +251,68 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
     finally:
         scratch_free(&s)
     return _publish(c, state, e)
+
+
+cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
+                                            const VocabC* v, int32_t state, int32_t ret,
+                                            intp_t slot, double* deadline) except NULL nogil:
+    # Classify `state` over a frame at `ret` (pair slot `slot` of the state's row): the walk
+    # starts with both frames, and continues into the callers of ret's rule.
+    cdef ClassifyScratch s
+    cdef CacheEntryC* e
+    cdef CacheEntryC* same
+    cdef CacheEntryC** row
+    cdef const CacheEntryC* cur
+    cdef int32_t r = c.state_rule[ret]
+    cdef intp_t n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
+    cdef intp_t n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
+    if n_ctx > c.max_ctx_walk:
+        n_ctx = -1
+    if deadline[0] <= 0 and c.max_seconds > 0:
+        deadline[0] = monotonic_seconds() + c.max_seconds
+    scratch_init(&s, v)
+    try:
+        _check_cache_memory(c)
+        s.max_tops = c.max_tops
+        s.max_bytes = c.max_bytes
+        s.deadline = deadline[0]
+        e = classify_entry(&s, a, v, state, ret, c.ctx_states + c.ctx_off[r], n_ctx,
+                           c.follow + 256 * <intp_t>r)
+    finally:
+        scratch_free(&s)
+    _lock(c)
+    if s.peak_tops > c.peak_tops:
+        c.peak_tops = s.peak_tops
+    if s.peak_bytes > c.peak_bytes:
+        c.peak_bytes = s.peak_bytes
+    row = c.pair_rows[state]
+    if row == NULL:
+        row = <CacheEntryC**>calloc(<size_t>n_slots, sizeof(CacheEntryC*))
+        if row == NULL:
+            _unlock(c)
+            free(e)
+            with gil:
+                raise MemoryError()
+        c.entry_bytes += 8 * n_slots
+        xm_store_release(<void**>&c.pair_rows[state], row)
+    cur = row[slot]
+    if cur != NULL:  # another thread won the race
+        _unlock(c)
+        free(e)
+        return cur
+    same = _find(c, e)
+    if same != NULL:
+        free(e)
+        e = same
+    elif _register(c, e) != 0:
+        _unlock(c)
+        free(e)
+        with gil:
+            raise MemoryError()
+    xm_store_release(<void**>&row[slot], e)
+    c.n_pairs += 1
+    _unlock(c)
+    return e
 
 
 cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
@@ -342,6 +406,10 @@ cdef class MaskCache:
         self.c.entry = <CacheEntryC**>calloc(<size_t>(n if n > 0 else 1), sizeof(CacheEntryC*))
         if self.c.entry == NULL:
             raise MemoryError()
+        if many.size:  # states whose entries may be classified with the frame they return to
+            self.c.pair_rows = <CacheEntryC***>calloc(<size_t>n, sizeof(CacheEntryC**))
+            if self.c.pair_rows == NULL:
+                raise MemoryError()
 
     def __dealloc__(self):
         cdef intp_t k
@@ -353,6 +421,10 @@ cdef class MaskCache:
         free(self.c.owned)
         free(self.c.table)
         free(self.c.entry)
+        if self.c.pair_rows != NULL:
+            for k in range(self.c.n_states):
+                free(self.c.pair_rows[k])
+            free(self.c.pair_rows)
 
     def __reduce__(self):
         raise TypeError("MaskCache is not picklable; serialize its CompiledGrammar instead")

@@ -16,6 +16,6 @@ ctypedef struct PlainDepthScratch:
 cdef int32_t frame_succ(const AutomatonC* a, int32_t x, uint8_t b) noexcept nogil
 cdef int32_t call_succ(const AutomatonC* a, int32_t x, int32_t r, uint8_t b,
                        int32_t* r_out) noexcept nogil
-cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state,
+cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state, int32_t ret,
                         intp_t limit, bint* closed) except -2 nogil
 cdef void plain_depth_free(PlainDepthScratch* s) noexcept nogil

@@ -31,8 +31,9 @@ from xmask.runtime._tables cimport (
 )
 from xmask.runtime._intseq cimport key_slot
 
-# Pairs one search may visit; past it the answer is the depth reached so far (a lower bound,
-# still exact to use: it only means more tokens are walked).
+# (state, return state, plain UTF-8 state) triples one search may visit; past it the answer is
+# the depth reached so far (a lower bound, still exact to use: it only means more tokens are
+# walked).
 cdef intp_t _MAX_PAIRS = 4096
 
 # Bytes that no plain state reads (category 0), else a category shared by the bytes whose
@@ -121,7 +122,7 @@ cdef int _reserve(PlainDepthScratch* s) except -1 nogil:
     return 0
 
 
-cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state,
+cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state, int32_t ret,
                         intp_t limit, bint* closed) except -2 nogil:
     """The most bytes d <= ``limit`` such that every plain string of up to d bytes has a path
     from ``state`` inside its frame: a breadth-first search over (state, return state, plain
@@ -159,7 +160,7 @@ cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state
     mask = 2 * s.cap - 1
     for slot in range(2 * s.cap):
         s.keys[slot] = -1
-    key = (<int64_t>state * n_ret) * PLAIN_UTF8_STATES
+    key = (<int64_t>state * n_ret + (ret + 1)) * PLAIN_UTF8_STATES
     s.queue[0] = key
     s.depth[0] = 0
     s.keys[key_slot(key, mask)] = key
@@ -218,7 +219,7 @@ def plain_depth_of(AutomatonTables tables, int32_t state, intp_t limit):
         raise ValueError(f"no state {state}")
     memset(&s, 0, sizeof(PlainDepthScratch))
     try:
-        d = plain_depth(&s, &tables.c, state, limit, &closed)
+        d = plain_depth(&s, &tables.c, state, -1, limit, &closed)
     finally:
         plain_depth_free(&s)
     return int(d), bool(closed)
