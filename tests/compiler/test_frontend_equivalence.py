@@ -117,6 +117,9 @@ def test_maskbench_schemas(name):
     'root ::= a b\na ::= "x"? a2\na2 ::= "y"?\nb ::= "(" root ")" | "z"',
     'root ::= [^"\\\\]* "\\"" | "\\\\u" [0-9a-fA-F]{4}',     # UTF-8 class paths
     'root ::= "a" bad | "b"\nbad ::= "y" bad',                 # unproductive rule pruned
+    # one state reading 40 edges (sorted by counting), disjoint or overlapping by threes
+    "root ::= " + " | ".join(f'"{chr(48 + i)}" "{i}"' for i in range(40)),
+    "root ::= " + " | ".join(f'[{chr(48 + i)}-{chr(50 + i)}] "{i}"' for i in range(40)),
 ])
 def test_small_grammars(text):
     assert_same(Grammar.from_ebnf(text))
@@ -146,10 +149,9 @@ def test_deadline_is_checked_in_the_kernel():
     start, end = nfa.add_rule("root", Grammar.from_ebnf('root ::= [a-z] "x"').rules["root"], {})
     arr = nfa.arrays()
     bc = byte_classes(arr)
-    args = (arr.eps_off, arr.eps_dst, arr.b_off, bc[arr.b_lo].astype("i4"),
-            bc[arr.b_hi].astype("i4"), arr.b_dst, arr.c_off, arr.c_rule, arr.c_dst,
-            np.array([start], "i4"), np.array([end], "i4"), int(bc.max()) + 1, 1000, 1000, 0,
-            1000)
+    args = (arr.eps_off, arr.eps_dst, arr.b_off, arr.b_lo, arr.b_hi, arr.b_dst, arr.c_off,
+            arr.c_rule, arr.c_dst, np.array([start], "i4"), np.array([end], "i4"), bc, 1000, 1000,
+            0, 1000)
     assert build_rule_dfas(*args, 0.0)[0] == 3
     status, bad, rule_base, *_ = build_rule_dfas(*args, -1.0)
     assert status == 0 and rule_base.tolist() == [0, 3]

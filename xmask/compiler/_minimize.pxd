@@ -32,8 +32,6 @@ cdef struct Moore:
 cdef struct MinWork:
     # minimize_dfa's buffers, kept from one call to the next (zero it before the first)
     IVec callees
-    IVec run_col
-    IVec run_tgt
     IVec arena          # the per-state int arrays, carved per call
     IVec rev_src
     Moore mo
@@ -41,7 +39,7 @@ cdef struct MinWork:
 
 cdef void minwork_free(MinWork* w) noexcept nogil
 
-cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals,
-                      const int32_t* call_src, const int32_t* call_rule, const int32_t* call_dst,
-                      isz ncal, int64_t budget, int32_t* blk_out,
-                      isz budget_nc, MinWork* wk) noexcept nogil
+cdef isz minimize_dfa(isz n, isz nc, const int32_t* run_off, const int32_t* run_col,
+                      const int32_t* run_tgt, const int32_t* finals, const int32_t* call_src,
+                      const int32_t* call_rule, const int32_t* call_dst, isz ncal, int64_t budget,
+                      int32_t* blk_out, MinWork* wk) noexcept nogil

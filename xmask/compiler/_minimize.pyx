@@ -1,8 +1,9 @@
 """Compile-time kernel: Moore minimization of one DFA, GIL released (``_determinize`` calls it
 for every rule it determinizes).
 
-Calls are columns too: each callee rule called in the DFA is one more column (its return
-state the target).  Rounds are synchronous like the full algorithm's but touch only the states
+Rows come as runs of classes with one target (``_determinize`` keeps them so); calls are
+columns too: each callee rule called in the DFA is one more column (its return state the
+target), a (callee, block) pair in a signature.  Rounds are synchronous like the full algorithm's but touch only the states
 whose successors changed block (see :func:`moore_rounds`); the work budget counts states x
 columns per round as the pure-Python twin (``dfa_reference``) does, so both give up on the
 same automata and leave them unminimized.
@@ -16,26 +17,43 @@ from xmask.runtime._intseq cimport sort_unique
 from xmask.compiler._ivec cimport IVec, ints_eq, ints_hash, iv_reserve, iv_push
 
 
-cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_off,
-                           const int32_t* run_col, const int32_t* run_tgt, IVec* sig) noexcept nogil:
-    """Append state ``s``'s signature: its block, then its row as maximal runs of columns whose
-    targets lie in one block ((first column, block) pairs, -1 for no target).  Rows are stored
-    as runs of equal targets; adjacent runs whose targets now share a block merge, so equal
-    rows give equal signatures."""
+cdef struct Rows:
+    # the DFA's rows: state s's byte runs run_off[s] .. run_off[s + 1] (first class, target or
+    # -1; they cover the classes in order), its calls call_off[s] .. call_off[s + 1] (callee
+    # rule ascending, return state)
+    const int32_t* run_off
+    const int32_t* run_col
+    const int32_t* run_tgt
+    const int32_t* call_off
+    const int32_t* call_rule
+    const int32_t* call_dst
+    int32_t nc
+
+
+cdef inline int append_sig(int32_t s, const int32_t* block, const Rows* g, IVec* sig) noexcept nogil:
+    """Append state ``s``'s signature: its block, then its byte row as maximal runs of classes
+    whose targets lie in one block ((first class, block) pairs, -1 for no target), then its
+    calls as (nc + callee, block) pairs.  Adjacent runs whose targets now share a block merge,
+    so equal rows give equal signatures."""
     cdef isz k, n
     cdef int32_t t, b, prev = -2
-    if iv_reserve(sig, sig.n + 1 + 2 * (run_off[s + 1] - run_off[s])):
+    cdef int32_t r0 = g.run_off[s], r1 = g.run_off[s + 1], c0 = g.call_off[s], c1 = g.call_off[s + 1]
+    if iv_reserve(sig, sig.n + 1 + 2 * (r1 - r0 + c1 - c0)):
         return -1
     n = sig.n + 1
     sig.d[sig.n] = block[s]
     # branch-free: always store, advance only where the block changes
-    for k in range(run_off[s], run_off[s + 1]):
-        t = run_tgt[k]
+    for k in range(r0, r1):
+        t = g.run_tgt[k]
         b = block[t] if t >= 0 else -1
-        sig.d[n] = run_col[k]
+        sig.d[n] = g.run_col[k]
         sig.d[n + 1] = b
         n += 2 * (b != prev)
         prev = b
+    for k in range(c0, c1):
+        sig.d[n] = g.nc + g.call_rule[k]
+        sig.d[n + 1] = block[g.call_dst[k]]
+        n += 2
     sig.n = n
     return 0
 
@@ -43,7 +61,7 @@ cdef inline int append_sig(int32_t s, const int32_t* block, const int32_t* run_o
 cdef void minwork_free(MinWork* w) noexcept nogil:
     """Free a :c:type:`MinWork` (its buffers outlive the ``minimize_dfa`` calls it served)."""
     cdef Moore* m = &w.mo
-    free(w.callees.d); free(w.run_col.d); free(w.run_tgt.d); free(w.arena.d)
+    free(w.callees.d); free(w.arena.d)
     free(w.rev_src.d); free(m.dirty.d); free(m.newid.d)
     free(m.spos.d); free(m.blocks.d); free(m.reps.d); free(m.changed.d); free(m.sig.d)
     free(m.slots.d); free(m.gsize.d)
@@ -69,8 +87,7 @@ cdef inline void link(Moore* m, int32_t s, int32_t b) noexcept nogil:
 
 
 cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* finals,
-                      const int32_t* run_off, const int32_t* run_col, const int32_t* run_tgt,
-                      int64_t budget) noexcept nogil:
+                      const Rows* g, int64_t budget) noexcept nogil:
     """Moore refinement in synchronous rounds, each equal to a full round, but touching only
     the states whose successors changed block in the previous round (plus one clean member
     per affected block, whose unchanged signature all its clean block-mates share): a chain of
@@ -95,24 +112,29 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
         m.bkeep[i] = 0
     for i in range(n - 1, -1, -1):
         link(m, <int32_t>i, 1 if finals[i] and has0 else 0)
-    # predecessors over the runs
+    # predecessors over the runs and the calls' return states
     for i in range(n + 1):
         m.rev_off[i] = 0
-    for i in range(n):
-        for k in range(run_off[i], run_off[i + 1]):
-            if run_tgt[k] >= 0:
-                m.rev_off[run_tgt[k] + 1] += 1
+    for k in range(g.run_off[n]):
+        if g.run_tgt[k] >= 0:
+            m.rev_off[g.run_tgt[k] + 1] += 1
+    for k in range(g.call_off[n]):
+        m.rev_off[g.call_dst[k] + 1] += 1
     for i in range(n):
         m.rev_off[i + 1] += m.rev_off[i]
     if iv_reserve(rev_src_buf, m.rev_off[n] + 1):
         return -1
     m.rev_src = rev_src_buf.d
     for i in range(n):
-        for k in range(run_off[i], run_off[i + 1]):
-            t = run_tgt[k]
+        for k in range(g.run_off[i], g.run_off[i + 1]):
+            t = g.run_tgt[k]
             if t >= 0:
                 m.rev_src[m.rev_off[t]] = <int32_t>i
                 m.rev_off[t] += 1
+        for k in range(g.call_off[i], g.call_off[i + 1]):
+            t = g.call_dst[k]
+            m.rev_src[m.rev_off[t]] = <int32_t>i
+            m.rev_off[t] += 1
     for i in range(n, 0, -1):
         m.rev_off[i] = m.rev_off[i - 1]
     m.rev_off[0] = 0
@@ -151,14 +173,12 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
         m.sig.n = 0
         m.spos.n = 0
         for i in range(nd):
-            if iv_push(&m.spos, <int32_t>m.sig.n) or append_sig(
-                    m.dirty.d[i], m.block, run_off, run_col, run_tgt, &m.sig):
+            if iv_push(&m.spos, <int32_t>m.sig.n) or append_sig(m.dirty.d[i], m.block, g, &m.sig):
                 return -1
         for i in range(nb_aff):
             if iv_push(&m.spos, <int32_t>m.sig.n):
                 return -1
-            if m.reps.d[i] >= 0 and append_sig(m.reps.d[i], m.block, run_off, run_col, run_tgt,
-                                               &m.sig):
+            if m.reps.d[i] >= 0 and append_sig(m.reps.d[i], m.block, g, &m.sig):
                 return -1
         if iv_push(&m.spos, <int32_t>m.sig.n):
             return -1
@@ -249,96 +269,58 @@ cdef isz moore_rounds(Moore* m, IVec* rev_src_buf, isz n, isz w, const int32_t* 
     return n_blocks
 
 
-cdef isz minimize_dfa(isz n, isz nc, const int32_t* trans, const int32_t* finals,
-                      const int32_t* call_src, const int32_t* call_rule, const int32_t* call_dst,
-                      isz ncal, int64_t budget, int32_t* blk_out,
-                      isz budget_nc, MinWork* wk) noexcept nogil:
-    """Moore refinement of a DFA (``n`` states, ``trans`` ``n x nc``, calls sorted by source
-    state as ``(call_src, call_rule, call_dst)``, each callee its own column); fills
-    ``blk_out[state]`` with its block (first-appearance numbering, start = 0) and returns the
-    block count (== n when nothing merges or the budget ran out, then ``blk_out`` is the
-    identity), or -1 when out of memory.  The budget counts states x columns per round, as the
-    Python twin does, so both give up on the same automata; ``budget_nc`` (when >= 0) is the
-    byte-class count it counts instead of ``nc`` (the determinizer's rule-local columns stand
-    for the grammar's global ones).  ``wk``: buffers reused from call to call (zeroed before
-    the first, freed by :c:func:`minwork_free`)."""
-    cdef isz w, i, k, m = -1, r
-    cdef isz lo_i, hi_i, mid, kk, col
-    cdef int32_t prev, t
+cdef isz minimize_dfa(isz n, isz nc, const int32_t* run_off, const int32_t* run_col,
+                      const int32_t* run_tgt, const int32_t* finals, const int32_t* call_src,
+                      const int32_t* call_rule, const int32_t* call_dst, isz ncal, int64_t budget,
+                      int32_t* blk_out, MinWork* wk) noexcept nogil:
+    """Moore refinement of a DFA: ``n`` states, ``nc`` classes, state s's row the runs
+    ``run_off[s] .. run_off[s + 1]`` of ``(run_col, run_tgt)`` (first class, target or -1,
+    covering the classes in order), calls sorted by source state then callee as
+    ``(call_src, call_rule, call_dst)``, each callee its own column; fills ``blk_out[state]``
+    with its block (first-appearance numbering, start = 0) and returns the block count (== n
+    when nothing merges or the budget ran out, then ``blk_out`` is the identity), or -1 when
+    out of memory.  The budget counts states x (classes + callees) per round, as the Python
+    twin does, so both give up on the same automata.  ``wk``: buffers reused from call to call
+    (zeroed before the first, freed by :c:func:`minwork_free`)."""
+    cdef isz w, i, k, m = -1
     cdef int32_t* nb
-    cdef int32_t* run_off
-    cdef int32_t* callrow
+    cdef int32_t* call_off
     cdef IVec* callees = &wk.callees
-    cdef IVec* run_col = &wk.run_col
-    cdef IVec* run_tgt = &wk.run_tgt
     cdef Moore* mo = &wk.mo
     cdef int32_t* a
+    cdef Rows g
     for i in range(n):
         blk_out[i] = <int32_t>i
     if n < 2:
         return n
     # the callee rules called in this DFA, each its own column after the classes
     callees.n = 0
-    run_col.n = 0
-    run_tgt.n = 0
     for k in range(ncal):
         if iv_push(callees, call_rule[k]):
             return -1
     callees.n = sort_unique(callees.d, callees.n)
     w = nc + callees.n
-    # one arena: nb, run_off, callrow, then the partition's arrays
-    if iv_reserve(&wk.arena, 11 * n + callees.n + 3):
+    # one arena: nb, call_off, then the partition's arrays
+    if iv_reserve(&wk.arena, 11 * n + 3):
         return -1
     a = wk.arena.d
     nb = a
-    run_off = a + n
-    callrow = a + 2 * n + 1
-    a = callrow + callees.n + 1
+    call_off = a + n
+    a = call_off + n + 1
     mo.block, mo.head, mo.nxt, mo.prv = a, a + n, a + 2 * n, a + 3 * n
     mo.dmark, mo.bmark, mo.bkeep, mo.rev_off = a + 4 * n, a + 5 * n, a + 6 * n, a + 7 * n
     mo.bbest = a + 8 * n + 1
-    # each row as runs of equal targets: (first column, target)
-    kk = 0
+    # each state's calls: a slice of the call arrays (sorted by source)
+    k = 0
     for i in range(n):
-        run_off[i] = <int32_t>run_col.n
-        prev = -2
-        # a row adds at most w runs: reserve once, then plain stores
-        if iv_reserve(run_col, run_col.n + w) or iv_reserve(run_tgt, run_tgt.n + w):
-            return -1
-        # branch-free: always store, advance only where the target changes
-        r = run_col.n
-        for col in range(nc):
-            t = trans[i * nc + col]
-            run_col.d[r] = <int32_t>col
-            run_tgt.d[r] = t
-            r += t != prev
-            prev = t
-        run_col.n = run_tgt.n = r
-        for k in range(callees.n):
-            callrow[k] = -1
-        while kk < ncal and call_src[kk] == i:
-            # column of this callee: binary search in the sorted callee list
-            lo_i = 0
-            hi_i = callees.n
-            while lo_i < hi_i:
-                mid = (lo_i + hi_i) // 2
-                if callees.d[mid] < call_rule[kk]:
-                    lo_i = mid + 1
-                else:
-                    hi_i = mid
-            callrow[lo_i] = call_dst[kk]
-            kk += 1
-        for k in range(callees.n):
-            t = callrow[k]
-            if t != prev:
-                run_col.d[run_col.n] = <int32_t>(nc + k)
-                run_tgt.d[run_tgt.n] = t
-                run_col.n += 1
-                run_tgt.n += 1
-                prev = t
-    run_off[n] = <int32_t>run_col.n
-    m = moore_rounds(mo, &wk.rev_src, n, w if budget_nc < 0 else budget_nc + callees.n, finals,
-                     run_off, run_col.d, run_tgt.d, budget)
+        call_off[i] = <int32_t>k
+        while k < ncal and call_src[k] == i:
+            k += 1
+    call_off[n] = <int32_t>k
+    g.run_off, g.run_col, g.run_tgt = run_off, run_col, run_tgt
+    g.call_off, g.call_rule, g.call_dst = call_off, call_rule, call_dst
+    g.nc = <int32_t>nc
+    m = moore_rounds(mo, &wk.rev_src, n, w, finals, &g, budget)
     if m < 0 or m == n:
         return m
     # renumber by first appearance (start stays 0); nb is the block -> new map

@@ -233,7 +233,10 @@ class CompiledGrammar:
         A compiled grammar starts with an empty cache and the first fill that meets a state
         classifies it (the cold path: fast time to first mask).  A server that compiles at
         warm-up can pay everything up front instead, on ``max_threads`` C threads (real
-        parallelism: no GIL is held while classifying).  Masks are identical either way.
+        parallelism: no GIL is held while classifying; never more threads than the CPUs the
+        process may use, and all but the calling thread run at a lower OS priority, so a
+        server thread that wakes up meanwhile gets a core at once).  Masks are identical
+        either way.
         Bounded like a compile: past ``CompileLimits.max_compile_seconds`` of the compiler
         that built the grammar (the default limits for a deserialized one) it raises
         ``GrammarLimitError``, keeping what it classified.  Idempotent; safe while matchers

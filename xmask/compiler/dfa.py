@@ -51,11 +51,10 @@ def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limit
     left = -1.0 if d is None else max(0.0, d[0] - time.monotonic())
     i32 = np.int32
     status, bad, rule_base, trans, finals, csrc, crule, cdst = build_rule_dfas(
-        arr.eps_off, arr.eps_dst, arr.b_off,
-        np.ascontiguousarray(byte_class[arr.b_lo], dtype=i32),
-        np.ascontiguousarray(byte_class[arr.b_hi], dtype=i32), arr.b_dst,
+        arr.eps_off, arr.eps_dst, arr.b_off, arr.b_lo, arr.b_hi, arr.b_dst,
         arr.c_off, arr.c_rule, arr.c_dst,
-        np.asarray(starts, dtype=i32), np.asarray(ends, dtype=i32), n_classes,
+        np.asarray(starts, dtype=i32), np.asarray(ends, dtype=i32),
+        np.ascontiguousarray(byte_class, dtype=np.uint8),
         limits.max_states, limits.max_nfa_states, total_so_far, MINIMIZE_BUDGET, left,
         getattr(limits, "max_memory_bytes", 0))
     if status == _ST_STATES:

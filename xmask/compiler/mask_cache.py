@@ -14,6 +14,7 @@ and identical entries are stored once.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import List
 
@@ -144,10 +145,19 @@ def new_mask_cache(automaton, limits=None) -> MaskCache:
     return MaskCache(automaton, DEFAULT_LIMITS if limits is None else limits)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_tables,
                           max_threads: int = 1, progress=None) -> None:
     """Classify every top-capable state not classified yet (the warm-up mode), on up to
-    ``max_threads`` C threads, under the compile deadline in force (``GrammarLimitError`` past
+    ``max_threads`` C threads (no more than :func:`usable_cpus`: the calling thread, plus
+    helpers that run at a lower OS priority), under the compile deadline in force (``GrammarLimitError`` past
     it).  States that no token can tell apart share one walk (``token_equivalent_states``).
     ``progress(done, total)``, when given, is called after each chunk of walks (about 1% of
     them, at least a few per thread: one C call per chunk keeps the threads busy)."""
@@ -159,7 +169,7 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     rep = token_equivalent_states(automaton, int(vocab_tables.max_token_len) + 1)
     reps = np.unique(rep[tops]).astype(np.int32)
     limit = deadline.current()
-    threads = max(1, int(max_threads))
+    threads = max(1, min(int(max_threads), usable_cpus()))
     step = len(reps) if progress is None else max(4 * threads, -(-len(reps) // 100))
     for start in range(0, len(reps), step):
         chunk = reps[start:start + step]

@@ -15,20 +15,32 @@ cdef inline int cmp_i64(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+ctypedef fused sortable:
+    int32_t
+    int64_t
+
+
+cdef inline void insertion_sort(sortable* a, isz n) noexcept nogil:
+    """Sort ``a[:n]`` ascending in place: for the handful of items the kernels usually sort
+    (and nearly sorted ones), where qsort's calls cost more."""
+    cdef isz i, j
+    cdef sortable x
+    for i in range(1, n):
+        x = a[i]
+        j = i
+        while j > 0 and a[j - 1] > x:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = x
+
+
 cdef inline isz sort_unique(int32_t* a, isz n) noexcept nogil:
     """Sort ``a[:n]`` ascending and drop duplicates; returns the new length."""
-    cdef isz i, j, k
-    cdef int32_t x
+    cdef isz i, k
     if n < 2:
         return n
     if n <= 16:
-        for i in range(1, n):
-            x = a[i]
-            j = i
-            while j > 0 and a[j - 1] > x:
-                a[j] = a[j - 1]
-                j -= 1
-            a[j] = x
+        insertion_sort(a, n)
     else:
         qsort(a, n, sizeof(int32_t), cmp_i32)
     k = 1

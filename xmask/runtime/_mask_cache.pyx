@@ -19,7 +19,6 @@ Example::
     0
 """
 
-from cython.parallel cimport prange
 from cpython.ref cimport PyObject
 
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -32,6 +31,7 @@ from xmask.errors import GrammarLimitError
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
 from xmask.runtime._atomic cimport xm_flag_try, xm_flag_release, xm_yield
 from xmask.runtime._clock cimport monotonic_seconds
+from xmask.runtime._workers cimport xm_spawn, xm_join, xm_lower_priority, xm_fetch_add
 from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
 from xmask.runtime._classify cimport (
     CacheEntryC, ClassifyScratch, scratch_init, scratch_free, classify_entry, entry_new,
@@ -336,18 +336,50 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
     return 0
 
 
-cdef void _precompute_noexcept(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                               const int32_t* states, intp_t n, double deadline,
-                               char* status, PyObject* errors) noexcept with gil:
-    # For the parallel loop (its body must not raise): an error (a GrammarLimitError from a
-    # walk's bounds, MemoryError) goes to the list `errors` for the caller to raise, and stops
-    # the other chunks.  The GIL is held only around the chunk, not while classifying.
+cdef struct PrecomputeJob:
+    # one warm-up call, shared by its threads: chunk k is states[k * per : (k + 1) * per]
+    MaskCacheC* c
+    const AutomatonC* a
+    const VocabC* v
+    const int32_t* states
+    intp_t n
+    intp_t per
+    int64_t next_chunk  # atomic: the next chunk to take
+    double deadline
+    char status         # 1 = past the deadline, 2 = an error (in errors)
+    PyObject* errors
+
+
+cdef int _precompute_chunks(PrecomputeJob* j) except -1 nogil:
+    # take chunks until none is left or a thread stopped the job
+    cdef intp_t k
+    cdef intp_t n_chunks = (j.n + j.per - 1) // j.per
+    while not j.status:
+        k = <intp_t>xm_fetch_add(&j.next_chunk, 1)
+        if k >= n_chunks:
+            break
+        _precompute_chunk(j.c, j.a, j.v, j.states + k * j.per, min(j.per, j.n - k * j.per),
+                          j.deadline, &j.status)
+    return 0
+
+
+cdef void _precompute_thread_body(PrecomputeJob* j) noexcept with gil:
+    # An error (a GrammarLimitError from a walk's bounds, MemoryError) goes to j.errors for the
+    # caller to raise, and stops the other threads.  The GIL is taken once per thread, at its
+    # start and end, never per chunk: a server thread running Python meanwhile is not made to
+    # hand the GIL over again and again.
     try:
         with nogil:
-            _precompute_chunk(c, a, v, states, n, deadline, status)
+            _precompute_chunks(j)
     except BaseException as e:
-        status[0] = 2
-        (<list>errors).append(e)
+        j.status = 2
+        (<list>j.errors).append(e)
+
+
+cdef void* _precompute_helper(void* arg) noexcept nogil:
+    xm_lower_priority()
+    _precompute_thread_body(<PrecomputeJob*>arg)
+    return NULL
 
 
 cdef class MaskCache:
@@ -435,9 +467,11 @@ cdef class MaskCache:
         to ``max_threads`` C threads.  ``deadline``: a ``time.monotonic()`` value (0 = none);
         returns False if it passed before every state was classified, else True."""
         cdef const int32_t[::1] st = np.ascontiguousarray(states, dtype=np.int32)
-        cdef intp_t n = st.shape[0], n_chunks, k, i, per
+        cdef intp_t n = st.shape[0], k
         cdef char status = 0
         cdef list errors = []
+        cdef PrecomputeJob job
+        cdef void** helpers
         self._check_states(st)
         if n == 0:
             return True
@@ -448,15 +482,29 @@ cdef class MaskCache:
                 _precompute_chunk(&self.c, &automaton.c, &vocab.c, &st[0], n, deadline,
                                   &status)
             return status == 0
-        # small chunks so threads balance (states differ 1000x in cost); one scratch per chunk
-        per = max(1, min(16, n // (4 * max_threads)))
-        n_chunks = (n + per - 1) // per
-        for k in prange(n_chunks, nogil=True, num_threads=max_threads, schedule="dynamic"):
-            _precompute_noexcept(&self.c, &automaton.c, &vocab.c, &st[0] + k * per,
-                                 min(per, n - k * per), deadline, &status, <PyObject*>errors)
+        # small chunks so threads balance (states differ 1000x in cost).  The calling thread
+        # works at its own priority; the helpers lower theirs (_workers.pxd), so a thread that
+        # wakes up meanwhile (a server's scheduler) gets a core at once
+        helpers = <void**>calloc(<size_t>max_threads, sizeof(void*))
+        if helpers == NULL:
+            raise MemoryError()
+        memset(&job, 0, sizeof(PrecomputeJob))
+        job.c, job.a, job.v, job.states, job.n = &self.c, &automaton.c, &vocab.c, &st[0], n
+        job.per = max(1, min(16, n // (4 * max_threads)))
+        job.deadline = deadline
+        job.errors = <PyObject*>errors
+        try:
+            with nogil:
+                for k in range(1, min(<intp_t>max_threads, (n + job.per - 1) // job.per)):
+                    helpers[k] = xm_spawn(_precompute_helper, &job)
+                _precompute_thread_body(&job)
+                for k in range(1, max_threads):
+                    xm_join(helpers[k])
+        finally:
+            free(helpers)
         if errors:
             raise errors[0]
-        return status == 0
+        return job.status == 0
 
     def share(self, members, reps):
         """Give each ``members[i]`` without an entry the entry of ``reps[i]`` (which must be
