@@ -160,3 +160,30 @@ def test_long_bounds_have_one_state_per_position(setup):
     assert "str_char_tail" in short.rule_names
     old = compiler.compile_json_schema(_schema(0, 40))._automaton
     assert "str_char_tail" not in old.rule_names  # short bounds: the former chain
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_every_boundary_same_masks_with_and_without_the_shortcuts(setup, ascii_only):
+    # every token boundary of a mixed document (inside characters and escapes too, where the
+    # character tail's (state, position) pair entries are used): the masks of a grammar
+    # classified with the plain-text shortcuts equal those of one classified by full walks
+    from xmask.runtime import _classify
+
+    name, tok, info, compiler = setup
+    doc = json.dumps(_text(300, 7), ensure_ascii=ascii_only)
+    ids = tok.encode(doc, add_special_tokens=False).ids
+    rows = []
+    for fast in (True, False):
+        try:
+            _classify.set_plain_fast_path(fast)
+            m = xmask.GrammarMatcher(compiler.compile_json_schema(_schema(0, 300)))
+            bm = np.asarray(xmask.allocate_token_bitmask(len(ids) + 1, info.vocab_size))
+            for k, t in enumerate(ids):
+                m.fill_next_token_bitmask(bm, k)
+                assert m.accept_token(t)
+            m.fill_next_token_bitmask(bm, len(ids))
+            rows.append(bm.copy())
+        finally:
+            _classify.set_plain_fast_path(True)
+    for k in range(len(ids) + 1):
+        assert np.array_equal(rows[0][k:k + 1], rows[1][k:k + 1]), (name, k, diff_ids(rows[0][k:k + 1], rows[1][k:k + 1])[:10])

@@ -35,7 +35,7 @@ from xmask.runtime._stack cimport (
     stack_reaches_bottom, stack_memory_bytes,
 )
 from xmask.runtime._stack_gss cimport stack_start, stack_start_many, stack_step
-from xmask.runtime._plain_depth cimport frame_succ, plain_depth, plain_depth_free
+from xmask.runtime._plain_depth cimport frame_succ, call_succ, plain_depth, plain_depth_free
 
 from xmask.errors import GrammarLimitError
 
@@ -349,6 +349,33 @@ cdef bint _shortcut_group(ClassifyScratch* s, const AutomatonC* a, const VocabC*
     return y >= 0 and _reads_plain_strings(s, a, y, NULL)
 
 
+cdef bint _after_first_byte(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                            int32_t state, int32_t ret, intp_t b, int64_t* memo,
+                            intp_t* after) except -1 nogil:
+    # For a walk from `state` over a frame at `ret` (a character tail's state, mid-character
+    # or mid-escape): whether the shortcut tokens starting with byte b are worth a depth
+    # search after b, and then in after[0] how many bytes of any plain text the state reached
+    # on b reads (plain_depth, following the return to ret).  A shortcut token of b is b then
+    # plain text from a character boundary (b ASCII, or b unable to start plain text: see
+    # VocabC), so one of at most after[0] + 1 bytes has a path inside the frame: accepted.
+    # (A lead byte is left to the walk: the text after it starts inside a character.)
+    cdef int32_t y, r2
+    cdef bint closed
+    if v.shortcut_off[b + 1] - v.shortcut_off[b] < _MIN_SHORTCUT:
+        return False
+    if b >= 0x80 and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
+        return False
+    y = call_succ(a, state, ret, <uint8_t>b, &r2)
+    if y < 0:
+        return False
+    # memo[0:2]: the last (y, r2) searched and its depth (most bytes lead to one state)
+    if memo[0] != y or memo[1] != r2:
+        memo[0], memo[1] = y, r2
+        memo[2] = plain_depth(&s.pd, a, y, r2, v.max_token_len - 1, &closed)
+    after[0] = <intp_t>memo[2]
+    return True
+
+
 cdef enum:
     MAX_AVOIDED = 8          # most ASCII bytes a "plain text but these" state may refuse
 
@@ -563,7 +590,8 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     # body: a chain with room for n more characters), so its plain tokens that short are
     # accepted without a walk.  Every plain string (`closed`): the whole shortcut.  Neither, but
     # plain text refused only after a few ASCII bytes (a trigger's): the search with refusals.
-    cdef intp_t depth = 0
+    cdef intp_t depth = 0, after = 0
+    cdef int64_t after_memo[3]
     cdef bint closed = False, plain = False
     if _plain_fast_path:
         depth = plain_depth(&s.pd, a, state, ret, v.max_token_len, &closed)
@@ -572,6 +600,8 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
         elif depth < v.max_token_len:
             plain = _reads_plain_strings(s, a, state, &avoid)
     cdef bint whole = plain and avoid == 0, unsorted_unc = False
+    after_memo[0] = after_memo[1] = -2
+    after_memo[2] = 0
     n_acc = n_unc = 0
     for b in range(256):  # the groups of tokens sharing a first byte, in sorted order
         if v.group_off[b] == v.group_off[b + 1]:
@@ -598,6 +628,13 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
                 _grow_i32(&s.acc, &s.acc_cap, n_acc + (hi - lo))
             memcpy(s.acc + n_acc, v.shortcut_pos + lo, <size_t>(hi - lo) * sizeof(int32_t))
             n_acc += hi - lo
+            lo, hi = v.rest_off[b], v.rest_off[b + 1]
+            _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
+                       ctx_has_ctx, &n_acc, &n_unc)
+        elif (_plain_fast_path and ret >= 0 and _after_first_byte(s, a, v, state, ret, b, after_memo, &after)
+              and after >= _MIN_DEPTH):
+            _walk_avoiding(s, a, v, b, 0, after + 1, follow, ctx_has_ctx, &n_acc, &n_unc)
+            unsorted_unc = True
             lo, hi = v.rest_off[b], v.rest_off[b + 1]
             _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
                        ctx_has_ctx, &n_acc, &n_unc)
