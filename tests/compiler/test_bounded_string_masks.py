@@ -176,13 +176,19 @@ def test_every_boundary_same_masks_with_and_without_the_shortcuts(setup, ascii_o
     for fast in (True, False):
         try:
             _classify.set_plain_fast_path(fast)
-            m = xmask.GrammarMatcher(compiler.compile_json_schema(_schema(0, 300)))
+            compiled = compiler.compile_json_schema(_schema(0, 300))
+            m = xmask.GrammarMatcher(compiled)
             bm = np.asarray(xmask.allocate_token_bitmask(len(ids) + 1, info.vocab_size))
             for k, t in enumerate(ids):
                 m.fill_next_token_bitmask(bm, k)
                 assert m.accept_token(t)
             m.fill_next_token_bitmask(bm, len(ids))
             rows.append(bm.copy())
+            # the pair entries are part of the grammar's memory, apart from the states'
+            stats = compiled.cache_stats()
+            assert stats.memory["pair_entries"] > 0
+            assert sum(stats.memory.values()) == compiled.memory_size_bytes
+            assert sum(r.stored_bytes for r in stats) == stats.memory["entry_payloads"]
         finally:
             _classify.set_plain_fast_path(True)
     for k in range(len(ids) + 1):

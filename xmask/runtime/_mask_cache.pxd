@@ -21,6 +21,16 @@ ctypedef struct SpentMemoC:
     int32_t* bail
 
 
+ctypedef struct EntryStore:
+    # Distinct entries, deduplicated by content (guarded by MaskCacheC.lock).
+    CacheEntryC** table          # open addressing by entry hash, NULL = empty slot
+    intp_t table_cap             # power of two
+    CacheEntryC** owned          # distinct entries in publication order (freed with the cache)
+    intp_t n_owned
+    intp_t owned_cap
+    int64_t bytes                # payload bytes of the distinct entries
+
+
 ctypedef struct MaskCacheC:
     intp_t n_states
     CacheEntryC** entry          # [n_states] published entry, NULL = not classified (yet)
@@ -32,13 +42,8 @@ ctypedef struct MaskCacheC:
     intp_t max_ctx_walk          # return states a walk continues into (_mask_cache.pyx)
     # distinct entries (deduplicated), guarded by the spin lock `lock`
     char lock
-    CacheEntryC** table          # open addressing by entry hash, NULL = empty slot
-    intp_t table_cap             # power of two
-    CacheEntryC** owned          # distinct entries in publication order (freed with the cache)
-    intp_t n_owned
-    intp_t owned_cap
+    EntryStore store             # the states' entries
     intp_t n_classified          # states with a published entry
-    int64_t entry_bytes          # payload bytes of the distinct entries
     # bounds on one state's classification (CompileLimits; 0 = none) and the largest seen
     int64_t max_tops             # max_classify_tops
     int64_t max_bytes            # max_compile_memory_bytes (the walk's parse stack)
@@ -48,11 +53,13 @@ ctypedef struct MaskCacheC:
     # Entries of (state, return state) pairs, for the states of a rule whose callers are not
     # walked (more than max_ctx_walk return states): pair_rows[state] is NULL or a row with one
     # slot per return state of the rule (ctx_states order), each NULL or a published entry
-    # (deduplicated with the others, in `owned`).  A callee state on top of the stack over a
+    # (deduplicated among themselves, in pair_store).  A callee state on top of the stack over a
     # frame at its return state r is classified with that frame: an exact entry where the
     # state's own (callers unknown) would leave most tokens uncertain.
     CacheEntryC*** pair_rows     # [n_states], rows allocated on first use (owned)
     intp_t n_pairs               # pair entries published
+    EntryStore pair_store        # their distinct entries (apart: cache_stats counts states')
+    int64_t pair_row_bytes       # the rows' bytes
     # spent-top masks (SpentMemoC, at most SPENT_MEMO_MAX, guarded by `lock`, owned)
     SpentMemoC** spent_memo
     intp_t n_spent_memo

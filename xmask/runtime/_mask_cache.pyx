@@ -85,7 +85,7 @@ cdef int _table_put(CacheEntryC** table, intp_t cap, CacheEntryC* e) noexcept no
     return 0
 
 
-cdef int _register(MaskCacheC* c, CacheEntryC* e) noexcept nogil:
+cdef int _register(EntryStore* c, CacheEntryC* e) noexcept nogil:
     # Add a new distinct entry (lock held).  -1 when out of memory (nothing changed).
     cdef intp_t k, new_cap
     cdef CacheEntryC** t
@@ -110,11 +110,11 @@ cdef int _register(MaskCacheC* c, CacheEntryC* e) noexcept nogil:
     _table_put(c.table, c.table_cap, e)
     c.owned[c.n_owned] = e
     c.n_owned += 1
-    c.entry_bytes += _entry_bytes(e)
+    c.bytes += _entry_bytes(e)
     return 0
 
 
-cdef CacheEntryC* _find(const MaskCacheC* c, const CacheEntryC* e) noexcept nogil:
+cdef CacheEntryC* _find(const EntryStore* c, const CacheEntryC* e) noexcept nogil:
     cdef intp_t slot
     if c.table_cap == 0:
         return NULL
@@ -124,6 +124,20 @@ cdef CacheEntryC* _find(const MaskCacheC* c, const CacheEntryC* e) noexcept nogi
             return c.table[slot]
         slot = (slot + 1) & (c.table_cap - 1)
     return NULL
+
+
+cdef void _store_free(EntryStore* c) noexcept nogil:
+    cdef intp_t k
+    for k in range(c.n_owned):
+        free(c.owned[k])
+    free(c.owned)
+    free(c.table)
+    memset(c, 0, sizeof(EntryStore))
+
+
+cdef int64_t _store_bytes(const EntryStore* c) noexcept nogil:
+    # payload, headers and dedup table
+    return c.bytes + c.n_owned * <int64_t>sizeof(CacheEntryC) + c.table_cap * <int64_t>sizeof(void*)
 
 
 cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) except NULL nogil:
@@ -136,11 +150,11 @@ cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) e
         _unlock(c)
         free(e)
         return cur
-    same = _find(c, e)
+    same = _find(&c.store, e)
     if same != NULL:
         free(e)
         e = same
-    elif _register(c, e) != 0:
+    elif _register(&c.store, e) != 0:
         _unlock(c)
         free(e)
         with gil:
@@ -202,7 +216,8 @@ cdef int _check_cache_memory(MaskCacheC* c) except -1 nogil:
     # The stored entries may not pass max_bytes: checked before each classification, so the
     # cache passes its cap by at most one entry (a bitset plus uncertain ids: < 4 bytes x the
     # vocabulary).
-    cdef int64_t stored = c.entry_bytes + c.n_owned * <int64_t>sizeof(CacheEntryC)
+    cdef int64_t stored = (c.store.bytes + c.store.n_owned * <int64_t>sizeof(CacheEntryC)
+                           + _store_bytes(&c.pair_store) + c.pair_row_bytes)
     if c.max_bytes > 0 and stored > c.max_bytes:
         with gil:
             raise GrammarLimitError(
@@ -293,18 +308,18 @@ cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
             free(e)
             with gil:
                 raise MemoryError()
-        c.entry_bytes += 8 * n_slots
+        c.pair_row_bytes += 8 * n_slots
         xm_store_release(<void**>&c.pair_rows[state], row)
     cur = row[slot]
     if cur != NULL:  # another thread won the race
         _unlock(c)
         free(e)
         return cur
-    same = _find(c, e)
+    same = _find(&c.pair_store, e)
     if same != NULL:
         free(e)
         e = same
-    elif _register(c, e) != 0:
+    elif _register(&c.pair_store, e) != 0:
         _unlock(c)
         free(e)
         with gil:
@@ -448,10 +463,8 @@ cdef class MaskCache:
         for k in range(self.c.n_spent_memo):
             free(self.c.spent_memo[k])
         free(self.c.spent_memo)
-        for k in range(self.c.n_owned):
-            free(self.c.owned[k])
-        free(self.c.owned)
-        free(self.c.table)
+        _store_free(&self.c.store)
+        _store_free(&self.c.pair_store)
         free(self.c.entry)
         if self.c.pair_rows != NULL:
             for k in range(self.c.n_states):
@@ -543,7 +556,7 @@ cdef class MaskCache:
         # no Python object is made under the spin lock: that could run arbitrary Python code
         # and switch to a thread spinning on the lock while holding the GIL
         _lock(&self.c)
-        classified, owned, nbytes = self.c.n_classified, self.c.n_owned, self.c.entry_bytes
+        classified, owned, nbytes = self.c.n_classified, self.c.store.n_owned, self.c.store.bytes
         _unlock(&self.c)
         return classified, owned, nbytes
 
@@ -556,19 +569,27 @@ cdef class MaskCache:
         """Bytes held, by part (one consistent snapshot): ``entry_payloads`` (token ids and
         uncertain positions of the distinct entries, and the masks memoized for the last token
         of a token budget), ``entry_headers``, ``state_index`` (the
-        per-state entry pointers), ``dedup_table`` and ``context_tables`` (return contexts,
-        follow sets, state rules).  Entries only grow, so equal results before and after an
+        per-state entry pointers), ``dedup_table``, ``context_tables`` (return contexts,
+        follow sets, state rules) and, for a grammar with a rule whose callers are not walked,
+        ``pair_entries`` (the entries of (state, return state) pairs, MaskCacheC.pair_rows,
+        with their rows and table).  Entries only grow, so equal results before and after an
         ``export()`` describe that export."""
-        cdef int64_t payload, headers, index, table
+        cdef int64_t payload, headers, index, table, pairs
         _lock(&self.c)  # plain C reads only under the lock (see summary)
-        payload = self.c.entry_bytes + self.c.spent_memo_bytes
-        headers = self.c.n_owned * <int64_t>sizeof(CacheEntryC)
+        payload = self.c.store.bytes + self.c.spent_memo_bytes
+        headers = self.c.store.n_owned * <int64_t>sizeof(CacheEntryC)
         index = self.c.n_states * <int64_t>sizeof(void*)
-        table = self.c.table_cap * <int64_t>sizeof(void*)
+        table = self.c.store.table_cap * <int64_t>sizeof(void*)
+        pairs = _store_bytes(&self.c.pair_store) + self.c.pair_row_bytes
+        if self.c.pair_rows != NULL:
+            pairs += self.c.n_states * <int64_t>sizeof(void*)
         _unlock(&self.c)
-        return {"entry_payloads": payload, "entry_headers": headers, "state_index": index,
-                "dedup_table": table,
-                "context_tables": sum(a.nbytes for a in self.arrays.values())}
+        parts = {"entry_payloads": payload, "entry_headers": headers, "state_index": index,
+                 "dedup_table": table,
+                 "context_tables": sum(a.nbytes for a in self.arrays.values())}
+        if self.c.pair_rows != NULL:
+            parts["pair_entries"] = pairs
+        return parts
 
     def export(self):
         """A snapshot as flat arrays: ``state_entry`` (entry index, -1 = not classified),
