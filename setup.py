@@ -49,6 +49,7 @@ MODULES = [
     "xmask.compiler._determinize",
     "xmask.compiler._analysis",
     "xmask.compiler._rule_graph",
+    "xmask.compiler._rule_scan",
     "xmask.compiler._nfa_build",
     "xmask.grammar._ir_build",
     "xmask.grammar._ir_walk",

@@ -9,7 +9,6 @@ threads get it passed explicitly (see ``mask_cache``).
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import time
 from typing import Optional, Tuple
@@ -22,17 +21,32 @@ _current: "contextvars.ContextVar[Deadline]" = contextvars.ContextVar("xmask_com
                                                                       default=None)
 
 
-@contextlib.contextmanager
-def compile_deadline(seconds: Optional[float]):
-    """Run the block under a deadline of ``seconds`` (None: no deadline)."""
-    if seconds is None:
-        yield
-        return
-    token = _current.set((time.monotonic() + seconds, seconds))
-    try:
-        yield
-    finally:
-        _current.reset(token)
+class compile_deadline:
+    """Run the block under a deadline of ``seconds`` (None: no deadline).  A class, not a
+    generator: every compile enters one.
+
+    Example::
+
+        >>> with compile_deadline(5.0):
+        ...     current()[1]
+        5.0
+    """
+
+    __slots__ = ("seconds", "token")
+
+    def __init__(self, seconds: Optional[float]):
+        self.seconds = seconds
+        self.token = None
+
+    def __enter__(self) -> None:
+        if self.seconds is not None:
+            self.token = _current.set((time.monotonic() + self.seconds, self.seconds))
+
+    def __exit__(self, *exc) -> bool:
+        if self.token is not None:
+            _current.reset(self.token)
+            self.token = None
+        return False
 
 
 def current() -> Deadline:

@@ -8,7 +8,8 @@ meets no reference to replay)."""
 import numpy as np
 
 from xmask.compiler.automaton import AutomatonLimits
-from xmask.compiler._nfa_build import NFA, rule_size
+from xmask.compiler._nfa_build import NFA
+from xmask.compiler._rule_scan import rule_size
 from xmask.compiler.dfa import dfa_of_fragment
 from xmask.errors import GrammarLimitError
 from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
@@ -30,7 +31,7 @@ def root_with(x):
 def build(root, limits=AutomatonLimits()):
     """(arrays, [(start, end) per rule]) of an NFA with rule "x" inlined when referenced."""
     # the inliner's sizes: the body's expanded size (a repeat's check counts it per reference)
-    sizes = {"x": rule_size(BODY, {}, 10**6, {})}
+    sizes = {"x": rule_size(BODY, {}, 10**6)}
     nfa = NFA(limits, dfa_of_fragment(False), inline=({"x": BODY}, sizes))
     index = {"root": 0, "called": 1}
     ends = [nfa.add_rule("root", root, index), nfa.add_rule("called", Bytes(b"c"), index)]

@@ -1,15 +1,18 @@
 """The warm-up's helper threads (issue 10: a warm-up must not take the cores from a server's
 other threads).
 
-``compiled.precompute(max_threads=k)`` classifies on the calling thread plus helper threads
-of its own (started and joined per call, never an OpenMP pool other code shares).  The helpers
-lower their OS priority (Linux: nice +10), there are never more threads than the CPUs the
-process may use, and errors raised on a helper still reach the caller.
+``compiled.precompute(max_threads=k)`` classifies on up to ``k`` threads of xmask's own
+warm-up pool (never an OpenMP pool other code shares) while the caller waits.  The pool's
+threads lower their OS priority once (Linux: nice +10), there are never more of them than the
+CPUs the process may use, repeated warm-ups reuse them, and an error raised on one of them
+reaches the caller.
 """
 
 import os
+import signal
 import sys
 import threading
+import warnings
 
 import pytest
 
@@ -50,33 +53,31 @@ def test_usable_cpus_is_the_affinity_mask():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
-@pytest.mark.skipif(usable_cpus() < 2, reason="one CPU: the warm-up runs on the caller alone")
-def test_helpers_run_at_a_lower_priority_and_the_caller_does_not(llama3_info):
-    compiled = xmask.GrammarCompiler(llama3_info, cache_enabled=False).compile_json_schema(SCHEMA)
+@pytest.mark.parametrize("max_threads", [1, 8])
+def test_workers_run_at_a_lower_priority_and_the_caller_does_not(llama3_info, max_threads):
+    compiler = xmask.GrammarCompiler(llama3_info, cache_enabled=False)
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    before = set(_nice_values())
+    low = min(base + 10, 19)
     seen: dict = {}
     caller: list = []
 
     def warm():
         caller.append(threading.get_native_id())
-        compiled.precompute(max_threads=8)
+        for _ in range(3):  # the pool's threads are reused, never multiplied
+            compiler.compile_json_schema(SCHEMA).precompute(max_threads=max_threads)
 
     t = threading.Thread(target=warm)
     t.start()
     while t.is_alive():
         for tid, nice in _nice_values().items():
-            if tid not in before:
-                seen.setdefault(tid, set()).add(nice)
+            seen.setdefault(tid, set()).add(nice)
     t.join()
-    assert compiled.cache_summary()["pending"] == 0
-    helpers = {tid: v for tid, v in seen.items() if tid != caller[0]}
-    assert helpers, "no helper thread was seen while the warm-up ran"
-    # never more threads than CPUs: the caller and at most usable_cpus() - 1 helpers
-    assert len(helpers) <= usable_cpus() - 1
-    assert all(v <= {min(base + 10, 19), base} for v in helpers.values()), helpers
-    assert any(min(base + 10, 19) in v for v in helpers.values()), helpers
+    workers = {tid for tid, v in seen.items() if low in v}
+    assert workers, "no low-priority warm-up thread was seen"
+    assert len(workers) <= usable_cpus()  # never more pool threads than CPUs
+    assert all(seen[tid] <= {base, low} for tid in workers)  # lowered once, at their start
     assert seen.get(caller[0], {base}) == {base}  # the caller keeps its priority
+    assert seen[threading.get_native_id()] == {base}
     assert os.getpriority(os.PRIO_PROCESS, 0) == base
 
 
@@ -94,3 +95,22 @@ def test_a_limit_error_on_any_thread_reaches_the_caller(llama3_info):
         .compile_grammar('root ::= (a | b)+\na ::= "x" [a-z]*\nb ::= "x" [0-9]*')
     with pytest.raises(xmask.GrammarLimitError, match="max_classify_tops"):
         compiled.precompute(max_threads=4)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_pool(llama3_info):
+    compiler = xmask.GrammarCompiler(llama3_info, cache_enabled=False)
+    parent = compiler.compile_json_schema(SCHEMA).precompute(max_threads=2)  # the pool exists
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+        pid = os.fork()
+    if pid == 0:  # the child: a warm-up must finish (the parent's pool threads are not here)
+        code = 1
+        try:
+            signal.alarm(60)
+            child = compiler.compile_json_schema(SCHEMA).precompute(max_threads=2)
+            code = 0 if child.cache_stats() == parent.cache_stats() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -19,8 +19,17 @@ from xmask.compiler._ivec cimport IVec, iv_reserve
 from .. import _deadline as deadline
 from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
-from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
+from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
 from .nfa import NfaArrays, class_edges, flatten_repeat
+from ._rule_scan import SizeMemo, distinct_refs, kind_of as _kind_of
+
+# the node kinds as C-level constants (the walk compares every node's type with them)
+cdef object _BYTES = Bytes
+cdef object _SEQ = Seq
+cdef object _REF = RuleRef
+cdef object _CHOICE = Choice
+cdef object _CLASS = CharClass
+cdef object _REPEAT = Repeat
 
 ctypedef Py_ssize_t isz
 
@@ -54,16 +63,6 @@ cdef inline int push4(IVec* v, int32_t a, int32_t b, int32_t c, int32_t d) excep
     v.n += 4
     return 0
 
-
-_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))
-
-
-def _kind_of(expr):
-    """The node kind of an instance of a subclass of one (built as that kind)."""
-    for kind in _KINDS:
-        if isinstance(expr, kind):
-            return kind
-    raise TypeError(f"unknown grammar node {expr!r}")
 
 
 # character class id -> (class, fresh states, edge rows as _Rows), process-wide: the value
@@ -217,7 +216,7 @@ cdef class NFA:
     cdef readonly str rule
     cdef readonly object dfa_of
     cdef dict templates
-    cdef dict size_memo
+    cdef object size_memo  # a _rule_scan.SizeMemo (the expressions outlive this NFA)
     cdef dict bodies
     cdef dict sizes
     cdef dict template_ids
@@ -242,8 +241,8 @@ cdef class NFA:
         self.dfa_of = dfa_of
         # repeat item -> its minimal DFA as edge arrays, shared by all rules of one grammar
         self.templates = {} if templates is None else templates
-        # expression id -> estimated expansion size (the expressions outlive this NFA)
-        self.size_memo = {}
+        # expression -> estimated expansion size (repeat checks)
+        self.size_memo = SizeMemo()
         self.bodies, self.sizes = inline
         self.inlined = {}
         self.inlined_end = {}
@@ -316,13 +315,14 @@ cdef class NFA:
             # waits for the GIL run (see _switch_interval), about every 0.1 ms
             self.next_switch = self.ticks + 256
             switch_point()
-        if t not in _KINDS:
+        if (t is not _BYTES and t is not _SEQ and t is not _REF and t is not _CHOICE
+                and t is not _CLASS and t is not _REPEAT):
             t = _kind_of(expr)
         cdef isz cur, nxt, i, last, k, s, got
         cdef bytes data
         cdef const unsigned char* p
         cdef tuple items
-        if t is Bytes:
+        if t is _BYTES:
             data = expr.data
             p = data
             last = len(data) - 1
@@ -332,14 +332,14 @@ cdef class NFA:
                 push4(&self.byte, <int32_t>cur, p[i], p[i], <int32_t>nxt)
                 cur = nxt
             return self.finish(cur, end)
-        if t is Seq:
+        if t is _SEQ:
             items = expr.items
             cur = start
             last = len(items) - 1
             for i in range(last + 1):
                 cur = self.build(items[i], cur, rule_index, end if i == last else -1)
             return self.finish(cur, end)
-        if t is RuleRef:
+        if t is _REF:
             body = self.bodies.get(expr.name)
             if body is not None:
                 return self.inline(expr.name, body, start, rule_index, end)
@@ -347,7 +347,7 @@ cdef class NFA:
                 end = self.new()
             push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
             return end
-        if t is Choice:
+        if t is _CHOICE:
             if end < 0:
                 end = self.new()
             for item in expr.items:
@@ -355,7 +355,7 @@ cdef class NFA:
                 push2(&self.eps, <int32_t>start, <int32_t>s)
                 self.build(item, s, rule_index, end)
             return end
-        if t is CharClass:
+        if t is _CLASS:
             if end < 0:
                 end = self.new()
             # the class's edges, memoized by object (the value keeps the id from being reused)
@@ -369,7 +369,7 @@ cdef class NFA:
             k = got_c[1]
             self.paste_class(got_c[2], start, end, self.reserve(k) if k else 0)
             return end
-        if t is Repeat:
+        if t is _REPEAT:
             return self.finish(self.repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
 
@@ -447,7 +447,7 @@ cdef class NFA:
         # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
         # the product before building any of it, not when the NFA has already grown.
         cap = self.max_nfa
-        size = rule_size(expr, self.sizes, cap + 1, self.size_memo)
+        size = self.size_memo.size(expr, self.sizes, cap + 1)
         built = self.n - self.base
         self.need = max(self.need, self.n + size)  # for inline(): where this check passes
         if built + size > cap:
@@ -456,7 +456,10 @@ cdef class NFA:
                 f"NFA states, which with {built} already built passes the limit {cap} "
                 "(CompileLimits.max_nfa_states) (nested repeat counts multiply)", rule=self.rule)
         count = hi if hi >= 0 else lo
-        copies = _Copies(self, expr.item, rule_index, count)
+        # copies are placed only for counted repeats (a plain ``x*`` builds its item once)
+        cdef _Copies copies = None
+        if count > 0:
+            copies = _Copies(self, expr.item, rule_index, count)
         cur = start
         for i in range(lo):
             cur = copies.place(cur)
@@ -615,130 +618,3 @@ cdef class _Copies:
         nfa.paste(tp.calls, &nfa.calls, base, 3)
         push2(&nfa.eps, <int32_t>cur, <int32_t>base)
         return base + size - 1
-
-
-cpdef isz rule_size(expr, dict sizes, isz cap, dict memo) except -1:
-    """Rough expanded size of ``expr`` (automaton states it adds), saturating at ``cap``; a
-    reference counts ``sizes[name]`` (1 if absent).  ``memo`` (object id -> (size, object))
-    makes shared sub-expressions cost one visit."""
-    cdef object t = type(expr)
-    cdef isz total, n
-    if t not in _KINDS:
-        t = _kind_of(expr)
-    if t is Bytes:
-        return len(expr.data)
-    if t is CharClass:
-        return 1 + len(expr.ranges)
-    if t is RuleRef:
-        return sizes.get(expr.name, 1)
-    key = id(expr)
-    got = memo.get(key)
-    if got is not None:
-        return got[0]
-    if t is Seq or t is Choice:
-        total = 1
-        for e in expr.items:
-            total += rule_size(e, sizes, cap, memo)
-            if total >= cap:
-                break
-        total = min(cap, total)
-    else:  # Repeat
-        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
-        total = min(cap, 1 + n * rule_size(expr.item, sizes, cap, memo))
-    # the value holds expr: a temporary (flatten_repeat's) freed later could pass its id on
-    memo[key] = (total, expr)
-    return total
-
-
-def distinct_refs(expr) -> list:
-    """The rule names referenced inside ``expr``, each once, in discovery order of a
-    depth-first walk (shared sub-expressions are visited once): ``grammar.ir.iter_refs``
-    deduplicated, compiled (the inliner calls it for every rule of every grammar).  Callers
-    use the names as a set or sort them, so the order is only deterministic, not canonical."""
-    return _refs(expr, NULL, NULL, NULL)
-
-
-def scan_rules(dict rules, first=None):
-    """``(refs, has_token, has_literal)`` of a rule table in one compiled pass: every rule's
-    :func:`distinct_refs`, whether a node is a ``TokenSet`` (exactly that class) and whether a
-    literal holds a byte flagged in ``first`` (256 bytes, nonzero = a special text's first
-    byte; None: no literal can spell one).  The compiler asks the last two before lowering
-    (``special_literals``) and keeps the references for the inliner when neither is true.
-
-    Example::
-
-        >>> from xmask.grammar.ir import Bytes, RuleRef, Seq
-        >>> scan_rules({"root": Seq((Bytes(b"<a"), RuleRef("x"))), "x": Bytes(b"x")},
-        ...            bytes(60) + b"\\x01" + bytes(195))
-        ({'root': ['x'], 'x': []}, False, True)
-    """
-    cdef dict refs = {}
-    cdef bint token = False, literal = first is None
-    cdef bytes table
-    cdef const unsigned char* tab = NULL
-    if first is not None:
-        table = first
-        if len(table) != 256:
-            raise ValueError("first must hold 256 flags")
-        tab = table
-    for name, expr in rules.items():
-        refs[name] = _refs(expr, tab, &token, &literal)
-    return refs, token, literal and first is not None
-
-
-cdef inline bint _has_flagged_byte(bytes data, const unsigned char* tab):
-    cdef const unsigned char* p = data
-    cdef isz i
-    for i in range(len(data)):
-        if tab[p[i]]:
-            return True
-    return False
-
-
-cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal):
-    # distinct_refs; with ``tab``, also sets token[0] / literal[0] (see scan_rules).  Token
-    # sets are leaves (lowered to token rules before the inliner runs)
-    cdef list out = []
-    cdef set names = set()
-    cdef set seen = {id(expr)}
-    cdef list stack = [expr]
-    cdef object t
-    while stack:
-        e = stack.pop()
-        t = type(e)
-        if t not in _KINDS:
-            if isinstance(e, TokenSet):
-                if token != NULL and type(e) is TokenSet:
-                    token[0] = True
-                continue
-            t = _kind_of(e)
-        if t is RuleRef:
-            if e.name not in names:
-                names.add(e.name)
-                out.append(e.name)
-            continue
-        if t is Seq or t is Choice:
-            items = e.items
-        elif t is Repeat:
-            items = (e.item,)
-        else:
-            if t is Bytes and tab != NULL and not literal[0]:
-                literal[0] = _has_flagged_byte(e.data, tab)
-            continue
-        for item in items:
-            u = type(item)
-            if u is Bytes:
-                if tab != NULL and not literal[0]:
-                    literal[0] = _has_flagged_byte(item.data, tab)
-                continue
-            if u is CharClass:
-                continue  # a leaf: nothing to find, and cheaper to skip than to remember
-            if u is RuleRef:
-                if item.name not in names:
-                    names.add(item.name)
-                    out.append(item.name)
-                continue
-            if id(item) not in seen:
-                seen.add(id(item))
-                stack.append(item)
-    return out

@@ -41,10 +41,11 @@ from ..grammar.ir import Grammar, RuleRef
 from ..grammar.string_format import JSON_CHAR_TAIL
 from ._analysis import (analyze, assemble_calls, assemble_states, context_work_over,
                         prune_unproductive)
-from ._rule_graph import has_cycle, inline_plan, return_contexts
+from ._rule_graph import has_cycle, return_contexts
 from ._partition import refine_round
 from .dfa import dfa_of_fragment, rule_dfas
-from ._nfa_build import NFA, distinct_refs, rule_size
+from ._nfa_build import NFA
+from ._rule_scan import callee_first, distinct_refs, reachable_called, rule_sizes
 from .nfa import byte_classes
 from .nfa import flatten_repeat as _flatten_repeat  # noqa: F401  (tests import it from here)
 
@@ -167,34 +168,7 @@ class _Inlined:
 def _reachable_rules(inl: _Inlined) -> List[str]:
     """The called (not inlined) rules reachable from the root, root first, then in grammar
     order."""
-    bodies, refs = inl.bodies, inl.refs
-    expanded: Dict[str, List[str]] = {}
-
-    def called(name: str) -> List[str]:
-        # the non-inlined rules an inlined rule's expansion calls (inlined rules never recurse)
-        got = expanded.get(name)
-        if got is None:
-            got = []
-            for r in refs[name]:
-                got.extend(called(r) if r in bodies else (r,))
-            expanded[name] = got
-        return got
-
-    order, seen, stack = [], {inl.root}, [inl.root]
-    while stack:
-        name = stack.pop()
-        order.append(name)
-        for r in refs[name]:
-            for ref in (called(r) if r in bodies else (r,)):
-                if ref not in seen:
-                    seen.add(ref)
-                    stack.append(ref)
-    # keep the grammar's own order for readability of dumps
-    pos = {n: i for i, n in enumerate(inl.rules)}
-    order.sort(key=lambda n: (n != inl.root, pos[n]))
-    # a recursive closure refers to itself: drop it, or ``expanded`` lives until a GC pass
-    called = None  # noqa: F841
-    return order
+    return reachable_called(inl.refs, inl.bodies, inl.root, inl.rules)
 
 
 def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
@@ -214,18 +188,9 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
     bodies: Dict[str, object] = {}
     sizes: Dict[str, int] = {}
     # callees first: depth-first post-order over non-recursive rules (the rest stay calls)
-    names = list(refs)
-    index = {n: i for i, n in enumerate(names)}
-    dst = np.fromiter((index[r] for n in names for r in refs[n]), dtype=np.int32)
-    off = np.zeros(len(names) + 1, dtype=np.int32)
-    np.cumsum([len(refs[n]) for n in names], out=off[1:])
-    _, post = inline_plan(off, dst, index[root])
-    order = [names[i] for i in post.tolist()]
-    # A reference counts its callee's size, so a body's size is its expanded size.  The memo is
-    # keyed by object id: every key object stays alive in ``rules`` until this returns.
-    size_memo: Dict[int, tuple] = {}
-    for name in order:
-        size = rule_size(rules[name], sizes, cap, size_memo)
+    order = callee_first(refs, root)
+    # A reference counts its callee's size, so a body's size is its expanded size.
+    for name, size in zip(order, rule_sizes(rules, order, cap)):
         sizes[name] = size
         if size <= limits.inline_size and name not in never and not _kept_called(rules[name]):
             bodies[name] = rules[name]
@@ -316,7 +281,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     names = _reachable_rules(inl)
     arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)
-    n_classes = int(byte_class.max()) + 1
+    n_classes = int(byte_class[255]) + 1  # classes are byte ranges numbered in byte order
     rule_base, table, finals, csrc, crule, cdst = _build_rule_dfas(
         arrays, byte_class, starts, ends, names, limits, reference)
     n_states = int(rule_base[-1])
@@ -357,7 +322,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         token_target=token_target,
         token_bits=np.zeros((0, 0), dtype=np.uint32),
     )
-    _analyze(auto)
+    _analyze(auto, state_rule[csrc])
     _check_context_work(auto, limits.max_context_work)
     return auto
 
@@ -376,6 +341,8 @@ def _token_edges(table, flags, byte_class, rule_start, names, token_rules):
     n = len(flags)
     token_set_of = np.full(n, -1, dtype=np.int32)
     token_target = np.full(n, -1, dtype=np.int32)
+    if not token_rules:
+        return token_set_of, token_target
     index = {name: r for r, name in enumerate(names)}
     cls = int(byte_class[0])  # the placeholder's byte
     for k, name in enumerate(token_rules):
@@ -420,12 +387,15 @@ def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names):
         raise GrammarError("the grammar has no complete sentence (its root can never finish)",
                            rule=names[0])
     keep = keep.view(bool)
+    if keep.all():
+        return csrc, crule, cdst
     return csrc[keep], crule[keep], cdst[keep]
 
 
-def _analyze(auto: Automaton) -> None:
+def _analyze(auto: Automaton, caller_rule=None) -> None:
     """Nullable states, left-recursion check, FIRST byte sets and per-rule FOLLOW byte sets,
-    and each rule's return contexts."""
+    and each rule's return contexts.  ``caller_rule``: each call's calling rule, when the
+    caller has it at hand."""
     n = auto.n_states
     n_rules = len(auto.rule_names)
     crule, cdst = auto._call_rule, auto._call_dst
@@ -440,7 +410,8 @@ def _analyze(auto: Automaton) -> None:
     # Return contexts: where each rule's frame can return to (following tail calls upward), and
     # the bytes that can follow those callers once they finish.  The cache builder continues
     # its walk there instead of giving up at the rule's end.
-    caller_rule = np.repeat(auto.state_rule, np.diff(auto.call_offsets))
+    if caller_rule is None:
+        caller_rule = np.repeat(auto.state_rule, np.diff(auto.call_offsets))
     auto._rule_ctx_offsets, auto._rule_ctx_flat, ctx_follow = return_contexts(
         crule, caller_rule, auto.call_ret, auto.state_rule, follow, n)
     auto.rule_ctx_follow = _bit_rows(ctx_follow)

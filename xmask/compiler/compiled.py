@@ -234,9 +234,8 @@ class CompiledGrammar:
         classifies it (the cold path: fast time to first mask).  A server that compiles at
         warm-up can pay everything up front instead, on ``max_threads`` C threads (real
         parallelism: no GIL is held while classifying; never more threads than the CPUs the
-        process may use, and all but the calling thread run at a lower OS priority, so a
-        server thread that wakes up meanwhile gets a core at once).  Masks are identical
-        either way.
+        process may use, all at a lower OS priority while the caller waits, so a server
+        thread that wakes up meanwhile gets a core at once).  Masks are identical either way.
         Bounded like a compile: past ``CompileLimits.max_compile_seconds`` of the compiler
         that built the grammar (the default limits for a deserialized one) it raises
         ``GrammarLimitError``, keeping what it classified.  Idempotent; safe while matchers

@@ -44,7 +44,7 @@ def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limit
     """
     if reference:
         return rule_dfas_reference(arr, byte_class, starts, ends, names, limits, total_so_far)
-    n_classes = int(byte_class.max()) + 1
+    n_classes = int(byte_class[255]) + 1  # byte ranges numbered in byte order (byte_classes)
     d = deadline.current()
     if d is not None:
         deadline.check(d)

@@ -258,14 +258,15 @@ class GrammarCompiler:
         # is the member order of the grammar, so sorting keys would change the language.
         # deeply nested schemas (1,000 levels) are valid input; parsing a large schema is
         # Python work, so other threads get the GIL back quickly here too
+        # (the compile inside shares these settings: entering them again only counts)
         with deep_recursion(), responsive_switching():
             canonical = json.dumps(load_schema(schema))
-        opts = (any_whitespace, indent, tuple(separators) if separators else None, strict_mode,
-                max_whitespace_cnt, lenient, any_order)
-        return self._compile(
-            ("json_schema", canonical, opts),
-            GrammarSource(_from_json_schema, canonical, opts, self._limits),
-        )
+            opts = (any_whitespace, indent, tuple(separators) if separators else None,
+                    strict_mode, max_whitespace_cnt, lenient, any_order)
+            return self._compile(
+                ("json_schema", canonical, opts),
+                GrammarSource(_from_json_schema, canonical, opts, self._limits),
+            )
 
     def compile_structural_tag(self, *args, **kwargs) -> CompiledGrammar:
         """Compile a structural tag: ``compile_structural_tag(structural_tag)`` (a
@@ -284,8 +285,8 @@ class GrammarCompiler:
 
         with deep_recursion(), responsive_switching():
             canonical = canonical_json(structural_tag_argument(args, kwargs))
-        return self._compile(("structural_tag", canonical),
-                             GrammarSource(structural_tag_to_grammar, canonical, self._info))
+            return self._compile(("structural_tag", canonical),
+                                 GrammarSource(structural_tag_to_grammar, canonical, self._info))
 
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the built-in JSON grammar (any JSON value)."""

@@ -24,6 +24,7 @@ import sys
 # glibc / jemalloc: a malloc'd block carries ~16 bytes of header and rounding.
 _MALLOC_OVERHEAD = 16
 _LEAVES = (str, bytes, int, float, complex)
+_LEAF_TYPES = frozenset(_LEAVES + (bool,))
 
 
 def static_bytes(compiled) -> int:
@@ -66,8 +67,28 @@ def _deep_size(root, skip_ids) -> int:
     seen = set(skip_ids)
     total = 0
     todo = [root]
+    ndarray, getsizeof = np.ndarray, sys.getsizeof
     while todo:
         obj = todo.pop()
+        t = type(obj)
+        # the common exact types first, each as the general chain below would count it
+        if t in _LEAF_TYPES:
+            total += getsizeof(obj)
+            continue
+        if t is ndarray or t is tuple or t is list:
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if t is ndarray:
+                total += getsizeof(obj) if obj.base is None else obj.__sizeof__()
+                if obj.base is not None:
+                    todo.append(obj.base)
+                elif obj.dtype.kind == "O":  # (``dtype == object`` builds a dtype per test)
+                    todo.extend(obj.ravel().tolist())
+            else:
+                total += getsizeof(obj)
+                todo.extend(obj)
+            continue
         if obj is None or isinstance(obj, type):
             continue
         if isinstance(obj, _LEAVES):
@@ -82,7 +103,7 @@ def _deep_size(root, skip_ids) -> int:
             total += sys.getsizeof(obj) if obj.base is None else obj.__sizeof__()
             if obj.base is not None:
                 todo.append(obj.base)
-            elif obj.dtype == object:
+            elif obj.dtype.kind == "O":  # (``dtype == object`` builds a dtype per test)
                 todo.extend(obj.ravel().tolist())
             continue
         if isinstance(obj, dict):

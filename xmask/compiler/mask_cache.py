@@ -157,8 +157,8 @@ def usable_cpus() -> int:
 def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_tables,
                           max_threads: int = 1, progress=None) -> None:
     """Classify every top-capable state not classified yet (the warm-up mode), on up to
-    ``max_threads`` C threads (no more than :func:`usable_cpus`: the calling thread, plus
-    helpers that run at a lower OS priority), under the compile deadline in force (``GrammarLimitError`` past
+    ``max_threads`` C threads (no more than :func:`usable_cpus`; the warm-up pool's threads,
+    at a lower OS priority, while the caller waits), under the compile deadline in force (``GrammarLimitError`` past
     it).  States that no token can tell apart share one walk (``token_equivalent_states``).
     ``progress(done, total)``, when given, is called after each chunk of walks (about 1% of
     them, at least a few per thread: one C call per chunk keeps the threads busy)."""

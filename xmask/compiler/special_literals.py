@@ -46,7 +46,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..grammar.combine import map_leaves
 from ..grammar.ir import EPSILON, Bytes, Choice, Expr, Grammar, Seq, TokenSet, iter_nodes
-from ._nfa_build import scan_rules
+from ._rule_scan import scan_rules
 
 __all__ = ["SpecialTexts", "StopLiteralToken", "special_texts", "allow_special_literals",
            "with_special_literals"]
@@ -74,7 +74,7 @@ class SpecialTexts:
         self.stops = frozenset(stops)  # the stop ids among them
         self.lengths = tuple(sorted({len(t) for t in by_text}))
         firsts = sorted({t[0] for t in by_text})
-        # the same test as 256 flags, for the compiled scan (``_nfa_build.scan_rules``)
+        # the same test as 256 flags, for the compiled scan (``_rule_scan.scan_rules``)
         self.first_table = bytes(1 if b in firsts else 0 for b in range(256)) if firsts else None
         # one regex character class over the first bytes: the cheap "cannot contain" test
         self.first = re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in firsts) + b"]") \

@@ -130,6 +130,8 @@ def token_set_bits(token_rules: List[Tuple[str, np.ndarray]], vocab_size: int) -
     """uint32 ``[len(token_rules), ceil(vocab_size / 32)]``: each rule's ids as a bitset row
     (bit ``i % 32`` of word ``i // 32``, the bitmask layout)."""
     n_words = (vocab_size + 31) // 32
+    if not token_rules:  # most grammars (what the packing below returns for no rows)
+        return np.zeros((0, n_words), dtype=np.uint32)
     bits = np.zeros((len(token_rules), n_words * 32), dtype=np.uint8)
     for k, (_, ids) in enumerate(token_rules):
         bits[k, ids] = 1

@@ -31,7 +31,7 @@ from xmask.errors import GrammarLimitError
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
 from xmask.runtime._atomic cimport xm_flag_try, xm_flag_release, xm_yield
 from xmask.runtime._clock cimport monotonic_seconds
-from xmask.runtime._workers cimport xm_spawn, xm_join, xm_lower_priority, xm_fetch_add
+from xmask.runtime._workers cimport xm_pool_run, xm_fetch_add
 from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
 from xmask.runtime._classify cimport (
     CacheEntryC, ClassifyScratch, scratch_init, scratch_free, classify_entry, entry_new,
@@ -351,6 +351,10 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
     return 0
 
 
+cdef extern from "Python.h":
+    void Py_XDECREF(PyObject* o)
+
+
 cdef struct PrecomputeJob:
     # one warm-up call, shared by its threads: chunk k is states[k * per : (k + 1) * per]
     MaskCacheC* c
@@ -361,8 +365,7 @@ cdef struct PrecomputeJob:
     intp_t per
     int64_t next_chunk  # atomic: the next chunk to take
     double deadline
-    char status         # 1 = past the deadline, 2 = an error (in errors)
-    PyObject* errors
+    char status         # 1 = past the deadline, 2 = an error (raised on some thread)
 
 
 cdef int _precompute_chunks(PrecomputeJob* j) except -1 nogil:
@@ -378,23 +381,18 @@ cdef int _precompute_chunks(PrecomputeJob* j) except -1 nogil:
     return 0
 
 
-cdef void _precompute_thread_body(PrecomputeJob* j) noexcept with gil:
-    # An error (a GrammarLimitError from a walk's bounds, MemoryError) goes to j.errors for the
-    # caller to raise, and stops the other threads.  The GIL is taken once per thread, at its
-    # start and end, never per chunk: a server thread running Python meanwhile is not made to
-    # hand the GIL over again and again.
-    try:
-        with nogil:
-            _precompute_chunks(j)
-    except BaseException as e:
-        j.status = 2
-        (<list>j.errors).append(e)
+ctypedef int (*_ChunksFn)(PrecomputeJob* j) noexcept nogil
 
 
-cdef void* _precompute_helper(void* arg) noexcept nogil:
-    xm_lower_priority()
-    _precompute_thread_body(<PrecomputeJob*>arg)
-    return NULL
+cdef int _precompute_job(void* arg) noexcept nogil:
+    # a pool thread's job: called as a plain C function, a -1 return leaves the exception set
+    # on the thread's state, where the pool finds it (_workers.pxd)
+    cdef _ChunksFn chunks = <_ChunksFn>_precompute_chunks
+    cdef PrecomputeJob* j = <PrecomputeJob*>arg
+    if chunks(j) < 0:
+        j.status = 2  # the other threads stop after their chunk
+        return -1
+    return 0
 
 
 cdef class MaskCache:
@@ -481,42 +479,33 @@ cdef class MaskCache:
         returns False if it passed before every state was classified, else True."""
         cdef const int32_t[::1] st = np.ascontiguousarray(states, dtype=np.int32)
         cdef intp_t n = st.shape[0], k
-        cdef char status = 0
-        cdef list errors = []
         cdef PrecomputeJob job
-        cdef void** helpers
+        cdef intp_t n_threads
+        cdef int ran
+        cdef PyObject* err = NULL
         self._check_states(st)
         if n == 0:
             return True
         if automaton.c.n_states != self.c.n_states:
             raise ValueError("the automaton tables do not belong to this cache")
-        if max_threads <= 1 or n == 1:
-            with nogil:
-                _precompute_chunk(&self.c, &automaton.c, &vocab.c, &st[0], n, deadline,
-                                  &status)
-            return status == 0
-        # small chunks so threads balance (states differ 1000x in cost).  The calling thread
-        # works at its own priority; the helpers lower theirs (_workers.pxd), so a thread that
-        # wakes up meanwhile (a server's scheduler) gets a core at once
-        helpers = <void**>calloc(<size_t>max_threads, sizeof(void*))
-        if helpers == NULL:
-            raise MemoryError()
+        # small chunks so threads balance (states differ 1000x in cost).  The work runs on
+        # the warm-up pool's threads, at a lower OS priority, while the caller waits
+        # (_workers.pxd): a thread that wakes up meanwhile (a server's scheduler) gets a core
+        # at once, and the warm-up still uses every idle core.  When the pool is busy with
+        # another grammar's warm-up, the caller does the work itself.
+        n_threads = max(1, min(<intp_t>max_threads, (n + 15) // 16))
         memset(&job, 0, sizeof(PrecomputeJob))
         job.c, job.a, job.v, job.states, job.n = &self.c, &automaton.c, &vocab.c, &st[0], n
-        job.per = max(1, min(16, n // (4 * max_threads)))
+        job.per = max(1, min(16, n // (4 * n_threads)))
         job.deadline = deadline
-        job.errors = <PyObject*>errors
-        try:
-            with nogil:
-                for k in range(1, min(<intp_t>max_threads, (n + job.per - 1) // job.per)):
-                    helpers[k] = xm_spawn(_precompute_helper, &job)
-                _precompute_thread_body(&job)
-                for k in range(1, max_threads):
-                    xm_join(helpers[k])
-        finally:
-            free(helpers)
-        if errors:
-            raise errors[0]
+        with nogil:
+            ran = xm_pool_run(_precompute_job, &job, <int>n_threads, &err)
+            if ran == 0:
+                _precompute_chunks(&job)  # raises here, in the caller
+        if err != NULL:
+            e = <object>err
+            Py_XDECREF(err)
+            raise e
         return job.status == 0
 
     def share(self, members, reps):

@@ -1,44 +1,46 @@
-# Helper threads for the warm-up (``MaskCache.precompute``), inline C, no Python objects:
-# * xm_spawn(fn, arg): start a thread running fn(arg); returns a handle, or NULL when no
-#   thread could be started (the caller then does the work itself);
-# * xm_join(handle): wait for it and free the handle;
+# The warm-up's thread pool (``MaskCache.precompute``), inline C:
+# * xm_pool_run(fn, arg, n, &error): run fn(arg) on n pool threads at once and wait for them
+#   (called without the GIL).  Returns how many threads ran it: 0 when the pool is busy with
+#   another call or no thread could be started (the caller then runs fn itself).  fn returns
+#   0, or -1 with an exception set on its thread's Python thread state; the first such
+#   exception is stored in *error (a new reference; NULL when none).
 # * xm_lower_priority(): the calling thread yields the CPU to the process's other threads
-#   (Linux: nice +10 for this thread only; elsewhere nothing).  Warm-up helpers lower their
-#   priority so a server thread that wakes up while they run gets a core at once, and they
-#   still use every idle core.  The helpers are our own threads, started and joined per call,
-#   so the lowered priority never leaks into a thread pool other code shares (OpenMP's);
+#   (Linux: nice +10 for this thread only; elsewhere nothing).
 # * xm_fetch_add(p, k): atomic ``old = *p; *p += k; return old``.
+#
+# Why a pool of our own: its threads run at a lower OS priority (a server thread that wakes
+# up while they classify gets a core at once, and they still use every idle core), which must
+# never leak into a pool other code shares (OpenMP's).  Each thread makes its Python thread
+# state once, when it starts (at the creator's priority), for the classifier's rare error
+# path, and never takes the GIL after that unless fn raises: a low-priority thread holding the
+# GIL could be preempted while a server thread waits for it.  Threads are made on demand (at
+# most the CPUs the process may use, capped by the caller) and wait on a condition variable
+# between calls.  After a fork the child starts a new pool (CPython deleted the old threads'
+# states).
+from cpython.ref cimport PyObject
+
 from xmask.runtime._types cimport int64_t
 
 
 cdef extern from *:
     """
+    #include <Python.h>
     #include <stdlib.h>
     #include <stdint.h>
+    typedef int (*xm_job_fn)(void* arg);
     #if defined(_WIN32)
-    /* no helper threads: the calling thread does the whole warm-up */
-    static void* xm_spawn(void* (*fn)(void*), void* arg) { (void)fn; (void)arg; return NULL; }
-    static void xm_join(void* h) { (void)h; }
+    static int xm_pool_run(xm_job_fn fn, void* arg, int n, PyObject** error) {
+        (void)fn; (void)arg; (void)n; *error = NULL; return 0;
+    }
     static void xm_lower_priority(void) {}
     static int64_t xm_fetch_add(volatile int64_t* p, int64_t k) { int64_t o = *p; *p += k; return o; }
     #else
     #include <pthread.h>
+    #include <unistd.h>
     #if defined(__linux__)
     #include <sys/resource.h>
     #include <sys/syscall.h>
-    #include <unistd.h>
     #endif
-    static void* xm_spawn(void* (*fn)(void*), void* arg) {
-        pthread_t* t = (pthread_t*)malloc(sizeof(pthread_t));
-        if (t == NULL) return NULL;
-        if (pthread_create(t, NULL, fn, arg) != 0) { free(t); return NULL; }
-        return (void*)t;
-    }
-    static void xm_join(void* h) {
-        if (h == NULL) return;
-        pthread_join(*(pthread_t*)h, NULL);
-        free(h);
-    }
     static void xm_lower_priority(void) {
     #if defined(__linux__)
         /* on Linux a thread id names one thread: only this one is reniced */
@@ -50,9 +52,105 @@ cdef extern from *:
     static int64_t xm_fetch_add(volatile int64_t* p, int64_t k) {
         return __atomic_fetch_add(p, k, __ATOMIC_RELAXED);
     }
+
+    static pthread_mutex_t xm_pool_run_lock = PTHREAD_MUTEX_INITIALIZER;  /* one call at a time */
+    static pthread_mutex_t xm_pool_lock = PTHREAD_MUTEX_INITIALIZER;      /* the fields below */
+    static pthread_cond_t xm_pool_work = PTHREAD_COND_INITIALIZER;
+    static pthread_cond_t xm_pool_done = PTHREAD_COND_INITIALIZER;
+    static pid_t xm_pool_pid = 0;
+    static int xm_pool_threads = 0;
+    static xm_job_fn xm_pool_fn = NULL;
+    static void* xm_pool_arg = NULL;
+    static int xm_pool_wanted = 0, xm_pool_taken = 0, xm_pool_running = 0;
+    static PyObject* xm_pool_error = NULL;
+
+    static void* xm_pool_main(void* unused) {
+        PyThreadState* ts;
+        PyObject *typ, *val, *tb;
+        xm_job_fn fn;
+        void* arg;
+        (void)unused;
+        PyGILState_Ensure();
+        ts = PyEval_SaveThread();
+        xm_lower_priority();
+        pthread_mutex_lock(&xm_pool_lock);
+        for (;;) {
+            while (xm_pool_taken >= xm_pool_wanted)
+                pthread_cond_wait(&xm_pool_work, &xm_pool_lock);
+            xm_pool_taken++;
+            fn = xm_pool_fn;
+            arg = xm_pool_arg;
+            pthread_mutex_unlock(&xm_pool_lock);
+            if (fn(arg) < 0) {
+                PyEval_RestoreThread(ts);
+                PyErr_Fetch(&typ, &val, &tb);
+                PyErr_NormalizeException(&typ, &val, &tb);
+                if (val != NULL && tb != NULL)
+                    PyException_SetTraceback(val, tb);
+                Py_XDECREF(typ);
+                Py_XDECREF(tb);
+                pthread_mutex_lock(&xm_pool_lock);
+                if (xm_pool_error == NULL) {
+                    xm_pool_error = val;
+                    val = NULL;
+                }
+                pthread_mutex_unlock(&xm_pool_lock);
+                Py_XDECREF(val);
+                ts = PyEval_SaveThread();
+            }
+            pthread_mutex_lock(&xm_pool_lock);
+            if (--xm_pool_running == 0)
+                pthread_cond_broadcast(&xm_pool_done);
+        }
+        return NULL;
+    }
+
+    static int xm_pool_run(xm_job_fn fn, void* arg, int n, PyObject** error) {
+        pthread_t t;
+        pthread_attr_t attr;
+        *error = NULL;
+        if (pthread_mutex_trylock(&xm_pool_run_lock) != 0)
+            return 0;
+        if (xm_pool_pid != getpid()) {
+            /* a new process (or the first call): the parent's threads are not here */
+            xm_pool_pid = getpid();
+            xm_pool_threads = 0;
+            xm_pool_wanted = xm_pool_taken = xm_pool_running = 0;
+            xm_pool_error = NULL;
+            pthread_mutex_init(&xm_pool_lock, NULL);
+            pthread_cond_init(&xm_pool_work, NULL);
+            pthread_cond_init(&xm_pool_done, NULL);
+        }
+        if (xm_pool_threads < n && pthread_attr_init(&attr) == 0) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            while (xm_pool_threads < n && pthread_create(&t, &attr, xm_pool_main, NULL) == 0)
+                xm_pool_threads++;
+            pthread_attr_destroy(&attr);
+        }
+        if (n > xm_pool_threads)
+            n = xm_pool_threads;
+        if (n > 0) {
+            pthread_mutex_lock(&xm_pool_lock);
+            xm_pool_fn = fn;
+            xm_pool_arg = arg;
+            xm_pool_error = NULL;
+            xm_pool_taken = 0;
+            xm_pool_running = n;
+            xm_pool_wanted = n;
+            pthread_cond_broadcast(&xm_pool_work);
+            while (xm_pool_running > 0)
+                pthread_cond_wait(&xm_pool_done, &xm_pool_lock);
+            xm_pool_wanted = 0;
+            *error = xm_pool_error;
+            xm_pool_error = NULL;
+            pthread_mutex_unlock(&xm_pool_lock);
+        }
+        pthread_mutex_unlock(&xm_pool_run_lock);
+        return n;
+    }
     #endif
     """
-    void* xm_spawn(void* (*fn)(void*) noexcept nogil, void* arg) noexcept nogil
-    void xm_join(void* h) noexcept nogil
+    ctypedef int (*xm_job_fn)(void* arg) noexcept nogil
+    int xm_pool_run(xm_job_fn fn, void* arg, int n, PyObject** error) noexcept nogil
     void xm_lower_priority() noexcept nogil
     int64_t xm_fetch_add(int64_t* p, int64_t k) noexcept nogil
