@@ -16,6 +16,7 @@ llguidance (if installed) runs the same schema and text in the same run (its lex
 Writes ``bench/results/bounded_strings.json``.  No assertions.
 
 Usage:  python bench/bench_bounded_strings.py [--max-lengths 40,255,1000] [--engines xmask,llguidance]
+        [--text words|mixed]
 """
 
 from __future__ import annotations
@@ -34,12 +35,26 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
 from bench_json_schema import LLG_JSON_OPTIONS  # noqa: E402
 
-OUT = bj.REPO / "bench" / "results" / "bounded_strings.json"
+OUT = bj.REPO / "bench" / "results" / "bounded_strings{}.json"
 WORDS = "the quick brown fox jumps over a lazy dog while 123 numbers and symbols !? go by".split()
 
 
-def document(max_len: int) -> str:
+# --text mixed: escapes, 2-, 3- and 4-byte characters among the words, so that tokens end
+# inside a character or an escape (JSON-escaped with ensure_ascii: \uXXXX, surrogate pairs)
+MIXED = ["the", " quick", " fox", "\n", '"', "\\", "/", "\t", "\x01", "é", "ß", "中文", "日本語",
+         "😀", "🎉", " naïve", "Ω"]
+
+
+def document(max_len: int, text: str = "words") -> str:
     rng = random.Random(max_len)
+    if text == "mixed":
+        # (\uXXXX spellings without surrogate pairs: llguidance rejects those)
+        escaped = max_len % 2 == 1
+        pool = [p for p in MIXED if not escaped or all(ord(c) < 0x10000 for c in p)]
+        chars: list = []
+        while len(chars) < max(0, max_len - 3):
+            chars.extend(rng.choice(pool))
+        return json.dumps({"a": "".join(chars[: max(0, max_len - 3)])}, ensure_ascii=escaped)
     text = " ".join(rng.choice(WORDS) for _ in range(max_len))[: max(0, max_len - 3)]
     return json.dumps({"a": text})
 
@@ -115,7 +130,8 @@ def run(eng, max_len: int, ids) -> dict:
             eng.fill(m)
             times.append((time.perf_counter_ns() - t0) / 1e3)
             if not eng.accept(m, t):
-                raise SystemExit(f"{eng.name} rejected token {t} of the document (maxLength {max_len})")
+                print(f"{eng.name} rejected token {t} of the document (maxLength {max_len})")
+                return None
         out[label] = stats(times)
     return out
 
@@ -124,6 +140,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--max-lengths", default="40,255,1000")
     ap.add_argument("--engines", default="xmask,llguidance")
+    ap.add_argument("--text", default="words", choices=["words", "mixed"],
+                    help="the string's text: English words, or words mixed with escapes and "
+                         "multi-byte characters (odd maxLength: written with \\uXXXX escapes, BMP only)")
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -139,16 +158,19 @@ def main() -> None:
     print(f"{'maxLength':>9} {'engine':<11} {'TTFM ms':>8} | {'first pass us: mean':>19} {'p99':>8} {'max':>8}"
           f" | {'second: mean':>12} {'p99':>7} {'max':>7}")
     for n in [int(x) for x in args.max_lengths.split(",")]:
-        ids = tok.encode(document(n), add_special_tokens=False).ids
+        ids = tok.encode(document(n, args.text), add_special_tokens=False).ids
         for eng in engines:
             r = run(eng, n, ids)
+            if r is None:
+                continue
             results.setdefault(str(n), {})[eng.name] = dict(r, tokens=len(ids))
             f, s = r["first_pass_us"], r["second_pass_us"]
             print(f"{n:>9} {eng.name:<11} {r['ttfm_ms']:>8.2f} | {f['mean']:>19.1f} {f['p99']:>8.0f}"
                   f" {f['max']:>8.0f} | {s['mean']:>12.2f} {s['p99']:>7.1f} {s['max']:>7.0f}")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"results": results, "machine": bj._cpu_model()}, indent=1))
-    print(f"wrote {OUT}")
+    out = pathlib.Path(str(OUT).format("" if args.text == "words" else "_" + args.text))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"results": results, "machine": bj._cpu_model()}, indent=1))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ options as ``bench_json_schema.py``. It prints the percentiles of both engines o
 schemas both compiled, their ratios and the slowest schemas, and writes
 ``bench/results/ttfm_pair.json``. No assertions.
 
-Usage:  python bench/ttfm_pair.py [--schemas 100] [--reps 2]
+Usage:  python bench/ttfm_pair.py [--schemas 100] [--reps 2] [--files NAME,NAME...]
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--schemas", type=int, default=100)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
+    ap.add_argument("--files", default="",
+                    help="comma-separated MaskBench file names (without .json) instead of the sample")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import llguidance
@@ -49,7 +51,9 @@ def main() -> None:
     lbm = llnp.allocate_token_bitmask(1, 128256)
     compiler.compile_json_schema({"type": "object"})  # imports and first-use memos
     rows = []
-    for f in sample_files(args.data / "maskbench", args.schemas):
+    files = ([args.data / "maskbench" / f"{name}.json" for name in args.files.split(",")]
+             if args.files else sample_files(args.data / "maskbench", args.schemas))
+    for f in files:
         schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
         bx = bl = None
         for _ in range(args.reps):

@@ -109,7 +109,10 @@ class RuntimeLimits:
       input): each byte step costs 1 plus the closure work it does (frames visited; under the
       graph-structured stack the (state, parent) pairs it propagates and the parent-set
       entries it reads) plus the stack nodes it creates, each token a fill checks costs 1 (a
-      step stops inside its closure once it passes the call's remaining budget).  A
+      step stops inside its closure once it passes the call's remaining budget); a fill may
+      spend 16 units more per cached uncertain token it checks (at most one per vocabulary
+      token: where a chunked ``maxLength`` repeat ends, nearly every token is uncertain and
+      takes ~10 units to check).  A
       JSON fill on Llama-3 takes 0 to a few thousand units (MaskBench: p99 ~800, max ~60,000),
       an exact fill near the recursion bound (every token checked) ~140,000, a 4 KiB JSON
       string ~8,000; ``root ::= "a" root | "a" root "b" | ""`` costs ~depth / 2 per byte (its

@@ -44,6 +44,12 @@ GRAMMARS = [
         "s": {"type": "string", "minLength": 2, "maxLength": 40},
         "t": {"type": "string", "maxLength": 24, "pattern": "^[a-z ]*$"}}}),
     ("ebnf", 'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,50} "\\"" | "<" [^<>]{3,20} ">"'),
+    # long bounded strings: one state per position, which calls a shared rule for every
+    # character but ASCII (the plain-text search follows the call)
+    ("schema", {"type": "object", "properties": {
+        "s": {"type": "string", "maxLength": 100},
+        "t": {"type": "string", "minLength": 70, "maxLength": 150},
+        "u": {"type": "string", "minLength": 66}}}),
 ] + [("maskbench", name) for name in (
     "Github_trivial---o75594.json", "Glaiveai2K---calculate_area_b4863a84.json",
     "Github_medium---o27154.json")]
@@ -169,6 +175,37 @@ def test_bounded_string_positions_read_plain_text_up_to_their_room():
     assert m.accept_string('"ab')
     (state,) = m._debug_top_states()
     assert _plain_depth.plain_depth_of(free._automaton_tables, state, 128) == (128, True)
+
+
+def test_long_bounded_string_positions_follow_the_character_call():
+    # from 64 characters on, a position reads ASCII itself and calls the shared character tail
+    # for the rest, which returns to the next position: the depth search follows that call, so
+    # a position reads every plain string of up to its room (in bytes: a plain byte is at most
+    # one character), a multi-byte character and an escape included; the tail's own top is
+    # covered by the position's (one top in the fill's eyes, two on the stack)
+    info = xmask.TokenizerInfo.from_huggingface(str(tokenizer_json("llama3")))
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
+    compiled = compiler.compile_json_schema({"type": "string", "maxLength": 200})
+    tables = compiled._automaton_tables
+    names = compiled._automaton.rule_names
+    tail = int(compiled._automaton.rule_start[names.index("str_char_tail")])
+    matcher = xmask.GrammarMatcher(compiled)
+    assert matcher.accept_string('"')
+    for k, piece in enumerate(["é", "x", "\\n", "😀", "中"] * 40):
+        tops = matcher._debug_top_states()
+        assert len(tops) == 2 and tail in tops  # the position and the tail it calls
+        (pos,) = [t for t in tops if t != tail]
+        room = 200 - k
+        assert _plain_depth.plain_depth_of(tables, pos, 128) == (min(room, 128), False)
+        assert matcher.accept_string(piece)
+    assert matcher.accept_string('"') and matcher.is_completed()
+    # minLength only: past the bound the loop state reads every plain string (closed)
+    loop = compiler.compile_json_schema({"type": "string", "minLength": 64})
+    tail = int(loop._automaton.rule_start[loop._automaton.rule_names.index("str_char_tail")])
+    m = xmask.GrammarMatcher(loop)
+    assert m.accept_string('"' + "é" * 64)
+    (pos,) = [t for t in m._debug_top_states() if t >= 0 and t != tail]
+    assert _plain_depth.plain_depth_of(loop._automaton_tables, pos, 128) == (128, True)
 
 
 def test_free_text_states_take_the_shortcut():

@@ -75,9 +75,12 @@ REPROS = {
     # the first fill (tokens after "x" only) is cheap, the state after "x" is the wide one
     "wide_threads": ("ebnf", _wide(4000, WIDE_TAIL, '"x" . '),
                      {"max_compile_seconds": 2, "max_classify_tops": 1 << 40}, 2),
-    # ran 49 s with max_compile_seconds=5: one long native classification
+    # ran 49 s with max_compile_seconds=5: one long native classification (its 10,000 return
+    # sites are walked into only when asked for: "walk_callers", not a limit, see
+    # test_repeat_bounds.py)
     "recursive_in_repeat_deadline": ("ebnf", 'root ::= ("[" root "]"){0,10000} | "x"',
-                                     {"max_compile_seconds": 2, "max_context_work": 10**12}, 1),
+                                     {"max_compile_seconds": 2, "max_context_work": 10**12,
+                                      "walk_callers": 10**9}, 1),
     # the determinizer's and the NFA's tables are checked before they grow past the cap
     "determinize_memory": ("regex", "[a-z]*a[a-z]{14}", {"max_compile_memory_bytes": 1 << 20}, 0),
     "nfa_memory": ("regex", "(abcdefgh){9000}", {"max_compile_memory_bytes": 1 << 18}, 0),
@@ -97,6 +100,10 @@ _CHILD = textwrap.dedent(
     for name, (kind, text, limits, threads) in repros.items():
         t = time.monotonic()
         out = {{"phase": "compile"}}
+        walk = limits.pop("walk_callers", None)
+        if walk:
+            from xmask.runtime._mask_cache import set_max_ctx_walk
+            walk = set_max_ctx_walk(walk)
         try:
             c = xmask.GrammarCompiler(info, cache_enabled=False,
                                       limits=xmask.CompileLimits(**limits))
@@ -112,6 +119,8 @@ _CHILD = textwrap.dedent(
             out.update(result="GrammarLimitError", message=str(e))
         except BaseException as e:  # reported; the test fails on it
             out.update(result=type(e).__name__, message=str(e)[:500])
+        if walk:
+            set_max_ctx_walk(walk)
         out["seconds"] = time.monotonic() - t
         print(json.dumps([name, out]), flush=True)
     print(json.dumps(["peak_rss_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))

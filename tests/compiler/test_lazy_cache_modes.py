@@ -318,7 +318,9 @@ def test_compile_limits_hold_in_every_mode(field, limits, kind, what):
 
 
 # A recursive rule inside a big repeat: a fast front end (~0.3 s), then ~2e8 classification walks
-# (tens of seconds).  With the context-work cap lifted, only the deadline can stop classifying.
+# (tens of seconds) when each walk goes on into root's 10,000 return sites (the child asks for
+# that: by default a rule called from that many places is walked up to its end only, which is
+# fast).  With the context-work cap lifted, only the deadline can stop classifying.
 DEADLINE_GRAMMAR = 'root ::= ("[" root "]"){0,10000} | "x"'
 DEADLINE_LIMITS = {"max_compile_seconds": 2, "max_context_work": 10 ** 12}
 CHILD_AS_BYTES = child_address_cap(3 << 30)
@@ -331,6 +333,8 @@ _CHILD = textwrap.dedent(
     import numpy as np
     import xmask
     mode, text, limits = json.loads(sys.argv[1])
+    from xmask.runtime._mask_cache import set_max_ctx_walk
+    set_max_ctx_walk(10 ** 9)  # walk into every return site (see DEADLINE_GRAMMAR)
     info = xmask.default_tokenizer_info()
     kw = {{"precompute": True}} if mode == "eager" else {{}}
     compiler = xmask.GrammarCompiler(info, max_threads=2, cache_enabled=False,

@@ -44,6 +44,12 @@ SCHEMA = {"type": "object", "properties": {
     "x": {"anyOf": [{"type": "number"}, {"type": "null"}]}}, "required": ["name", "n"]}
 
 
+# a long bounded string: one state per position calling a shared character tail, whose states
+# get one entry per (state, position) pair, classified by whichever thread meets it first
+SCHEMA_LONG = {"type": "object", "properties": {
+    "text": {"type": "string", "maxLength": 300}, "n": {"type": "integer"}}, "required": ["text"]}
+
+
 def _digest(row):
     return hashlib.blake2b(row.tobytes(), digest_size=8).hexdigest()
 
@@ -125,12 +131,12 @@ def _run_threads(fn, n):
     return results
 
 
-@pytest.mark.parametrize("grammar", ["builtin_json", "schema"])
+@pytest.mark.parametrize("grammar", ["builtin_json", "schema", "long_string"])
 def test_threads_sharing_one_compiled_grammar_match_one_thread(llama, grammar):
     def fresh():
         compiler = xmask.GrammarCompiler(llama.info, cache_enabled=False)
         return (compiler.compile_builtin_json_grammar() if grammar == "builtin_json"
-                else compiler.compile_json_schema(SCHEMA))
+                else compiler.compile_json_schema(SCHEMA if grammar == "schema" else SCHEMA_LONG))
 
     alone = fresh()
     expected = [_script(alone, llama.n_words, 100 + i, reference_every=50 if i < 2 else 0)

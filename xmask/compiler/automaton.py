@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import GrammarError, GrammarLimitError
 from ..grammar.ir import Grammar, RuleRef
+from ..grammar.string_format import JSON_CHAR_TAIL
 from ._analysis import (analyze, assemble_calls, assemble_states, context_work_over,
                         prune_unproductive)
 from ._rule_graph import has_cycle, return_contexts
@@ -191,9 +192,15 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
     # A reference counts its callee's size, so a body's size is its expanded size.
     for name, size in zip(order, rule_sizes(rules, order, cap)):
         sizes[name] = size
-        if size <= limits.inline_size and name not in never:
+        if size <= limits.inline_size and name not in never and not _kept_called(rules[name]):
             bodies[name] = rules[name]
     return _Inlined(rules, root, bodies, {n: sizes[n] for n in bodies}, refs)
+
+
+def _kept_called(body) -> bool:
+    # The shared tail of long bounded strings' characters stays one called rule: inlined, each
+    # character position would get its ~20 states back (json_schema/strings.py).
+    return type(body) is type(JSON_CHAR_TAIL) and body == JSON_CHAR_TAIL
 
 
 def refine_partition(block: np.ndarray, table: np.ndarray) -> np.ndarray:

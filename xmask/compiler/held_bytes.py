@@ -45,6 +45,7 @@ def held_bytes(compiled, static=None) -> int:
     _, entries, _ = cache.summary()
     dynamic = parts["entry_payloads"] + parts["entry_headers"] + parts["state_index"]
     dynamic += parts["dedup_table"] + 2 * _MALLOC_OVERHEAD * int(entries)
+    dynamic += parts.get("pair_entries", 0)  # (entries of (state, return state) pairs)
     return int(static + dynamic)
 
 

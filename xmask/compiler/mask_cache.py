@@ -64,7 +64,8 @@ class CacheStats(list):
 
     ``memory`` maps each part of ``memory_size_bytes`` to its bytes (``automaton``: byte classes,
     transitions, flags and calls; ``context_tables``; ``state_index``; ``dedup_table``;
-    ``entry_headers``; ``entry_payloads``, the sum of the records' ``stored_bytes``), so
+    ``entry_headers``; ``entry_payloads``, the sum of the records' ``stored_bytes``;
+    ``pair_entries``, the entries a long bounded string's character tail gets per position), so
     ``sum(stats.memory.values()) == stats.totals["memory_size_bytes"]``.  ``totals`` also counts
     ``states``, distinct ``entries``, ``shared_states`` and ``shared_bytes`` (payload the
     sharing saves).  One snapshot: while other threads fill, a later call may show more.

@@ -51,10 +51,14 @@ ctypedef struct ClassifyScratch:
     int32_t state            # the state being classified (for the error message)
 
 
+
+
 cdef int scratch_init(ClassifyScratch* s, const VocabC* v) except -1 nogil
 cdef void scratch_free(ClassifyScratch* s) noexcept nogil
+# ret >= 0: `state` is in a callee frame returning to `ret` (ctx / follow: of ret's rule);
+# n_ctx < 0: the callers are not walked (_mask_cache.pyx), follow is the rule's FOLLOW set
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
-                                 int32_t state, const int32_t* ctx, intp_t n_ctx,
+                                 int32_t state, int32_t ret, const int32_t* ctx, intp_t n_ctx,
                                  const uint8_t* follow) except NULL nogil
 cdef CacheEntryC* entry_new(uint8_t kind, intp_t n_data, intp_t n_unc, intp_t n_acc,
                             intp_t n_rej) except NULL nogil

@@ -31,10 +31,11 @@ from xmask.runtime._intseq cimport cmp_i32, key_slot
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
     StackC, grow_array, stack_init, stack_free, stack_reset, stack_truncate, stack_set_contains,
+    stack_node,
     stack_reaches_bottom, stack_memory_bytes,
 )
 from xmask.runtime._stack_gss cimport stack_start, stack_start_many, stack_step
-from xmask.runtime._plain_depth cimport frame_succ, plain_depth, plain_depth_free
+from xmask.runtime._plain_depth cimport frame_succ, call_succ, plain_depth, plain_depth_free
 
 from xmask.errors import GrammarLimitError
 
@@ -51,6 +52,8 @@ cdef intp_t _CHECK_EVERY = 256
 # Bytes one closure item of a parse step can hold (GSS item, pair-set slot at half load, work
 # list entry: ~50): the walk's memory bound, divided by this, bounds the items of one step.
 cdef intp_t _STEP_ITEM_BYTES = 64
+
+
 
 
 # The string-body shortcut of classify_entry (off only to test it against the full walk), and
@@ -132,13 +135,17 @@ cdef bint _inside_rule(const StackC* st) noexcept nogil:
     return False
 
 
-cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
+cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state, int32_t ret,
                       const int32_t* ctx, intp_t n_ctx) except -1 nogil:
-    # The stack for a walk from `state`, whose rule returns into `ctx`; returns whether the
-    # callers' own top set holds CONTEXT (they can return further).
+    # The stack for a walk from `state` (over a frame at `ret` if ret >= 0), whose rule returns
+    # into `ctx`; returns whether the callers' own top set holds CONTEXT (they can return
+    # further).
     cdef StackC* st = &s.st
     cdef intp_t i, n_ctx_tops
     cdef bint ctx_has_ctx
+    cdef bint no_ctx = n_ctx < 0  # callers not walked (a rule called from many places)
+    if no_ctx:
+        n_ctx = 0
     stack_reset(st, st.n_nodes > 1 << 16)
     st.bottom_cont = NULL
     s.state = state
@@ -152,7 +159,7 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     if st.step_over:
         _step_over(s)
     n_ctx_tops = st.set_start[1]
-    ctx_has_ctx = stack_set_contains(st, 0, 1)
+    ctx_has_ctx = no_ctx or stack_set_contains(st, 0, 1)
     if n_ctx_tops > s.ctx_cap:
         _grow_i32(&s.ctx_tops, &s.ctx_cap, n_ctx_tops)
     for i in range(n_ctx_tops):
@@ -160,7 +167,10 @@ cdef bint _walk_start(ClassifyScratch* s, const AutomatonC* a, int32_t state,
     stack_reset(st, False)
     st.bottom_cont = s.ctx_tops
     st.n_bottom_cont = n_ctx_tops
-    stack_start(st, a, state)
+    if ret >= 0:
+        stack_start_many(st, a, &state, 1, stack_node(st, ret, 0))
+    else:
+        stack_start(st, a, state)
     if st.step_over:
         _step_over(s)
     s.unc_prefix[0] = 0
@@ -337,6 +347,33 @@ cdef bint _shortcut_group(ClassifyScratch* s, const AutomatonC* a, const VocabC*
         return whole
     y = frame_succ(a, state, <uint8_t>b)
     return y >= 0 and _reads_plain_strings(s, a, y, NULL)
+
+
+cdef bint _after_first_byte(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                            int32_t state, int32_t ret, intp_t b, int64_t* memo,
+                            intp_t* after) except -1 nogil:
+    # For a walk from `state` over a frame at `ret` (a character tail's state, mid-character
+    # or mid-escape): whether the shortcut tokens starting with byte b are worth a depth
+    # search after b, and then in after[0] how many bytes of any plain text the state reached
+    # on b reads (plain_depth, following the return to ret).  A shortcut token of b is b then
+    # plain text from a character boundary (b ASCII, or b unable to start plain text: see
+    # VocabC), so one of at most after[0] + 1 bytes has a path inside the frame: accepted.
+    # (A lead byte is left to the walk: the text after it starts inside a character.)
+    cdef int32_t y, r2
+    cdef bint closed
+    if v.shortcut_off[b + 1] - v.shortcut_off[b] < _MIN_SHORTCUT:
+        return False
+    if b >= 0x80 and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
+        return False
+    y = call_succ(a, state, ret, <uint8_t>b, &r2)
+    if y < 0:
+        return False
+    # memo[0:2]: the last (y, r2) searched and its depth (most bytes lead to one state)
+    if memo[0] != y or memo[1] != r2:
+        memo[0], memo[1] = y, r2
+        memo[2] = plain_depth(&s.pd, a, y, r2, v.max_token_len - 1, &closed)
+    after[0] = <intp_t>memo[2]
+    return True
 
 
 cdef enum:
@@ -529,7 +566,7 @@ cdef bint entry_equal(const CacheEntryC* x, const CacheEntryC* y) noexcept nogil
 
 
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
-                                 int32_t state, const int32_t* ctx, intp_t n_ctx,
+                                 int32_t state, int32_t ret, const int32_t* ctx, intp_t n_ctx,
                                  const uint8_t* follow) except NULL nogil:
     """Walk ``state`` and build its entry in the smallest of three forms: accepted ids (when
     they are the fewest and fit in a bitset's size), rejected ids, or an accepted bitset; ids
@@ -540,7 +577,7 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     cdef int32_t* data
     cdef word_t bits
     cdef intp_t b, lo, hi
-    cdef bint ctx_has_ctx = _walk_start(s, a, state, ctx, n_ctx)
+    cdef bint ctx_has_ctx = _walk_start(s, a, state, ret, ctx, n_ctx)
     # a string body reads any plain text: its plain tokens are accepted without a walk; free
     # text that refuses a few ASCII bytes (the first byte of a trigger) takes the plain tokens
     # without those bytes
@@ -553,15 +590,18 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     # body: a chain with room for n more characters), so its plain tokens that short are
     # accepted without a walk.  Every plain string (`closed`): the whole shortcut.  Neither, but
     # plain text refused only after a few ASCII bytes (a trigger's): the search with refusals.
-    cdef intp_t depth = 0
+    cdef intp_t depth = 0, after = 0
+    cdef int64_t after_memo[3]
     cdef bint closed = False, plain = False
     if _plain_fast_path:
-        depth = plain_depth(&s.pd, a, state, v.max_token_len, &closed)
+        depth = plain_depth(&s.pd, a, state, ret, v.max_token_len, &closed)
         if closed:
             plain = True
         elif depth < v.max_token_len:
             plain = _reads_plain_strings(s, a, state, &avoid)
     cdef bint whole = plain and avoid == 0, unsorted_unc = False
+    after_memo[0] = after_memo[1] = -2
+    after_memo[2] = 0
     n_acc = n_unc = 0
     for b in range(256):  # the groups of tokens sharing a first byte, in sorted order
         if v.group_off[b] == v.group_off[b + 1]:
@@ -588,6 +628,13 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
                 _grow_i32(&s.acc, &s.acc_cap, n_acc + (hi - lo))
             memcpy(s.acc + n_acc, v.shortcut_pos + lo, <size_t>(hi - lo) * sizeof(int32_t))
             n_acc += hi - lo
+            lo, hi = v.rest_off[b], v.rest_off[b + 1]
+            _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
+                       ctx_has_ctx, &n_acc, &n_unc)
+        elif (_plain_fast_path and ret >= 0 and _after_first_byte(s, a, v, state, ret, b, after_memo, &after)
+              and after >= _MIN_DEPTH):
+            _walk_avoiding(s, a, v, b, 0, after + 1, follow, ctx_has_ctx, &n_acc, &n_unc)
+            unsorted_unc = True
             lo, hi = v.rest_off[b], v.rest_off[b + 1]
             _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
                        ctx_has_ctx, &n_acc, &n_unc)

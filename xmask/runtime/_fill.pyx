@@ -34,11 +34,13 @@ from libc.stdint cimport int64_t
 from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_BITSET
 from xmask.runtime._types cimport XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
 from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset_or_into
-from xmask.runtime._stack cimport stack_truncate, stack_budget_token
+from xmask.runtime._stack cimport stack_truncate, stack_budget_token, stack_find
 from xmask.runtime._stack_budget cimport stack_budget_filter, stack_budget_alive
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._classify cimport CacheEntryC
-from xmask.runtime._mask_cache cimport MaskCacheC, cache_entry, cache_peek
+from xmask.runtime._mask_cache cimport (
+    MaskCacheC, cache_entry, cache_peek, cache_pair_slot, cache_pair_peek, cache_pair_entry,
+)
 from xmask.runtime._fill_spent cimport (
     SpentScratch, spent_top, spent_fast_usable, spent_fast_top_memo, spent_scratch_free,
     entry_positions, token_lcp,
@@ -51,6 +53,13 @@ cdef intp_t _nogil_min_cost = 20000
 # Work units a fill whose token budget ends may spend per vocabulary token beyond the cap:
 # walking dense text from a few tops measured ~8-9 per token (Llama-3, Qwen2.5: any_text).
 cdef intp_t _SPENT_WORK_PER_TOKEN = 16
+# Work units a fill may spend per cached uncertain token it checks, beyond the cap: the
+# uncertain tokens of one fill are at most the vocabulary, each walked once on the real stack
+# (shared prefixes once).  Where a chunked repeat ends (maxLength beyond the one-state chain,
+# counting.py) nearly every token crosses the end and is uncertain: ~10 units each (Llama-3,
+# Qwen2.5), ~1.4M for one fill, which the cap alone would turn into a sticky error.  An
+# ambiguous grammar's steps cost far more than this per token, so the cap still stops it.
+cdef intp_t _UNC_WORK_PER_TOKEN = 16
 # Work units (RuntimeLimits) of one byte step in JSON-like grammars (1-6 on Llama-3): a fill whose
 # matcher's steps cost more (an ambiguous grammar's closure through thousands of frames) checks
 # each uncertain token that many times slower, which fill_cost scales by.
@@ -237,6 +246,82 @@ cdef inline bint _bytes_top(const AutomatonC* a, const StackC* st, int32_t node)
     return (a.flags[st.node_state[node]] & XM_FLAG_HAS_BYTES) != 0
 
 
+cdef inline intp_t _pair_slot(MaskCacheC* c, const StackC* st, int32_t node) noexcept nogil:
+    # A top in a rule whose callers the cache does not walk (a long bounded string's shared
+    # character tail), over a plain frame: its entry is the (state, return state) pair's
+    # (mask_cache: exact for that frame); -1: the state's own entry.
+    cdef int32_t parent
+    if c.pair_rows == NULL:
+        return -1
+    parent = st.node_parent[node]
+    if parent < 2 or st.node_state[parent] < 0:
+        return -1
+    return cache_pair_slot(c, st.node_state[node], st.node_state[parent])
+
+
+cdef inline const CacheEntryC* _top_entry(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
+                                          const StackC* st, int32_t node,
+                                          double* deadline) except NULL nogil:
+    # The entry a fill uses for top `node` (classified first if needed).
+    cdef intp_t slot = _pair_slot(c, st, node)
+    if slot >= 0:
+        return cache_pair_entry(c, a, v, st.node_state[node], st.node_state[st.node_parent[node]],
+                                slot, deadline)
+    return cache_entry(c, a, v, st.node_state[node], deadline)
+
+
+cdef inline const CacheEntryC* _top_peek(MaskCacheC* c, const StackC* st,
+                                         int32_t node) noexcept nogil:
+    # The entry a fill uses for top `node` if classified, else NULL.
+    cdef intp_t slot = _pair_slot(c, st, node)
+    if slot >= 0:
+        return cache_pair_peek(c, st.node_state[node], slot)
+    return cache_peek(c, st.node_state[node])
+
+
+cdef enum:
+    MAX_COVERED = 32         # covered tops one fill looks for (more: the rest use their entries)
+
+
+cdef intp_t _covered_tops(const StackC* st, const AutomatonC* a, int32_t* out) noexcept nogil:
+    # The tops of the newest set that another top's entry already covers: a callee's start
+    # (c over (r over P)) pushed by the closure of a byte-reading top (x over P) whose state
+    # calls c returning to r.  x's entry classified the tokens of every stack of its closure,
+    # so c's entry adds nothing (and a shared callee, e.g. a bounded string's character tail,
+    # would add its context-dependent tokens to every fill).  The coverer is one frame less
+    # deep, so covering never goes round in a circle.  Returns how many were stored in out.
+    cdef intp_t i, k, n = 0
+    cdef int32_t x, parent, ret, t
+    if st.set_start[st.depth] - st.set_start[st.depth - 1] < 2:
+        return 0
+    for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
+        x = st.tops[i]
+        if x < 2 or not _bytes_top(a, st, x):
+            continue
+        parent = st.node_parent[x]
+        for k in range(a.call_offsets[st.node_state[x]], a.call_offsets[st.node_state[x] + 1]):
+            if a.call_ret[k] < 0 or (a.call_budget != NULL and a.call_budget[k] >= 0):
+                continue  # tail calls (not deeper) and budget markers are left alone
+            ret = stack_find(st, a.call_ret[k], parent)
+            if ret < 0:
+                continue
+            t = stack_find(st, a.call_target[k], ret)
+            if t >= 2:
+                out[n] = t
+                n += 1
+                if n == MAX_COVERED:
+                    return n
+    return n
+
+
+cdef inline bint _listed(const int32_t* ids, intp_t n, int32_t x) noexcept nogil:
+    cdef intp_t i
+    for i in range(n):
+        if ids[i] == x:
+            return True
+    return False
+
+
 cdef bint _any_spent(const StackC* st) noexcept nogil:
     # Whether a top of the newest set is _spent.  Then no cached accepted set is trusted: a
     # state's entry covers the rules it calls, whose frames (called at this boundary, their
@@ -260,14 +345,19 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     cdef intp_t cost = row_pass
     cdef int32_t node
     cdef const CacheEntryC* e
+    cdef int32_t covered[MAX_COVERED]
+    cdef intp_t n_cov
     if j.exact or (st.node_live != NULL and _any_spent(st)):
         return (j.v.n_sorted + row_pass) * _work_scale(j)  # (every candidate is walked)
+    n_cov = _covered_tops(st, j.a, covered)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
+        if n_cov and _listed(covered, n_cov, node):
+            continue
         if node != 0 and not _bytes_top(j.a, st, node):
             cost += row_pass  # a token edge: one bitset OR
         elif node != 0:
-            e = cache_peek(j.c, st.node_state[node])
+            e = _top_peek(j.c, st, node)
             if e == NULL:
                 cost += j.v.n_sorted
                 continue
@@ -286,11 +376,19 @@ cdef bint fill_classifies(FillJob* j) noexcept nogil:
     # Whether fill_job will classify a state first (a top whose state has no cache entry yet):
     # only such a fill can end in a compile-limit error (GrammarLimitError) besides MemoryError.
     cdef const StackC* st = j.st
-    cdef intp_t i
+    cdef intp_t i, n_cov = 0
     cdef int32_t node
+    cdef int32_t covered[MAX_COVERED]
+    if not j.exact and not (st.node_live != NULL and _any_spent(st)):
+        n_cov = _covered_tops(st, j.a, covered)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
-        if node != 0 and _bytes_top(j.a, st, node) and cache_peek(j.c, st.node_state[node]) == NULL:
+        # (with token budgets a spent fill uses the state's own entry: either may be classified)
+        if node != 0 and _bytes_top(j.a, st, node) and (
+                _top_peek(j.c, st, node) == NULL
+                or (st.node_live != NULL and cache_peek(j.c, st.node_state[node]) == NULL)):
+            if n_cov and _listed(covered, n_cov, node):
+                continue
             return True
     return False
 
@@ -318,6 +416,9 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef double deadline = 0.0  # of the lazy classifications this fill makes (one for all)
     cdef intp_t pos_words = (v.n_sorted + 31) >> 5
     cdef xm_fill_tls* tls
+    cdef int32_t covered[MAX_COVERED]
+    cdef intp_t n_cov = 0
+    cdef intp_t n_unc = 0  # uncertain tokens of the entries used (with repeats)
     memset(row, 0, <size_t>n_words * sizeof(word_t))
     if j.guard != NULL and j.guard.crossed:
         return 0  # the sticky error state: nothing is allowed
@@ -349,6 +450,8 @@ cdef int fill_job(FillJob* j) except -1 nogil:
             bitset_set(pos_bits, k)
         _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)
     else:
+        if not spent:
+            n_cov = _covered_tops(st, j.a, covered)
         # 1. cached accepted sets
         for i in range(top_begin, top_end):
             node = st.tops[i]
@@ -357,7 +460,12 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 continue
             if not _bytes_top(j.a, st, node):
                 continue  # a token edge only: step 3
-            e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
+            if n_cov and _listed(covered, n_cov, node):
+                continue  # another top's entry answers for it
+            if spent:  # (the spent-top memos are keyed by state: the state's own entry)
+                e = cache_entry(c, j.a, v, st.node_state[node], &deadline)
+            else:
+                e = _top_entry(c, j.a, v, st, node, &deadline)
             if spent and not fast:  # walked on the real stack instead
                 _spent_positions(v, e, pos_bits, n_words)
                 n_spent += 1
@@ -367,6 +475,7 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 n_spent += 1
                 continue
             n_real += 1
+            n_unc += e.n_unc
             single = e
             ids = e.data
             if e.kind == XM_KIND_ACCEPTED:
@@ -383,15 +492,19 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 bitset_or_into(row, scratch, n_words)
 
         # 2. uncertain tokens, in sorted order (merged through a position bitset if several tops)
+        if j.guard != NULL and n_unc > 0:
+            j.guard.work -= (n_unc if n_unc < v.n_sorted else v.n_sorted) * _UNC_WORK_PER_TOKEN
         if n_real == 1 and n_spent == 0:
             _check_uncertain(st, j.a, v, row, single.unc, single.n_unc, NULL, 0, j.guard)
         elif n_real + n_spent > 0:
             for i in range(top_begin, top_end):
                 node = st.tops[i]
                 if node == 0 or not _bytes_top(j.a, st, node) or (
-                        spent and (not fast or spent_top(st, node))):
+                        spent and (not fast or spent_top(st, node))) or (
+                        n_cov and _listed(covered, n_cov, node)):
                     continue
-                e = cache_peek(c, st.node_state[node])  # classified by the pass above
+                # classified by the pass above
+                e = cache_peek(c, st.node_state[node]) if spent else _top_peek(c, st, node)
                 for k in range(e.n_unc):
                     bitset_set(pos_bits, e.unc[k])
             _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)

@@ -21,28 +21,45 @@ ctypedef struct SpentMemoC:
     int32_t* bail
 
 
+ctypedef struct EntryStore:
+    # Distinct entries, deduplicated by content (guarded by MaskCacheC.lock).
+    CacheEntryC** table          # open addressing by entry hash, NULL = empty slot
+    intp_t table_cap             # power of two
+    CacheEntryC** owned          # distinct entries in publication order (freed with the cache)
+    intp_t n_owned
+    intp_t owned_cap
+    int64_t bytes                # payload bytes of the distinct entries
+
+
 ctypedef struct MaskCacheC:
     intp_t n_states
     CacheEntryC** entry          # [n_states] published entry, NULL = not classified (yet)
     const int32_t* state_rule    # [n_states]
     const int64_t* ctx_off       # [n_rules + 1] range of a rule's return states in ctx_states
     const int32_t* ctx_states
-    const uint8_t* follow        # [n_rules * 256] bytes that can follow a rule's callers
+    const uint8_t* follow        # [n_rules * 256] bytes that can follow a rule's callers (a
+                                 # rule with more than max_ctx_walk return states: the rule)
+    intp_t max_ctx_walk          # return states a walk continues into (_mask_cache.pyx)
     # distinct entries (deduplicated), guarded by the spin lock `lock`
     char lock
-    CacheEntryC** table          # open addressing by entry hash, NULL = empty slot
-    intp_t table_cap             # power of two
-    CacheEntryC** owned          # distinct entries in publication order (freed with the cache)
-    intp_t n_owned
-    intp_t owned_cap
+    EntryStore store             # the states' entries
     intp_t n_classified          # states with a published entry
-    int64_t entry_bytes          # payload bytes of the distinct entries
     # bounds on one state's classification (CompileLimits; 0 = none) and the largest seen
     int64_t max_tops             # max_classify_tops
     int64_t max_bytes            # max_compile_memory_bytes (the walk's parse stack)
     double max_seconds           # max_compile_seconds (shared by the states one fill classifies)
     int64_t peak_tops            # largest top set one classification met
     int64_t peak_bytes           # most parse-stack bytes one classification held
+    # Entries of (state, return state) pairs, for the states of a rule whose callers are not
+    # walked (more than max_ctx_walk return states): pair_rows[state] is NULL or a row with one
+    # slot per return state of the rule (ctx_states order), each NULL or a published entry
+    # (deduplicated among themselves, in pair_store).  A callee state on top of the stack over a
+    # frame at its return state r is classified with that frame: an exact entry where the
+    # state's own (callers unknown) would leave most tokens uncertain.
+    CacheEntryC*** pair_rows     # [n_states], rows allocated on first use (owned)
+    intp_t n_pairs               # pair entries published
+    EntryStore pair_store        # their distinct entries (apart: cache_stats counts states')
+    int64_t pair_row_bytes       # the rows' bytes
     # spent-top masks (SpentMemoC, at most SPENT_MEMO_MAX, guarded by `lock`, owned)
     SpentMemoC** spent_memo
     intp_t n_spent_memo
@@ -60,6 +77,9 @@ cdef bint cache_spent_memo_publish(MaskCacheC* c, SpentMemoC* m) noexcept nogil
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                                        int32_t state, double* deadline) except NULL nogil
+cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
+                                            const VocabC* v, int32_t state, int32_t ret,
+                                            intp_t slot, double* deadline) except NULL nogil
 
 
 cdef inline const CacheEntryC* cache_entry(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
@@ -75,6 +95,45 @@ cdef inline const CacheEntryC* cache_entry(MaskCacheC* c, const AutomatonC* a, c
 cdef inline const CacheEntryC* cache_peek(MaskCacheC* c, int32_t state) noexcept nogil:
     # The state's entry if classified, else NULL.
     return <const CacheEntryC*>xm_load_acquire(<void**>&c.entry[state])
+
+
+cdef inline intp_t cache_pair_slot(const MaskCacheC* c, int32_t state, int32_t ret) noexcept nogil:
+    # The slot of (state, ret) in the state's pair row, or -1: the state's rule walks its
+    # callers (its own entry is exact enough) or ret is not one of its return states.
+    cdef int32_t r = c.state_rule[state]
+    cdef intp_t lo = c.ctx_off[r], hi = c.ctx_off[r + 1], mid
+    cdef intp_t base = lo
+    if hi - lo <= c.max_ctx_walk or ret < 0:
+        return -1
+    while lo < hi:  # ctx_states of a rule are sorted
+        mid = (lo + hi) >> 1
+        if c.ctx_states[mid] < ret:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < c.ctx_off[r + 1] and c.ctx_states[lo] == ret:
+        return lo - base
+    return -1
+
+
+cdef inline const CacheEntryC* cache_pair_peek(MaskCacheC* c, int32_t state,
+                                               intp_t slot) noexcept nogil:
+    # The entry of (state, the return state in `slot`) if classified, else NULL.
+    cdef CacheEntryC** row = <CacheEntryC**>xm_load_acquire(<void**>&c.pair_rows[state])
+    if row == NULL:
+        return NULL
+    return <const CacheEntryC*>xm_load_acquire(<void**>&row[slot])
+
+
+cdef inline const CacheEntryC* cache_pair_entry(MaskCacheC* c, const AutomatonC* a,
+                                                const VocabC* v, int32_t state, int32_t ret,
+                                                intp_t slot, double* deadline) except NULL nogil:
+    # The entry of `state` over a frame at `ret` (slot: cache_pair_slot >= 0), classified first
+    # if no thread has yet.
+    cdef const CacheEntryC* e = cache_pair_peek(c, state, slot)
+    if e != NULL:
+        return e
+    return cache_classify_pair(c, a, v, state, ret, slot, deadline)
 
 
 cdef class MaskCache:

@@ -38,6 +38,32 @@ from xmask.runtime._classify cimport (
     entry_seal, entry_equal,
 )
 
+# A rule called from more than this many places (the shared character tail of long bounded
+# strings: one call per position) is classified up to its end only (n_ctx < 0 for
+# classify_entry): a token going on past it with a byte of the rule's FOLLOW set is uncertain,
+# as if its callers were unknown.  Walking on in every caller at once would cost that many stack
+# steps per byte and decide almost nothing (some caller reads almost anything).  Instead, a
+# fill that meets such a state on top of the stack over a plain frame classifies the pair
+# (state, the frame's state) once (MaskCacheC.pair_rows): an exact entry for that caller, so
+# the tokens the state's own entry would leave uncertain are not checked at every fill.  A
+# cache reads the value when it is built.
+cdef intp_t _max_ctx_walk = 32
+
+
+def set_max_ctx_walk(n):
+    """Set how many return states a classification walk continues into, for caches built
+    afterwards (tests: a huge value walks every caller); returns the previous value.
+
+    Example::
+
+        >>> old = set_max_ctx_walk(10**9); _ = set_max_ctx_walk(old)
+    """
+    global _max_ctx_walk
+    old = _max_ctx_walk
+    _max_ctx_walk = int(n)
+    return old
+
+
 cdef inline void _lock(MaskCacheC* c) noexcept nogil:
     while not xm_flag_try(&c.lock):
         xm_yield()
@@ -59,7 +85,7 @@ cdef int _table_put(CacheEntryC** table, intp_t cap, CacheEntryC* e) noexcept no
     return 0
 
 
-cdef int _register(MaskCacheC* c, CacheEntryC* e) noexcept nogil:
+cdef int _register(EntryStore* c, CacheEntryC* e) noexcept nogil:
     # Add a new distinct entry (lock held).  -1 when out of memory (nothing changed).
     cdef intp_t k, new_cap
     cdef CacheEntryC** t
@@ -84,11 +110,11 @@ cdef int _register(MaskCacheC* c, CacheEntryC* e) noexcept nogil:
     _table_put(c.table, c.table_cap, e)
     c.owned[c.n_owned] = e
     c.n_owned += 1
-    c.entry_bytes += _entry_bytes(e)
+    c.bytes += _entry_bytes(e)
     return 0
 
 
-cdef CacheEntryC* _find(const MaskCacheC* c, const CacheEntryC* e) noexcept nogil:
+cdef CacheEntryC* _find(const EntryStore* c, const CacheEntryC* e) noexcept nogil:
     cdef intp_t slot
     if c.table_cap == 0:
         return NULL
@@ -98,6 +124,20 @@ cdef CacheEntryC* _find(const MaskCacheC* c, const CacheEntryC* e) noexcept nogi
             return c.table[slot]
         slot = (slot + 1) & (c.table_cap - 1)
     return NULL
+
+
+cdef void _store_free(EntryStore* c) noexcept nogil:
+    cdef intp_t k
+    for k in range(c.n_owned):
+        free(c.owned[k])
+    free(c.owned)
+    free(c.table)
+    memset(c, 0, sizeof(EntryStore))
+
+
+cdef int64_t _store_bytes(const EntryStore* c) noexcept nogil:
+    # payload, headers and dedup table
+    return c.bytes + c.n_owned * <int64_t>sizeof(CacheEntryC) + c.table_cap * <int64_t>sizeof(void*)
 
 
 cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) except NULL nogil:
@@ -110,11 +150,11 @@ cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) e
         _unlock(c)
         free(e)
         return cur
-    same = _find(c, e)
+    same = _find(&c.store, e)
     if same != NULL:
         free(e)
         e = same
-    elif _register(c, e) != 0:
+    elif _register(&c.store, e) != 0:
         _unlock(c)
         free(e)
         with gil:
@@ -176,7 +216,8 @@ cdef int _check_cache_memory(MaskCacheC* c) except -1 nogil:
     # The stored entries may not pass max_bytes: checked before each classification, so the
     # cache passes its cap by at most one entry (a bitset plus uncertain ids: < 4 bytes x the
     # vocabulary).
-    cdef int64_t stored = c.entry_bytes + c.n_owned * <int64_t>sizeof(CacheEntryC)
+    cdef int64_t stored = (c.store.bytes + c.store.n_owned * <int64_t>sizeof(CacheEntryC)
+                           + _store_bytes(&c.pair_store) + c.pair_row_bytes)
     if c.max_bytes > 0 and stored > c.max_bytes:
         with gil:
             raise GrammarLimitError(
@@ -190,14 +231,17 @@ cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const Automa
     # deadline: a monotonic time (0: the cache's own, max_seconds from now)
     cdef int32_t r = c.state_rule[state]
     cdef CacheEntryC* e
+    cdef intp_t n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
     _check_cache_memory(c)
     s.max_tops = c.max_tops
     s.max_bytes = c.max_bytes
     s.deadline = deadline
     if deadline <= 0 and c.max_seconds > 0:
         s.deadline = monotonic_seconds() + c.max_seconds
-    e = classify_entry(s, a, v, state, c.ctx_states + c.ctx_off[r],
-                       c.ctx_off[r + 1] - c.ctx_off[r], c.follow + 256 * <intp_t>r)
+    if n_ctx > c.max_ctx_walk:
+        n_ctx = -1  # (its follow row is the rule's FOLLOW set, see MaskCache.__init__)
+    e = classify_entry(s, a, v, state, -1, c.ctx_states + c.ctx_off[r], n_ctx,
+                       c.follow + 256 * <intp_t>r)
     _lock(c)
     if s.peak_tops > c.peak_tops:
         c.peak_tops = s.peak_tops
@@ -222,6 +266,68 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
     finally:
         scratch_free(&s)
     return _publish(c, state, e)
+
+
+cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
+                                            const VocabC* v, int32_t state, int32_t ret,
+                                            intp_t slot, double* deadline) except NULL nogil:
+    # Classify `state` over a frame at `ret` (pair slot `slot` of the state's row): the walk
+    # starts with both frames, and continues into the callers of ret's rule.
+    cdef ClassifyScratch s
+    cdef CacheEntryC* e
+    cdef CacheEntryC* same
+    cdef CacheEntryC** row
+    cdef const CacheEntryC* cur
+    cdef int32_t r = c.state_rule[ret]
+    cdef intp_t n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
+    cdef intp_t n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
+    if n_ctx > c.max_ctx_walk:
+        n_ctx = -1
+    if deadline[0] <= 0 and c.max_seconds > 0:
+        deadline[0] = monotonic_seconds() + c.max_seconds
+    scratch_init(&s, v)
+    try:
+        _check_cache_memory(c)
+        s.max_tops = c.max_tops
+        s.max_bytes = c.max_bytes
+        s.deadline = deadline[0]
+        e = classify_entry(&s, a, v, state, ret, c.ctx_states + c.ctx_off[r], n_ctx,
+                           c.follow + 256 * <intp_t>r)
+    finally:
+        scratch_free(&s)
+    _lock(c)
+    if s.peak_tops > c.peak_tops:
+        c.peak_tops = s.peak_tops
+    if s.peak_bytes > c.peak_bytes:
+        c.peak_bytes = s.peak_bytes
+    row = c.pair_rows[state]
+    if row == NULL:
+        row = <CacheEntryC**>calloc(<size_t>n_slots, sizeof(CacheEntryC*))
+        if row == NULL:
+            _unlock(c)
+            free(e)
+            with gil:
+                raise MemoryError()
+        c.pair_row_bytes += 8 * n_slots
+        xm_store_release(<void**>&c.pair_rows[state], row)
+    cur = row[slot]
+    if cur != NULL:  # another thread won the race
+        _unlock(c)
+        free(e)
+        return cur
+    same = _find(&c.pair_store, e)
+    if same != NULL:
+        free(e)
+        e = same
+    elif _register(&c.pair_store, e) != 0:
+        _unlock(c)
+        free(e)
+        with gil:
+            raise MemoryError()
+    xm_store_release(<void**>&row[slot], e)
+    c.n_pairs += 1
+    _unlock(c)
+    return e
 
 
 cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
@@ -308,7 +414,12 @@ cdef class MaskCache:
         if (ctx_off.shape[0] != n_rules + 1 or ctx_off[0] != 0
                 or ctx_off[n_rules] != ctx_states.shape[0] or (np.diff(ctx_off) < 0).any()):
             raise ValueError("automaton return-context offsets are inconsistent")
-        follow = np.ascontiguousarray(automaton.rule_ctx_follow, dtype=np.uint8).reshape(-1)
+        follow = np.array(automaton.rule_ctx_follow, dtype=np.uint8)
+        # a rule with more return states than a walk follows: its own FOLLOW set (_classify)
+        many = np.flatnonzero(np.diff(ctx_off) > _max_ctx_walk)
+        if many.size:
+            follow[many] = np.asarray(automaton.rule_follow, dtype=np.uint8)[many]
+        follow = np.ascontiguousarray(follow.reshape(-1))
         state_rule = np.ascontiguousarray(automaton.state_rule, dtype=np.int32)
         if follow.shape[0] != 256 * n_rules or state_rule.shape[0] != n:
             raise ValueError("automaton context tables have the wrong size")
@@ -328,6 +439,7 @@ cdef class MaskCache:
         cdef const uint8_t[::1] fo = self.arrays["follow"]
         cdef const int32_t[::1] sr = self.arrays["state_rule"]
         self.c.n_states = n
+        self.c.max_ctx_walk = _max_ctx_walk
         if limits is not None:  # a CompileLimits: bounds on each state's classification
             self.c.max_tops = limits.max_classify_tops
             self.c.max_bytes = limits.max_compile_memory_bytes
@@ -339,17 +451,23 @@ cdef class MaskCache:
         self.c.entry = <CacheEntryC**>calloc(<size_t>(n if n > 0 else 1), sizeof(CacheEntryC*))
         if self.c.entry == NULL:
             raise MemoryError()
+        if many.size:  # states whose entries may be classified with the frame they return to
+            self.c.pair_rows = <CacheEntryC***>calloc(<size_t>n, sizeof(CacheEntryC**))
+            if self.c.pair_rows == NULL:
+                raise MemoryError()
 
     def __dealloc__(self):
         cdef intp_t k
         for k in range(self.c.n_spent_memo):
             free(self.c.spent_memo[k])
         free(self.c.spent_memo)
-        for k in range(self.c.n_owned):
-            free(self.c.owned[k])
-        free(self.c.owned)
-        free(self.c.table)
+        _store_free(&self.c.store)
+        _store_free(&self.c.pair_store)
         free(self.c.entry)
+        if self.c.pair_rows != NULL:
+            for k in range(self.c.n_states):
+                free(self.c.pair_rows[k])
+            free(self.c.pair_rows)
 
     def __reduce__(self):
         raise TypeError("MaskCache is not picklable; serialize its CompiledGrammar instead")
@@ -427,7 +545,7 @@ cdef class MaskCache:
         # no Python object is made under the spin lock: that could run arbitrary Python code
         # and switch to a thread spinning on the lock while holding the GIL
         _lock(&self.c)
-        classified, owned, nbytes = self.c.n_classified, self.c.n_owned, self.c.entry_bytes
+        classified, owned, nbytes = self.c.n_classified, self.c.store.n_owned, self.c.store.bytes
         _unlock(&self.c)
         return classified, owned, nbytes
 
@@ -440,19 +558,27 @@ cdef class MaskCache:
         """Bytes held, by part (one consistent snapshot): ``entry_payloads`` (token ids and
         uncertain positions of the distinct entries, and the masks memoized for the last token
         of a token budget), ``entry_headers``, ``state_index`` (the
-        per-state entry pointers), ``dedup_table`` and ``context_tables`` (return contexts,
-        follow sets, state rules).  Entries only grow, so equal results before and after an
+        per-state entry pointers), ``dedup_table``, ``context_tables`` (return contexts,
+        follow sets, state rules) and, for a grammar with a rule whose callers are not walked,
+        ``pair_entries`` (the entries of (state, return state) pairs, MaskCacheC.pair_rows,
+        with their rows and table).  Entries only grow, so equal results before and after an
         ``export()`` describe that export."""
-        cdef int64_t payload, headers, index, table
+        cdef int64_t payload, headers, index, table, pairs
         _lock(&self.c)  # plain C reads only under the lock (see summary)
-        payload = self.c.entry_bytes + self.c.spent_memo_bytes
-        headers = self.c.n_owned * <int64_t>sizeof(CacheEntryC)
+        payload = self.c.store.bytes + self.c.spent_memo_bytes
+        headers = self.c.store.n_owned * <int64_t>sizeof(CacheEntryC)
         index = self.c.n_states * <int64_t>sizeof(void*)
-        table = self.c.table_cap * <int64_t>sizeof(void*)
+        table = self.c.store.table_cap * <int64_t>sizeof(void*)
+        pairs = _store_bytes(&self.c.pair_store) + self.c.pair_row_bytes
+        if self.c.pair_rows != NULL:
+            pairs += self.c.n_states * <int64_t>sizeof(void*)
         _unlock(&self.c)
-        return {"entry_payloads": payload, "entry_headers": headers, "state_index": index,
-                "dedup_table": table,
-                "context_tables": sum(a.nbytes for a in self.arrays.values())}
+        parts = {"entry_payloads": payload, "entry_headers": headers, "state_index": index,
+                 "dedup_table": table,
+                 "context_tables": sum(a.nbytes for a in self.arrays.values())}
+        if self.c.pair_rows != NULL:
+            parts["pair_entries"] = pairs
+        return parts
 
     def export(self):
         """A snapshot as flat arrays: ``state_entry`` (entry index, -1 = not classified),

@@ -11,8 +11,10 @@ walked.
 
 "Plain text" is what ``_tables.plain_utf8_step`` reads: UTF-8 without '"', '\\' or control
 bytes, starting on a character boundary.  A path may use the state's own transitions and its
-tail calls, as the shortcut's (``frame_succ``): it never leaves the rule's frame, so it accepts
-the token whatever the stack below holds.
+tail calls, as the shortcut's (``frame_succ``), and go one call deep (``call_succ``): a long
+bounded string reads ASCII itself and calls one shared rule for each other character, which
+returns to the next position.  The path never leaves the rule's frame, so it accepts the token
+whatever the stack below holds.
 
 Example (from Python, the test helper)::
 
@@ -23,14 +25,15 @@ Example (from Python, the test helper)::
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
+from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t, XM_FLAG_FINAL
 from xmask.runtime._tables cimport (
     AutomatonC, AutomatonTables, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
 )
 from xmask.runtime._intseq cimport key_slot
 
-# Pairs one search may visit; past it the answer is the depth reached so far (a lower bound,
-# still exact to use: it only means more tokens are walked).
+# (state, return state, plain UTF-8 state) triples one search may visit; past it the answer is
+# the depth reached so far (a lower bound, still exact to use: it only means more tokens are
+# walked).
 cdef intp_t _MAX_PAIRS = 4096
 
 # Bytes that no plain state reads (category 0), else a category shared by the bytes whose
@@ -80,6 +83,31 @@ cdef int32_t frame_succ(const AutomatonC* a, int32_t x, uint8_t b) noexcept nogi
     return -1
 
 
+cdef int32_t call_succ(const AutomatonC* a, int32_t x, int32_t r, uint8_t b,
+                       int32_t* r_out) noexcept nogil:
+    # Like frame_succ, but a path may also enter one (non-tail) call and return from it: with
+    # r < 0, x is in the walked rule's frame; with r >= 0, x is in a callee that returns to r.
+    # The state reached is returned (-1: none) and its return state stored in r_out[0].
+    # One path among several is enough (a path for every plain string is what is asked).
+    cdef int32_t t = frame_succ(a, x, b), y
+    cdef intp_t i
+    r_out[0] = r
+    if t >= 0:
+        return t
+    if r >= 0:
+        if a.flags[x] & XM_FLAG_FINAL:  # the callee may end here: its caller reads b
+            return call_succ(a, r, -1, b, r_out)
+        return -1
+    for i in range(a.call_offsets[x], a.call_offsets[x + 1]):
+        if a.call_ret[i] < 0 or (a.call_budget != NULL and a.call_budget[i] >= 0):
+            continue  # tail calls: frame_succ's; a budgeted callee: its tokens are counted
+        y = frame_succ(a, a.call_target[i], b)
+        if y >= 0:
+            r_out[0] = a.call_ret[i]
+            return y
+    return -1
+
+
 cdef int _reserve(PlainDepthScratch* s) except -1 nogil:
     if s.keys != NULL:
         return 0
@@ -94,19 +122,21 @@ cdef int _reserve(PlainDepthScratch* s) except -1 nogil:
     return 0
 
 
-cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state,
+cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state, int32_t ret,
                         intp_t limit, bint* closed) except -2 nogil:
     """The most bytes d <= ``limit`` such that every plain string of up to d bytes has a path
-    from ``state`` inside its frame: a breadth-first search over (state, plain UTF-8 state)
-    pairs, which stops at the first pair refusing a plain byte (its depth is the answer: BFS
-    meets pairs in order of the fewest bytes that reach them).  ``closed[0]`` tells whether the
+    from ``state`` inside its frame: a breadth-first search over (state, return state, plain
+    UTF-8 state) triples (the return state of the one call the path may be in, see
+    ``call_succ``), which stops at the first triple refusing a plain byte (its depth is the
+    answer: BFS meets them in order of the fewest bytes that reach them).  ``closed[0]`` tells whether the
     search visited every reachable pair without a refusal: then every plain string of any
     length has a path (an unbounded string body)."""
     cdef uint8_t reps[256]
     cdef uint8_t seen[256 * 32]
     cdef intp_t n_reps = 0, n_pairs = 1, head = 0, mask, slot, k
     cdef int64_t key, got
-    cdef int32_t x, t, dep
+    cdef int32_t x, r, r2, t, dep
+    cdef int64_t n_ret = a.n_states + 1  # return states -1 .. n_states - 1, shifted by one
     cdef uint8_t u, u2, b
     cdef int cb
     cdef bint dedup = a.n_classes * _N_CAT <= 256 * 32  # (else every plain byte: still exact)
@@ -130,7 +160,7 @@ cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state
     mask = 2 * s.cap - 1
     for slot in range(2 * s.cap):
         s.keys[slot] = -1
-    key = <int64_t>state * PLAIN_UTF8_STATES
+    key = (<int64_t>state * n_ret + (ret + 1)) * PLAIN_UTF8_STATES
     s.queue[0] = key
     s.depth[0] = 0
     s.keys[key_slot(key, mask)] = key
@@ -139,17 +169,19 @@ cdef intp_t plain_depth(PlainDepthScratch* s, const AutomatonC* a, int32_t state
         if dep >= limit:
             return limit
         key = s.queue[head]
-        x = <int32_t>(key // PLAIN_UTF8_STATES)
         u = <uint8_t>(key % PLAIN_UTF8_STATES)
+        key = key // PLAIN_UTF8_STATES
+        x = <int32_t>(key // n_ret)
+        r = <int32_t>(key % n_ret) - 1
         for k in range(n_reps):
             b = reps[k]
             u2 = plain_utf8_step(u, b)
             if u2 == PLAIN_UTF8_NONE:
                 continue
-            t = frame_succ(a, x, b)
+            t = call_succ(a, x, r, b, &r2)
             if t < 0:
                 return dep  # a plain string of dep + 1 bytes dies here
-            key = <int64_t>t * PLAIN_UTF8_STATES + u2
+            key = (<int64_t>t * n_ret + (r2 + 1)) * PLAIN_UTF8_STATES + u2
             slot = key_slot(key, mask)
             while True:
                 got = s.keys[slot]
@@ -187,7 +219,7 @@ def plain_depth_of(AutomatonTables tables, int32_t state, intp_t limit):
         raise ValueError(f"no state {state}")
     memset(&s, 0, sizeof(PlainDepthScratch))
     try:
-        d = plain_depth(&s, &tables.c, state, limit, &closed)
+        d = plain_depth(&s, &tables.c, state, -1, limit, &closed)
     finally:
         plain_depth_free(&s)
     return int(d), bool(closed)

@@ -138,6 +138,7 @@ cdef void stack_free(StackC* st) noexcept nogil
 cdef int stack_clone(StackC* dst, const StackC* src) except -1 nogil
 cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil
 cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil
+cdef int32_t stack_find(const StackC* st, int32_t state, int32_t parent) noexcept nogil
 cdef int32_t stack_parent_of(StackC* st, int32_t* ids, intp_t n) except -1 nogil
 cdef bint stack_set_contains(const StackC* st, intp_t d, int32_t node) noexcept nogil
 cdef int stack_drop_front(StackC* st, intp_t n_sets) except -1 nogil

@@ -205,6 +205,20 @@ cdef int stack_reset(StackC* st, bint drop_nodes) except -1 nogil:
     return 0
 
 
+cdef int32_t stack_find(const StackC* st, int32_t state, int32_t parent) noexcept nogil:
+    # The node (state, parent) if it exists, else -1 (nothing is created).
+    cdef intp_t mask = st.table_cap - 1
+    cdef intp_t slot = _hash(state, parent) & mask
+    cdef int32_t n
+    while True:
+        n = st.table[slot]
+        if n < 0:
+            return -1
+        if st.node_state[n] == state and st.node_parent[n] == parent:
+            return n
+        slot = (slot + 1) & mask
+
+
 cdef int32_t stack_node(StackC* st, int32_t state, int32_t parent) except -1 nogil:
     # The unique node for (state, parent), created if new.  parent: a node id or -2 - set.
     cdef intp_t mask = st.table_cap - 1

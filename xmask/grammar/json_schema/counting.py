@@ -31,7 +31,8 @@ def counted(ctx: Context, item: Expr, lo: int, hi: Optional[int], hint: str,
     exact and keeps automata small.  Chunks make tokens that cross a chunk end
     context-dependent (checked per mask), so string characters use a large ``direct``
     (:data:`DIRECT_STRING`): a plain chain of states, where the mask cache merges all
-    states further than the longest token from the bound."""
+    states further than the longest token from the bound.  (String bounds of 64 to 10,000
+    characters do not come here: :meth:`.strings.Strings.counted_chars`.)"""
     if hi is not None and hi <= direct or hi is None and lo <= direct:
         return repeat(item, lo, hi)
     head = _exactly(ctx, item, lo, hint, direct=direct)

@@ -16,7 +16,8 @@ from ..ir import CharClass
 
 __all__ = [
     "MAX_ANY_ORDER_PROPERTIES", "MAX_INDENT_DEPTH", "MAX_DISJUNCTION_NESTING", "MAX_COUNT_STATES",
-    "MAX_COUNT_BOUND", "DIRECT_REPEAT", "DIRECT_STRING", "NULL", "BOOL", "OBJ", "ARR", "STR", "INT",
+    "MAX_COUNT_BOUND", "DIRECT_REPEAT", "DIRECT_STRING", "CALLED_STRING_MIN", "CALLED_STRING_MAX", "NULL",
+    "BOOL", "OBJ", "ARR", "STR", "INT",
     "FRAC", "ALL_KINDS", "TYPE_KINDS", "FALSE", "NEVER", "STRUCTURAL", "ANNOTATIONS", "COMPANIONS",
     "IGNORED", "OWN_KEYWORDS", "KNOWN_KEYWORDS", "NUMERIC_FORMATS", "SCHEMA_MAPS", "SCHEMA_LISTS",
     "SCHEMA_SINGLES", "SUBSCHEMA_KEYS", "LATER_KEYWORDS",
@@ -37,6 +38,11 @@ MAX_COUNT_BOUND = 1_000_000
 DIRECT_REPEAT = 12
 #: string lengths up to this many characters are a plain chain (see :func:`.counting.counted`)
 DIRECT_STRING = 256
+#: string lengths from this many characters use one state per position (see
+#: :meth:`.strings.Strings.counted_chars`) ...
+CALLED_STRING_MIN = 64
+#: ... up to this many (and ``CompileLimits.max_repeat``); longer ones are chunked as above
+CALLED_STRING_MAX = 10_000
 
 # ---------------------------------------------------------------------------- kinds
 NULL, BOOL, OBJ, ARR, STR, INT, FRAC = "null", "boolean", "object", "array", "string", "integer", "fraction"
