@@ -114,3 +114,32 @@ def test_a_forked_child_starts_its_own_pool(llama3_info):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_after_a_warm_up_no_fill_classifies_even_mid_character(llama3_info):
+    """A long bounded string's character tail is called from every position (more return
+    states than a walk follows): fills classify its states with the frame under them, as
+    (state, return state) pairs.  The warm-up classifies those pairs too, so no fill of a
+    warmed-up grammar classifies anything, and its masks equal a lazily built grammar's."""
+    import tokenizers
+
+    schema = {"type": "object", "properties": {"t": {"type": "string", "maxLength": 120}},
+              "required": ["t"]}
+    compiler = xmask.GrammarCompiler(llama3_info, cache_enabled=False)
+    warm = compiler.compile_json_schema(schema).precompute(max_threads=2)
+    lazy = compiler.compile_json_schema(schema)
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_json("llama3")))
+    text = '{"t": "' + "é€😀\\u00e9\\\\ab" * 8 + '"}'
+    ids = tok.encode(text, add_special_tokens=False).ids
+    before = warm._mask_cache.memory_parts()
+    assert before.get("pair_entries", 0) > 0
+    mw, ml = xmask.GrammarMatcher(warm), xmask.GrammarMatcher(lazy)
+    bw = xmask.allocate_token_bitmask(1, llama3_info.vocab_size)
+    bl = xmask.allocate_token_bitmask(1, llama3_info.vocab_size)
+    for tid in ids:
+        mw.fill_next_token_bitmask(bw)
+        ml.fill_next_token_bitmask(bl)
+        assert (bw == bl).all()
+        assert mw.accept_token(tid) and ml.accept_token(tid)
+    assert warm._mask_cache.memory_parts() == before  # nothing classified by the fills
+    assert lazy._mask_cache.memory_parts().get("pair_entries", 0) > 0  # the lazy one did

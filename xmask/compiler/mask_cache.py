@@ -156,14 +156,18 @@ def usable_cpus() -> int:
 
 def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_tables,
                           max_threads: int = 1, progress=None) -> None:
-    """Classify every top-capable state not classified yet (the warm-up mode), on up to
-    ``max_threads`` C threads (no more than :func:`usable_cpus`; the warm-up pool's threads,
-    at a lower OS priority, while the caller waits), under the compile deadline in force (``GrammarLimitError`` past
-    it).  States that no token can tell apart share one walk (``token_equivalent_states``).
-    ``progress(done, total)``, when given, is called after each chunk of walks (about 1% of
-    them, at least a few per thread: one C call per chunk keeps the threads busy)."""
+    """Classify every top-capable state not classified yet (the warm-up mode), and every
+    (state, return state) pair of the rules whose callers a walk does not follow (called from
+    more than ``cache.max_ctx_walk`` places: fills classify such a state with the frame under
+    it), on up to ``max_threads`` C threads (no more than :func:`usable_cpus`; the warm-up
+    pool's threads, at a lower OS priority, while the caller waits), under the compile
+    deadline in force (``GrammarLimitError`` past it).  States that no token can tell apart
+    share one walk (``token_equivalent_states``).  ``progress(done, total)``, when given, is
+    called after each chunk of walks (about 1% of them, at least a few per thread: one C call
+    per chunk keeps the threads busy)."""
     tops = top_states(automaton)
-    if cache.summary()[0] == len(tops):
+    pair_states, pair_rets = context_pairs(cache, automaton, tops)
+    if cache.summary()[0] == len(tops) and not len(pair_states):
         if progress is not None:
             progress(0, 0)
         return  # all classified (by fills or an earlier call): nothing to walk
@@ -171,16 +175,44 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     reps = np.unique(rep[tops]).astype(np.int32)
     limit = deadline.current()
     threads = max(1, min(int(max_threads), usable_cpus()))
-    step = len(reps) if progress is None else max(4 * threads, -(-len(reps) // 100))
-    for start in range(0, len(reps), step):
-        chunk = reps[start:start + step]
-        if not cache.precompute(automaton_tables, vocab_tables, chunk, threads,
-                                limit[0] if limit is not None else 0.0):
+    total = len(reps) + len(pair_states)
+    step = total if progress is None else max(4 * threads, -(-total // 100))
+    for start in range(0, total, step):
+        lo, hi = start, min(start + step, total)
+        ok = True
+        if lo < len(reps):  # states first, then pairs (a chunk may hold both)
+            ok = cache.precompute(automaton_tables, vocab_tables, reps[lo:min(hi, len(reps))],
+                                  threads, limit[0] if limit is not None else 0.0)
+        if ok and hi > len(reps):
+            p0, p1 = max(lo, len(reps)) - len(reps), hi - len(reps)
+            ok = cache.precompute(automaton_tables, vocab_tables, pair_states[p0:p1], threads,
+                                  limit[0] if limit is not None else 0.0, rets=pair_rets[p0:p1])
+        if not ok:
             deadline.check(limit)  # raises: the deadline passed inside the C loop
         if progress is not None:
-            progress(start + len(chunk), len(reps))
+            progress(hi, total)
     members = tops[rep[tops] != tops]
     cache.share(members, rep[members])
+
+
+def context_pairs(cache: MaskCache, automaton, tops):
+    """``(states, rets)``: every top-capable state of a rule with more return states than
+    ``cache.max_ctx_walk``, paired with each of them (int32 arrays, rule by rule)."""
+    ctx_off = np.asarray(automaton.rule_ctx_offsets, dtype=np.int64)
+    many = np.flatnonzero(np.diff(ctx_off) > cache.max_ctx_walk)
+    if not many.size:
+        empty = np.zeros(0, dtype=np.int32)
+        return empty, empty
+    flat = np.asarray(automaton.rule_ctx_flat, dtype=np.int32)
+    top_rule = np.asarray(automaton.state_rule)[tops]
+    states, rets = [], []
+    for r in many.tolist():
+        own = tops[top_rule == r]
+        ret = flat[ctx_off[r]:ctx_off[r + 1]]
+        states.append(np.repeat(own, len(ret)))
+        rets.append(np.tile(ret, len(own)))
+    return (np.concatenate(states).astype(np.int32, copy=False),
+            np.concatenate(rets).astype(np.int32, copy=False))
 
 
 def cache_summary(cache: MaskCache, automaton) -> dict:

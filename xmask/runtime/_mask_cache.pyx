@@ -355,12 +355,33 @@ cdef extern from "Python.h":
     void Py_XDECREF(PyObject* o)
 
 
+cdef int _precompute_pair_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
+                                const int32_t* states, const int32_t* rets, intp_t n,
+                                double deadline, char* status) except -1 nogil:
+    # Classify the (states[i], rets[i]) pairs of [0:n] that have no entry yet (rules whose
+    # callers a walk does not follow, see cache_pair_slot); status: 1 = past the deadline.
+    cdef intp_t i, slot
+    cdef double dl
+    for i in range(n):
+        if status[0]:
+            break
+        if deadline > 0 and monotonic_seconds() > deadline:
+            status[0] = 1
+            break
+        slot = cache_pair_slot(c, states[i], rets[i])
+        if slot >= 0 and cache_pair_peek(c, states[i], slot) == NULL:
+            dl = deadline
+            cache_classify_pair(c, a, v, states[i], rets[i], slot, &dl)
+    return 0
+
+
 cdef struct PrecomputeJob:
     # one warm-up call, shared by its threads: chunk k is states[k * per : (k + 1) * per]
     MaskCacheC* c
     const AutomatonC* a
     const VocabC* v
     const int32_t* states
+    const int32_t* rets  # NULL: classify states; else the pairs (states[i], rets[i])
     intp_t n
     intp_t per
     int64_t next_chunk  # atomic: the next chunk to take
@@ -376,8 +397,12 @@ cdef int _precompute_chunks(PrecomputeJob* j) except -1 nogil:
         k = <intp_t>xm_fetch_add(&j.next_chunk, 1)
         if k >= n_chunks:
             break
-        _precompute_chunk(j.c, j.a, j.v, j.states + k * j.per, min(j.per, j.n - k * j.per),
-                          j.deadline, &j.status)
+        if j.rets == NULL:
+            _precompute_chunk(j.c, j.a, j.v, j.states + k * j.per,
+                              min(j.per, j.n - k * j.per), j.deadline, &j.status)
+        else:
+            _precompute_pair_chunk(j.c, j.a, j.v, j.states + k * j.per, j.rets + k * j.per,
+                                   min(j.per, j.n - k * j.per), j.deadline, &j.status)
     return 0
 
 
@@ -473,17 +498,24 @@ cdef class MaskCache:
         raise TypeError("MaskCache is not picklable; serialize its CompiledGrammar instead")
 
     def precompute(self, AutomatonTables automaton, VocabTables vocab, states, int max_threads=1,
-                   double deadline=0.0):
+                   double deadline=0.0, rets=None):
         """Classify every state in ``states`` (int32, top-capable) that has no entry yet, on up
-        to ``max_threads`` C threads.  ``deadline``: a ``time.monotonic()`` value (0 = none);
-        returns False if it passed before every state was classified, else True."""
+        to ``max_threads`` C threads; with ``rets``, every pair ``(states[i], rets[i])`` of a
+        state of a rule whose callers a walk does not follow and one of that rule's return
+        states (see :attr:`max_ctx_walk`).  ``deadline``: a ``time.monotonic()`` value (0 =
+        none); returns False if it passed before every one was classified, else True."""
         cdef const int32_t[::1] st = np.ascontiguousarray(states, dtype=np.int32)
+        cdef const int32_t[::1] rt = st if rets is None else np.ascontiguousarray(rets, dtype=np.int32)
         cdef intp_t n = st.shape[0], k
         cdef PrecomputeJob job
         cdef intp_t n_threads
         cdef int ran
         cdef PyObject* err = NULL
         self._check_states(st)
+        if rets is not None:
+            if rt.shape[0] != n:
+                raise ValueError("states and rets differ in length")
+            self._check_states(rt)
         if n == 0:
             return True
         if automaton.c.n_states != self.c.n_states:
@@ -496,6 +528,7 @@ cdef class MaskCache:
         n_threads = max(1, min(<intp_t>max_threads, (n + 15) // 16))
         memset(&job, 0, sizeof(PrecomputeJob))
         job.c, job.a, job.v, job.states, job.n = &self.c, &automaton.c, &vocab.c, &st[0], n
+        job.rets = NULL if rets is None else &rt[0]
         job.per = max(1, min(16, n // (4 * n_threads)))
         job.deadline = deadline
         with nogil:
@@ -507,6 +540,12 @@ cdef class MaskCache:
             Py_XDECREF(err)
             raise e
         return job.status == 0
+
+    @property
+    def max_ctx_walk(self):
+        """How many return states a classification walk continues into: states of a rule
+        with more are classified per (state, return state) pair as well."""
+        return int(self.c.max_ctx_walk)
 
     def share(self, members, reps):
         """Give each ``members[i]`` without an entry the entry of ``reps[i]`` (which must be
