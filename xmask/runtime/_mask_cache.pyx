@@ -331,11 +331,14 @@ cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
 
 
 cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                           const int32_t* states, intp_t n, double deadline,
-                           char* status) except -1 nogil:
-    # Classify states[0:n] that have no entry yet; status: 1 = past the deadline.
+                           const int32_t* states, const int32_t* rets, intp_t n,
+                           double deadline, char* status) except -1 nogil:
+    # Classify states[0:n] that have no entry yet or, with rets, the (states[i], rets[i])
+    # pairs (rules whose callers a walk does not follow, see cache_pair_slot); status: 1 =
+    # past the deadline.
     cdef ClassifyScratch s
-    cdef intp_t i
+    cdef intp_t i, slot
+    cdef double dl
     scratch_init(&s, v)
     try:
         for i in range(n):
@@ -344,8 +347,14 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
             if deadline > 0 and monotonic_seconds() > deadline:
                 status[0] = 1
                 break
-            if cache_peek(c, states[i]) == NULL:
-                _publish(c, states[i], _classify_with(&s, c, a, v, states[i], deadline))
+            if rets == NULL:
+                if cache_peek(c, states[i]) == NULL:
+                    _publish(c, states[i], _classify_with(&s, c, a, v, states[i], deadline))
+                continue
+            slot = cache_pair_slot(c, states[i], rets[i])
+            if slot >= 0 and cache_pair_peek(c, states[i], slot) == NULL:
+                dl = deadline
+                cache_classify_pair(c, a, v, states[i], rets[i], slot, &dl)
     finally:
         scratch_free(&s)
     return 0
@@ -353,26 +362,6 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
 
 cdef extern from "Python.h":
     void Py_XDECREF(PyObject* o)
-
-
-cdef int _precompute_pair_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
-                                const int32_t* states, const int32_t* rets, intp_t n,
-                                double deadline, char* status) except -1 nogil:
-    # Classify the (states[i], rets[i]) pairs of [0:n] that have no entry yet (rules whose
-    # callers a walk does not follow, see cache_pair_slot); status: 1 = past the deadline.
-    cdef intp_t i, slot
-    cdef double dl
-    for i in range(n):
-        if status[0]:
-            break
-        if deadline > 0 and monotonic_seconds() > deadline:
-            status[0] = 1
-            break
-        slot = cache_pair_slot(c, states[i], rets[i])
-        if slot >= 0 and cache_pair_peek(c, states[i], slot) == NULL:
-            dl = deadline
-            cache_classify_pair(c, a, v, states[i], rets[i], slot, &dl)
-    return 0
 
 
 cdef struct PrecomputeJob:
@@ -397,12 +386,9 @@ cdef int _precompute_chunks(PrecomputeJob* j) except -1 nogil:
         k = <intp_t>xm_fetch_add(&j.next_chunk, 1)
         if k >= n_chunks:
             break
-        if j.rets == NULL:
-            _precompute_chunk(j.c, j.a, j.v, j.states + k * j.per,
-                              min(j.per, j.n - k * j.per), j.deadline, &j.status)
-        else:
-            _precompute_pair_chunk(j.c, j.a, j.v, j.states + k * j.per, j.rets + k * j.per,
-                                   min(j.per, j.n - k * j.per), j.deadline, &j.status)
+        _precompute_chunk(j.c, j.a, j.v, j.states + k * j.per,
+                          NULL if j.rets == NULL else j.rets + k * j.per,
+                          min(j.per, j.n - k * j.per), j.deadline, &j.status)
     return 0
 
 
