@@ -143,3 +143,28 @@ def test_after_a_warm_up_no_fill_classifies_even_mid_character(llama3_info):
         assert mw.accept_token(tid) and ml.accept_token(tid)
     assert warm._mask_cache.memory_parts() == before  # nothing classified by the fills
     assert lazy._mask_cache.memory_parts().get("pair_entries", 0) > 0  # the lazy one did
+
+
+def test_a_warm_up_leaves_too_many_pairs_to_the_fills(llama3_info, monkeypatch):
+    import tokenizers
+
+    from xmask.compiler import mask_cache
+
+    schema = {"type": "object", "properties": {"t": {"type": "string", "maxLength": 120}},
+              "required": ["t"]}
+    compiler = xmask.GrammarCompiler(llama3_info, cache_enabled=False)
+    monkeypatch.setattr(mask_cache, "MAX_PAIR_WALKS", 10)
+    warm = compiler.compile_json_schema(schema).precompute(max_threads=2)
+    assert warm.cache_summary()["pending"] == 0  # every state, still
+    before = warm._mask_cache.memory_parts()
+    m = xmask.GrammarMatcher(warm)
+    bitmask = xmask.allocate_token_bitmask(1, llama3_info.vocab_size)
+    m.fill_next_token_bitmask(bitmask)
+    assert m.accept_string('{"t": "ab')
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_json("llama3")))
+    for piece in ("Ã", "©"):  # "é" as two tokens: a boundary inside the character
+        m.fill_next_token_bitmask(bitmask)
+        assert m.accept_token(tok.token_to_id(piece))
+    m.fill_next_token_bitmask(bitmask)
+    # the fills classified pairs the warm-up left to them
+    assert warm._mask_cache.memory_parts()["pair_entries"] > before.get("pair_entries", 0)

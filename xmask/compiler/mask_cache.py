@@ -146,6 +146,11 @@ def new_mask_cache(automaton, limits=None) -> MaskCache:
     return MaskCache(automaton, DEFAULT_LIMITS if limits is None else limits)
 
 
+#: Pair walks a warm-up makes at most (beyond, the grammar's pairs stay lazy): about 0.1 ms
+#: each, so a few seconds.
+MAX_PAIR_WALKS = 20_000
+
+
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask where the OS has one)."""
     try:
@@ -159,7 +164,7 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     """Classify every top-capable state not classified yet (the warm-up mode), and every
     (state, return state) pair of the rules whose callers a walk does not follow (called from
     more than ``cache.max_ctx_walk`` places: fills classify such a state with the frame under
-    it), on up to ``max_threads`` C threads (no more than :func:`usable_cpus`; the warm-up
+    it) unless that takes more than :data:`MAX_PAIR_WALKS` walks, on up to ``max_threads`` C threads (no more than :func:`usable_cpus`; the warm-up
     pool's threads, at a lower OS priority, while the caller waits), under the compile
     deadline in force (``GrammarLimitError`` past it).  States that no token can tell apart
     share one walk (``token_equivalent_states``).  ``progress(done, total)``, when given, is
@@ -173,9 +178,14 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
         return  # all classified (by fills or an earlier call): nothing to walk
     rep = token_equivalent_states(automaton, int(vocab_tables.max_token_len) + 1)
     reps = np.unique(rep[tops]).astype(np.int32)
+    if len(pair_states) > MAX_PAIR_WALKS:
+        # too many to warm up (a long bounded string's character tail called from thousands
+        # of positions): fills classify those pairs on first use
+        pair_states = pair_rets = pair_states[:0]
+    walk_states, walk_rets = pair_states, pair_rets
     limit = deadline.current()
     threads = max(1, min(int(max_threads), usable_cpus()))
-    total = len(reps) + len(pair_states)
+    total = len(reps) + len(walk_states)
     step = total if progress is None else max(4 * threads, -(-total // 100))
     for start in range(0, total, step):
         lo, hi = start, min(start + step, total)
@@ -185,8 +195,8 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
                                   threads, limit[0] if limit is not None else 0.0)
         if ok and hi > len(reps):
             p0, p1 = max(lo, len(reps)) - len(reps), hi - len(reps)
-            ok = cache.precompute(automaton_tables, vocab_tables, pair_states[p0:p1], threads,
-                                  limit[0] if limit is not None else 0.0, rets=pair_rets[p0:p1])
+            ok = cache.precompute(automaton_tables, vocab_tables, walk_states[p0:p1], threads,
+                                  limit[0] if limit is not None else 0.0, rets=walk_rets[p0:p1])
         if not ok:
             deadline.check(limit)  # raises: the deadline passed inside the C loop
         if progress is not None:
