@@ -302,7 +302,7 @@ cdef int32_t target(Ctx* c, const int32_t* raw, isz n, bint check_states, int* s
 cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     """Subset construction of one rule into c.run_* / c.finals / c.call_*; returns a status."""
     cdef int status = ST_OK
-    cdef isz d = 0, i, nsub
+    cdef isz d = 0, i, nsub, work = 0
     cdef const int32_t* sub
     cdef bint fin
     sm_clear(&c.index)
@@ -319,9 +319,14 @@ cdef int determinize(Ctx* c, int32_t start) noexcept nogil:
     if target(c, &start, 1, False, &status) < 0:
         return status
     while d < c.index.val.n:
-        if not (d & 255) and c.deadline >= 0 and xm_now() > c.deadline:
-            return ST_DEADLINE
         nsub = c.index.off.d[d + 1] - c.index.off.d[d]
+        # the deadline every 256 states, and every ~64k subset members: a state's cost grows
+        # with its subset, and huge subsets (ambiguous repeats) made 256 states take minutes
+        work += nsub + 1
+        if (not (d & 255) or work >= 65536) and c.deadline >= 0:
+            work = 0
+            if xm_now() > c.deadline:
+                return ST_DEADLINE
         c.cur.n = 0
         if iv_reserve(&c.cur, nsub):
             return ST_NOMEM
