@@ -171,17 +171,15 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     called after each chunk of walks (about 1% of them, at least a few per thread: one C call
     per chunk keeps the threads busy)."""
     tops = top_states(automaton)
-    pair_states, pair_rets = context_pairs(cache, automaton, tops)
+    # too many pairs to warm up (a long bounded string's character tail called from thousands
+    # of positions): fills classify those on first use
+    pair_states, pair_rets = context_pairs(cache, automaton, tops, MAX_PAIR_WALKS)
     if cache.summary()[0] == len(tops) and not len(pair_states):
         if progress is not None:
             progress(0, 0)
         return  # all classified (by fills or an earlier call): nothing to walk
     rep = token_equivalent_states(automaton, int(vocab_tables.max_token_len) + 1)
     reps = np.unique(rep[tops]).astype(np.int32)
-    if len(pair_states) > MAX_PAIR_WALKS:
-        # too many to warm up (a long bounded string's character tail called from thousands
-        # of positions): fills classify those pairs on first use
-        pair_states = pair_rets = pair_states[:0]
     walk_states, walk_rets = pair_states, pair_rets
     limit = deadline.current()
     threads = max(1, min(int(max_threads), usable_cpus()))
@@ -205,22 +203,27 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     cache.share(members, rep[members])
 
 
-def context_pairs(cache: MaskCache, automaton, tops):
+def context_pairs(cache: MaskCache, automaton, tops, limit: int = -1):
     """``(states, rets)``: every top-capable state of a rule with more return states than
-    ``cache.max_ctx_walk``, paired with each of them (int32 arrays, rule by rule)."""
+    ``cache.max_ctx_walk``, paired with each of them (int32 arrays, rule by rule); empty when
+    there are more than ``limit`` (>= 0) pairs (counted before any array is made: a recursive
+    rule inside a big repeat has 10,000 return states)."""
+    empty = np.zeros(0, dtype=np.int32)
     ctx_off = np.asarray(automaton.rule_ctx_offsets, dtype=np.int64)
     many = np.flatnonzero(np.diff(ctx_off) > cache.max_ctx_walk)
     if not many.size:
-        empty = np.zeros(0, dtype=np.int32)
         return empty, empty
     flat = np.asarray(automaton.rule_ctx_flat, dtype=np.int32)
     top_rule = np.asarray(automaton.state_rule)[tops]
+    own = {r: tops[top_rule == r] for r in many.tolist()}
+    count = sum(len(own[r]) * int(ctx_off[r + 1] - ctx_off[r]) for r in own)
+    if count == 0 or 0 <= limit < count:
+        return empty, empty
     states, rets = [], []
-    for r in many.tolist():
-        own = tops[top_rule == r]
+    for r, mine in own.items():
         ret = flat[ctx_off[r]:ctx_off[r + 1]]
-        states.append(np.repeat(own, len(ret)))
-        rets.append(np.tile(ret, len(own)))
+        states.append(np.repeat(mine, len(ret)))
+        rets.append(np.tile(ret, len(mine)))
     return (np.concatenate(states).astype(np.int32, copy=False),
             np.concatenate(rets).astype(np.int32, copy=False))
 
