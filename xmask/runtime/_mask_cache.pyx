@@ -140,29 +140,35 @@ cdef int64_t _store_bytes(const EntryStore* c) noexcept nogil:
     return c.bytes + c.n_owned * <int64_t>sizeof(CacheEntryC) + c.table_cap * <int64_t>sizeof(void*)
 
 
-cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) except NULL nogil:
-    # Publish a new (unowned) entry for `state`; returns what the state ends up with.
-    cdef CacheEntryC* cur
+cdef const CacheEntryC* _publish_locked(MaskCacheC* c, CacheEntryC** slot, EntryStore* store,
+                                       intp_t* count, CacheEntryC* e) except NULL nogil:
+    # With the lock held (released here): publish a new (unowned) entry into `slot` (a state's
+    # or a pair's), deduplicated in `store`; returns what the slot ends up with.
+    cdef CacheEntryC* cur = slot[0]
     cdef CacheEntryC* same
-    _lock(c)
-    cur = c.entry[state]
     if cur != NULL:  # another thread won the race
         _unlock(c)
         free(e)
         return cur
-    same = _find(&c.store, e)
+    same = _find(store, e)
     if same != NULL:
         free(e)
         e = same
-    elif _register(&c.store, e) != 0:
+    elif _register(store, e) != 0:
         _unlock(c)
         free(e)
         with gil:
             raise MemoryError()
-    xm_store_release(<void**>&c.entry[state], e)
-    c.n_classified += 1
+    xm_store_release(<void**>slot, e)
+    count[0] += 1
     _unlock(c)
     return e
+
+
+cdef const CacheEntryC* _publish(MaskCacheC* c, int32_t state, CacheEntryC* e) except NULL nogil:
+    # Publish a new (unowned) entry for `state`; returns what the state ends up with.
+    _lock(c)
+    return _publish_locked(c, &c.entry[state], &c.store, &c.n_classified, e)
 
 
 cdef const SpentMemoC* cache_spent_memo_find(MaskCacheC* c, int32_t state,
@@ -275,9 +281,7 @@ cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
     # starts with both frames, and continues into the callers of ret's rule.
     cdef ClassifyScratch s
     cdef CacheEntryC* e
-    cdef CacheEntryC* same
     cdef CacheEntryC** row
-    cdef const CacheEntryC* cur
     cdef int32_t r = c.state_rule[ret]
     cdef intp_t n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
     cdef intp_t n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
@@ -310,24 +314,7 @@ cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
                 raise MemoryError()
         c.pair_row_bytes += 8 * n_slots
         xm_store_release(<void**>&c.pair_rows[state], row)
-    cur = row[slot]
-    if cur != NULL:  # another thread won the race
-        _unlock(c)
-        free(e)
-        return cur
-    same = _find(&c.pair_store, e)
-    if same != NULL:
-        free(e)
-        e = same
-    elif _register(&c.pair_store, e) != 0:
-        _unlock(c)
-        free(e)
-        with gil:
-            raise MemoryError()
-    xm_store_release(<void**>&row[slot], e)
-    c.n_pairs += 1
-    _unlock(c)
-    return e
+    return _publish_locked(c, &row[slot], &c.pair_store, &c.n_pairs, e)
 
 
 cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
