@@ -379,6 +379,28 @@ cdef bint _after_first_byte(ClassifyScratch* s, const AutomatonC* a, const Vocab
 
 cdef enum:
     MAX_AVOIDED = 8          # most ASCII bytes a "plain text but these" state may refuse
+    _PLAIN_SEARCH_CAP = 1024  # (state, plain state) pairs one search may visit
+
+
+cdef bint _refuses_plain_path(const AutomatonC* a, int32_t state) noexcept nogil:
+    # Whether the path of "ééé..." (C3 A9 repeated) from `state` meets a refusal within the
+    # frame: every search of _reads_plain_strings follows that path (no ASCII byte on it can be
+    # avoided) and fails there, so a bounded string body fails at once rather than after
+    # searching all of its positions up to the bound.  Stops at a self-loop and after as many
+    # steps as a search may visit pairs.
+    cdef int32_t x = state, y
+    cdef intp_t i
+    for i in range(_PLAIN_SEARCH_CAP):
+        y = frame_succ(a, x, 0xC3)
+        if y < 0:
+            return True
+        y = frame_succ(a, y, 0xA9)
+        if y < 0:
+            return True
+        if y == x:
+            return False
+        x = y
+    return False
 
 
 cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t state,
@@ -395,6 +417,8 @@ cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t 
     # go on a particular way), that byte is refused instead and the search starts over.
     cdef uint64_t forced_lo = 0, forced_hi = 0
     cdef int attempt, blame
+    if _refuses_plain_path(a, state):
+        return False
     if avoid == NULL:
         return _plain_search(s, a, state, NULL, 0, 0, NULL) == 1
     for attempt in range(MAX_AVOIDED):
@@ -415,7 +439,7 @@ cdef int _plain_search(ClassifyScratch* s, const AutomatonC* a, int32_t state, u
     # One search of _reads_plain_strings with the ASCII bytes in avoided_lo/hi refused from the
     # start.  Returns 1 on success, else 0 and (with `blame`) the ASCII byte that led into the
     # pair where the first refusal happened (-1 if none did).
-    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot, n_avoided = 0, k
+    cdef intp_t n_pairs = 1, head = 0, cap = _PLAIN_SEARCH_CAP, slot, n_avoided = 0, k
     cdef int64_t key, got
     cdef int32_t x, t
     cdef uint8_t u, u2
