@@ -35,6 +35,7 @@ MODULES = [
     "xmask.runtime._stack_gss",
     "xmask.runtime._stack_budget",
     "xmask.runtime._plain_depth",
+    "xmask.runtime._cache_entry",
     "xmask.runtime._classify",
     "xmask.runtime._token_equivalence",
     "xmask.runtime._mask_cache",
