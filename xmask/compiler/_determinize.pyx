@@ -30,7 +30,7 @@ from libc.string cimport memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, insertion_sort, sort_unique
 from xmask.compiler._ivec cimport IVec, LVec, ints_eq, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
-from xmask.compiler._minimize cimport MinWork, Moore, minimize_dfa, minwork_free
+from xmask.compiler._minimize cimport MinWork, Moore, merged_runs, minimize_dfa, minwork_free
 
 ctypedef Py_ssize_t isz
 
@@ -591,7 +591,6 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, Out* o, int32_t base) noexcept 
     """Append the quotient DFA (blocks ``blk``, ``m`` of them) to ``o``: each block's row is
     its first state's (blocks are numbered by first appearance, so they come in order)."""
     cdef isz n = c.finals.n, i, k, b, nb = 0
-    cdef int32_t t, last
     cdef int32_t* seen
     if (iv_reserve(&o.seen, m) or iv_reserve(&o.rcol, o.rcol.n + c.run_col.n)
             or iv_reserve(&o.rtgt, o.rtgt.n + c.run_col.n) or iv_reserve(&o.roff, o.roff.n + m)
@@ -608,16 +607,9 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, Out* o, int32_t base) noexcept 
         nb += 1
         o.roff.d[o.roff.n] = <int32_t>o.rcol.n
         o.roff.n += 1
-        last = -2
-        for k in range(c.run_off.d[i], c.run_off.d[i + 1]):
-            t = c.run_tgt.d[k]
-            if t >= 0:
-                t = blk[t] + base
-            if t != last:  # two targets merged into one block: one run
-                o.rcol.d[o.rcol.n] = c.run_col.d[k]
-                o.rtgt.d[o.rcol.n] = t
-                o.rcol.n += 1
-                last = t
+        # two targets merged into one block: one run
+        o.rcol.n += merged_runs(c.run_col.d, c.run_tgt.d, c.run_off.d[i], c.run_off.d[i + 1],
+                                blk, base, o.rcol.d + o.rcol.n, o.rtgt.d + o.rcol.n, 1)
         o.final.d[o.final.n] = c.finals.d[i]
         o.final.n += 1
         if nb == m:

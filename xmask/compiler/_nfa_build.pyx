@@ -15,21 +15,14 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from xmask.compiler._ivec cimport IVec, iv_reserve
+from xmask.grammar._ir_nodes cimport BYTES, CHOICE, CLASS, REF, REPEAT, SEQ, is_node_kind
 
 from .. import _deadline as deadline
 from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
-from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from ..grammar._ir_nodes import kind_of
 from .nfa import NfaArrays, class_edges, flatten_repeat
-from ._rule_scan import SizeMemo, distinct_refs, kind_of as _kind_of
-
-# the node kinds as C-level constants (the walk compares every node's type with them)
-cdef object _BYTES = Bytes
-cdef object _SEQ = Seq
-cdef object _REF = RuleRef
-cdef object _CHOICE = Choice
-cdef object _CLASS = CharClass
-cdef object _REPEAT = Repeat
+from ._rule_scan import SizeMemo, distinct_refs
 
 ctypedef Py_ssize_t isz
 
@@ -315,14 +308,13 @@ cdef class NFA:
             # waits for the GIL run (see _switch_interval), about every 0.1 ms
             self.next_switch = self.ticks + 256
             switch_point()
-        if (t is not _BYTES and t is not _SEQ and t is not _REF and t is not _CHOICE
-                and t is not _CLASS and t is not _REPEAT):
-            t = _kind_of(expr)
+        if not is_node_kind(t):
+            t = kind_of(expr)
         cdef isz cur, nxt, i, last, k, s, got
         cdef bytes data
         cdef const unsigned char* p
         cdef tuple items
-        if t is _BYTES:
+        if t is BYTES:
             data = expr.data
             p = data
             last = len(data) - 1
@@ -332,14 +324,14 @@ cdef class NFA:
                 push4(&self.byte, <int32_t>cur, p[i], p[i], <int32_t>nxt)
                 cur = nxt
             return self.finish(cur, end)
-        if t is _SEQ:
+        if t is SEQ:
             items = expr.items
             cur = start
             last = len(items) - 1
             for i in range(last + 1):
                 cur = self.build(items[i], cur, rule_index, end if i == last else -1)
             return self.finish(cur, end)
-        if t is _REF:
+        if t is REF:
             body = self.bodies.get(expr.name)
             if body is not None:
                 return self.inline(expr.name, body, start, rule_index, end)
@@ -347,7 +339,7 @@ cdef class NFA:
                 end = self.new()
             push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
             return end
-        if t is _CHOICE:
+        if t is CHOICE:
             if end < 0:
                 end = self.new()
             for item in expr.items:
@@ -355,7 +347,7 @@ cdef class NFA:
                 push2(&self.eps, <int32_t>start, <int32_t>s)
                 self.build(item, s, rule_index, end)
             return end
-        if t is _CLASS:
+        if t is CLASS:
             if end < 0:
                 end = self.new()
             # the class's edges, memoized by object (the value keeps the id from being reused)
@@ -369,7 +361,7 @@ cdef class NFA:
             k = got_c[1]
             self.paste_class(got_c[2], start, end, self.reserve(k) if k else 0)
             return end
-        if t is _REPEAT:
+        if t is REPEAT:
             return self.finish(self.repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
 
@@ -434,7 +426,7 @@ cdef class NFA:
 
     cdef isz repeat(self, expr, isz start, dict rule_index) except -1:
         cdef isz lo, hi, bound, cap, size, built, cur, loop, body_end, end, i, count
-        if isinstance(expr.item, Repeat):
+        if isinstance(expr.item, REPEAT):
             expr = flatten_repeat(expr, self.max_repeat)
         lo = expr.min
         hi = expr.max if expr.max is not None else -1

@@ -22,106 +22,16 @@ Example::
 import numpy as np
 
 from libc.stdint cimport int32_t
-from libc.stdlib cimport calloc, free
 
-from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
+from xmask.grammar._ir_nodes cimport (
+    BYTES, CHOICE, CLASS, REF, SEQ, TOKENS, PtrMap, is_node_kind, node_items, pm_free,
+    pm_init, pm_mark, pm_put, pm_slot,
+)
+
+from ..grammar._ir_nodes import kind_of
 from ._rule_graph import inline_plan
 
 ctypedef Py_ssize_t isz
-
-# the node kinds the walks know (TokenSet: a leaf, handled apart)
-NODE_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))
-cdef object _BYTES = Bytes
-cdef object _SEQ = Seq
-cdef object _CHOICE = Choice
-cdef object _REF = RuleRef
-cdef object _CLASS = CharClass
-cdef object _REPEAT = Repeat
-
-
-cdef inline bint _known(object t) noexcept:
-    # one of the six node kinds exactly (pointer compares; TokenSet and subclasses: no)
-    return (t is _BYTES or t is _SEQ or t is _REF or t is _CHOICE or t is _CLASS
-            or t is _REPEAT)
-
-
-def kind_of(expr):
-    """The node kind of an instance of a subclass of one (built as that kind)."""
-    for kind in NODE_KINDS:
-        if isinstance(expr, kind):
-            return kind
-    raise TypeError(f"unknown grammar node {expr!r}")
-
-
-# ---- a pointer -> size table (open addressing; key 0 = empty) --------------------------------
-
-cdef struct PtrMap:
-    size_t* keys
-    isz* vals
-    size_t mask
-    size_t used
-
-
-cdef int pm_init(PtrMap* m, size_t n) except -1:
-    m.keys = <size_t*>calloc(n, sizeof(size_t))
-    m.vals = <isz*>calloc(n, sizeof(isz))
-    m.mask = n - 1
-    m.used = 0
-    if m.keys == NULL or m.vals == NULL:
-        pm_free(m)
-        raise MemoryError()
-    return 0
-
-
-cdef void pm_free(PtrMap* m) noexcept:
-    free(m.keys)
-    free(m.vals)
-    m.keys = NULL
-    m.vals = NULL
-
-
-cdef inline size_t pm_slot(const PtrMap* m, size_t p) noexcept nogil:
-    """The slot holding ``p``, or the empty slot where it would go."""
-    cdef size_t h = ((p >> 4) * <size_t>0x9E3779B97F4A7C15) & m.mask
-    while m.keys[h] and m.keys[h] != p:
-        h = (h + 1) & m.mask
-    return h
-
-
-cdef int pm_put(PtrMap* m, size_t p, isz v) except -1:
-    """Set ``p``'s value; 1 when ``p`` was new."""
-    cdef size_t h = pm_slot(m, p), i, n
-    cdef PtrMap old
-    if m.keys[h]:
-        m.vals[h] = v
-        return 0
-    m.keys[h] = p
-    m.vals[h] = v
-    m.used += 1
-    if m.used * 2 > m.mask:
-        old = m[0]
-        n = (old.mask + 1) * 2
-        pm_init(m, n)
-        for i in range(old.mask + 1):
-            if old.keys[i]:
-                h = pm_slot(m, old.keys[i])
-                m.keys[h] = old.keys[i]
-                m.vals[h] = old.vals[i]
-        m.used = old.used
-        pm_free(&old)
-    return 1
-
-
-cdef inline int pm_mark(PtrMap* m, size_t p, isz stamp) except -1:
-    """1 when ``p``'s value was not ``stamp`` yet (it is now)."""
-    cdef size_t h = pm_slot(m, p)
-    if m.keys[h]:
-        if m.vals[h] == stamp:
-            return 0
-        m.vals[h] = stamp
-        return 1
-    pm_put(m, p, stamp)
-    return 1
 
 
 # ---- references ------------------------------------------------------------------------------
@@ -196,34 +106,31 @@ cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal, PtrM
     while stack:
         e = stack.pop()
         t = type(e)
-        if not _known(t):
-            if isinstance(e, TokenSet):
-                if token != NULL and type(e) is TokenSet:
+        if not is_node_kind(t):
+            if isinstance(e, TOKENS):
+                if token != NULL and type(e) is TOKENS:
                     token[0] = True
                 continue
             t = kind_of(e)
-        if t is _REF:
+        if t is REF:
             if e.name not in names:
                 names.add(e.name)
                 out.append(e.name)
             continue
-        if t is _SEQ or t is _CHOICE:
-            items = e.items
-        elif t is _REPEAT:
-            items = (e.item,)
-        else:
-            if t is _BYTES and tab != NULL and not literal[0]:
+        items = node_items(e, t)
+        if items is None:
+            if t is BYTES and tab != NULL and not literal[0]:
                 literal[0] = _has_flagged_byte(e.data, tab)
             continue
         for item in items:
             u = type(item)
-            if u is _BYTES:
+            if u is BYTES:
                 if tab != NULL and not literal[0]:
                     literal[0] = _has_flagged_byte(item.data, tab)
                 continue
-            if u is _CLASS:
+            if u is CLASS:
                 continue  # a leaf: nothing to find, and cheaper to skip than to remember
-            if u is _REF:
+            if u is REF:
                 if item.name not in names:
                     names.add(item.name)
                     out.append(item.name)
@@ -338,18 +245,18 @@ cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
     cdef object t = type(expr)
     cdef isz total, n
     cdef size_t h
-    if not _known(t):
+    if not is_node_kind(t):
         t = kind_of(expr)
-    if t is _BYTES:
+    if t is BYTES:
         return len(expr.data)
-    if t is _CLASS:
+    if t is CLASS:
         return 1 + len(expr.ranges)
-    if t is _REF:
+    if t is REF:
         return sizes.get(expr.name, 1)
     h = pm_slot(memo, <size_t><void*>expr)
     if memo.keys[h]:
         return memo.vals[h]
-    if t is _SEQ or t is _CHOICE:
+    if t is SEQ or t is CHOICE:
         total = 1
         for e in expr.items:
             total += _size(e, sizes, cap, memo, keep)
