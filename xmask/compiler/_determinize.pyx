@@ -713,11 +713,16 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     """Determinize and minimize every rule (NFA in CSR form, byte edges as inclusive byte
     ranges, ``byte_class`` (uint8[256], numbered by first byte) the grammar's byte classes).
 
-    Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst)``:
+    Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst,
+    runs)``:
     rule ``r`` owns global states ``rule_base[r] .. rule_base[r + 1]`` (its start first),
     ``trans`` is ``n x n_classes`` (global targets, -1 none; ``n_classes`` =
     ``max(byte_class) + 1``), ``finals`` uint8, and the calls
-    are (global state, callee rule index, global return state) triples.
+    are (global state, callee rule index, global return state) triples; ``runs`` is
+    ``(run_off, run_col, run_tgt)``, the rows of ``trans`` as the kernel built them: state
+    ``s``'s row is the runs ``run_off[s] .. run_off[s + 1]`` (first class, target or -1),
+    covering the classes in order, adjacent runs differing in target (the passes that read
+    every row read these instead of the dense table).
     """
     cdef Ctx c
     cdef Out o
@@ -800,13 +805,15 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 if status != ST_OK:
                     bad = <int32_t>r
                 r += 1
+            # (dense_table also closes o.roff: the runs' offsets, n + 1 of them)
             if status == ST_OK and dense_table(&o, n_classes, &g_trans):
                 status = ST_NOMEM
         if status == ST_NOMEM:
             raise MemoryError()
         return (status, bad, to_array(&rule_base, np.int32), take_array(&g_trans),
                 to_array(&o.final, np.uint8), to_array(&o.csrc, np.int32),
-                to_array(&o.crule, np.int32), to_array(&o.cdst, np.int32))
+                to_array(&o.crule, np.int32), to_array(&o.cdst, np.int32),
+                (take_array(&o.roff), take_array(&o.rcol), take_array(&o.rtgt)))
     finally:
         free(c.mark)
         free(c.one_val)
