@@ -188,18 +188,26 @@ def reachable_called(dict refs, dict bodies, str root, rules) -> list:
     return out
 
 
-def rule_sizes(dict rules, list order, isz cap) -> list:
+def rule_sizes(dict rules, list order, isz cap, dict refs=None) -> list:
     """``rule_size(rules[name])`` for each rule in ``order`` (callees first), each
     reference counting its callee's size when the callee came earlier (else 1); sizes saturate
-    at ``cap``.  Sub-expressions shared between rules are sized once."""
+    at ``cap``.  Sub-expressions shared between rules are sized once.  With ``refs`` (every
+    rule's references), a rule that references a rule already sized ``cap`` is ``cap``
+    without a walk: every node counts each of its parts at least once."""
     cdef dict sizes = {}
     cdef list out = []
     cdef isz size
     cdef PtrMap memo
+    cdef object big = None if refs is None else set()
     pm_init(&memo, 256)
     try:
         for name in order:
-            size = _size(rules[name], sizes, cap, &memo, None)
+            if big and not big.isdisjoint(<list>refs[name]):
+                size = cap
+            else:
+                size = _size(rules[name], sizes, cap, &memo, None)
+            if size >= cap and big is not None:
+                big.add(name)
             sizes[name] = size
             out.append(size)
     finally:
