@@ -15,6 +15,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from xmask.compiler._ivec cimport IVec, iv_reserve
+from xmask.compiler._rule_scan cimport SizeMemo
 from xmask.grammar._ir_nodes cimport BYTES, CHOICE, CLASS, REF, REPEAT, SEQ, is_node_kind
 
 from .. import _deadline as deadline
@@ -22,7 +23,7 @@ from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
 from ..grammar._ir_nodes import kind_of
 from .nfa import NfaArrays, class_edges, flatten_repeat
-from ._rule_scan import SizeMemo, distinct_refs
+from ._rule_scan import distinct_refs
 
 ctypedef Py_ssize_t isz
 
@@ -63,8 +64,11 @@ cdef inline int push4(IVec* v, int32_t a, int32_t b, int32_t c, int32_t d) excep
 # (grammars from one front end share their classes' objects, a JSON string character's above
 # all; a MaskBench schema adds ~10 classes of its own, so the bound keeps the objects it holds
 # for the collector few).  Concurrent builds may both add an entry; either is the same.
-_CLASS_IDS = {}
-_CLASS_IDS_MAX = 1024
+# A fresh grammar's own classes miss the id memo; ``_CLASS_VALUES`` (class -> (fresh states,
+# rows), by value, bounded likewise) spares them ``class_edges``' Python loops.
+cdef dict _CLASS_IDS = {}
+cdef dict _CLASS_VALUES = {}
+cdef isz _CLASS_IDS_MAX = 1024
 
 
 cdef class _Rows:
@@ -209,7 +213,7 @@ cdef class NFA:
     cdef readonly str rule
     cdef readonly object dfa_of
     cdef dict templates
-    cdef object size_memo  # a _rule_scan.SizeMemo (the expressions outlive this NFA)
+    cdef SizeMemo size_memo  # (the expressions outlive this NFA)
     cdef dict bodies
     cdef dict sizes
     cdef dict template_ids
@@ -353,8 +357,14 @@ cdef class NFA:
             # the class's edges, memoized by object (the value keeps the id from being reused)
             got_c = _CLASS_IDS.get(id(expr))
             if got_c is None:
-                k, rows_a = class_edges(expr)
-                got_c = (expr, k, _Rows(rows_a))
+                got_v = _CLASS_VALUES.get(expr)
+                if got_v is None:
+                    k, rows_a = class_edges(expr)
+                    got_v = (k, _Rows(rows_a))
+                    if len(_CLASS_VALUES) >= _CLASS_IDS_MAX:
+                        _CLASS_VALUES.clear()
+                    _CLASS_VALUES[expr] = got_v
+                got_c = (expr, got_v[0], got_v[1])
                 if len(_CLASS_IDS) >= _CLASS_IDS_MAX:
                     _CLASS_IDS.clear()
                 _CLASS_IDS[id(expr)] = got_c
@@ -439,7 +449,7 @@ cdef class NFA:
         # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
         # the product before building any of it, not when the NFA has already grown.
         cap = self.max_nfa
-        size = self.size_memo.size(expr, self.sizes, cap + 1)
+        size = self.size_memo.csize(expr, self.sizes, cap + 1)
         built = self.n - self.base
         self.need = max(self.need, self.n + size)  # for inline(): where this check passes
         if built + size > cap:

@@ -233,9 +233,6 @@ cdef class SizeMemo:
     and ``cap``): the NFA builder sizes each bounded repeat before building it.  It keeps
     every expression it sized alive (a temporary's address could otherwise be reused)."""
 
-    cdef PtrMap memo
-    cdef list keep
-
     def __cinit__(self):
         pm_init(&self.memo, 64)
         self.keep = []
@@ -244,6 +241,9 @@ cdef class SizeMemo:
         pm_free(&self.memo)
 
     def size(self, expr, dict sizes, isz cap) -> int:
+        return _size(expr, sizes, cap, &self.memo, self.keep)
+
+    cdef isz csize(self, expr, dict sizes, isz cap) except -1:
         return _size(expr, sizes, cap, &self.memo, self.keep)
 
 
