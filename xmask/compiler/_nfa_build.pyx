@@ -336,12 +336,13 @@ cdef class NFA:
                 cur = self.build(items[i], cur, rule_index, end if i == last else -1)
             return self.finish(cur, end)
         if t is REF:
-            body = self.bodies.get(expr.name)
+            name = expr.name
+            body = self.bodies.get(name)
             if body is not None:
-                return self.inline(expr.name, body, start, rule_index, end)
+                return self.inline(name, body, start, rule_index, end)
             if end < 0:
                 end = self.new()
-            push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
+            push3(&self.calls, <int32_t>start, <int32_t>rule_index[name], <int32_t>end)
             return end
         if t is CHOICE:
             if end < 0:
@@ -439,7 +440,8 @@ cdef class NFA:
         if isinstance(expr.item, REPEAT):
             expr = flatten_repeat(expr, self.max_repeat)
         lo = expr.min
-        hi = expr.max if expr.max is not None else -1
+        top = expr.max
+        hi = top if top is not None else -1
         bound = hi if hi >= 0 else lo
         if bound > self.max_repeat:
             raise GrammarLimitError(

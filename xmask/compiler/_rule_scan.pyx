@@ -113,9 +113,10 @@ cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal, PtrM
                 continue
             t = kind_of(e)
         if t is REF:
-            if e.name not in names:
-                names.add(e.name)
-                out.append(e.name)
+            name = e.name
+            if name not in names:
+                names.add(name)
+                out.append(name)
             continue
         items = node_items(e, t)
         if items is None:
@@ -131,9 +132,10 @@ cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal, PtrM
             if u is CLASS:
                 continue  # a leaf: nothing to find, and cheaper to skip than to remember
             if u is REF:
-                if item.name not in names:
-                    names.add(item.name)
-                    out.append(item.name)
+                name = item.name  # (one attribute read: most of a node's cost)
+                if name not in names:
+                    names.add(name)
+                    out.append(name)
                 continue
             if pm_mark(seen, <size_t><void*>item, stamp):
                 stack.append(item)
@@ -272,7 +274,8 @@ cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
                 break
         total = min(cap, total)
     else:  # Repeat
-        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
+        hi = expr.max
+        n = max(expr.min, hi if hi is not None else 1, 1)
         total = min(cap, 1 + n * _size(expr.item, sizes, cap, memo, keep))
     pm_put(memo, <size_t><void*>expr, total)
     if keep is not None:
