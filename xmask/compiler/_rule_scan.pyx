@@ -28,10 +28,23 @@ from xmask.grammar._ir_nodes cimport (
     pm_init, pm_mark, pm_put, pm_slot,
 )
 
+from .._switch_interval import switch_point
 from ..grammar._ir_nodes import kind_of
 from ._rule_graph import inline_plan
 
 ctypedef Py_ssize_t isz
+
+# nodes walked, process-wide: the walks hold the GIL, so every 1024 nodes (~0.05 ms) they let
+# a thread that waits for it run (see _switch_interval; a large schema has ~10^5 nodes)
+cdef isz _ticks = 0
+
+
+cdef inline int _tick() except -1:
+    global _ticks
+    _ticks += 1
+    if not (_ticks & 1023):
+        switch_point()
+    return 0
 
 
 # ---- references ------------------------------------------------------------------------------
@@ -105,6 +118,7 @@ cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal, PtrM
     pm_mark(seen, <size_t><void*>expr, stamp)
     while stack:
         e = stack.pop()
+        _tick()
         t = type(e)
         if not is_node_kind(t):
             if isinstance(e, TOKENS):
@@ -255,6 +269,7 @@ cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
     cdef object t = type(expr)
     cdef isz total, n
     cdef size_t h
+    _tick()
     if not is_node_kind(t):
         t = kind_of(expr)
     if t is BYTES:
