@@ -54,6 +54,7 @@ MODULES = [
     "xmask.compiler._rule_scan",
     "xmask.compiler._nfa_build",
     "xmask.grammar._ir_build",
+    "xmask.grammar._ir_nodes",
     "xmask.grammar._ir_walk",
     "xmask.grammar._word_complement",
     "xmask.grammar._subset",
