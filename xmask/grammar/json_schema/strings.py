@@ -247,7 +247,8 @@ class Strings:
 
     def emit_string_dfa(self, d: Dfa, hint: str) -> Optional[Expr]:
         """A string body over decoded code points ``d``, emitted as JSON text."""
-        return dfa_to_expr(d, self.ctx.sink, hint, label=lambda rs: encode_char_class_as_json(CharClass(tuple(rs))))
+        return dfa_to_expr(d, self.ctx.sink, hint, label=lambda rs: encode_char_class_as_json(CharClass(tuple(rs))),
+                           label_key=("json_char",))
 
     def proof_dfa(self, m: Merged) -> Optional[Dfa]:
         """A superset automaton of the strings of ``m`` for disjointness proofs (None: unknown)."""
