@@ -114,3 +114,11 @@ def test_content_key_is_by_value():
     b = Dfa([[(97, 97, 1)], []], [0, 1])  # lists and ints: the same automaton
     assert a.content_key() == b.content_key() and hash(a.content_key()) == hash(b.content_key())
     assert a.content_key() != Dfa([((97, 97, 1),), ()], [True, True]).content_key()
+
+
+def test_module_doctest():
+    import doctest
+
+    from xmask.grammar import emission_memo
+
+    assert doctest.testmod(emission_memo).failed == 0

@@ -86,8 +86,8 @@ class Dfa:
 
         Example::
 
-            >>> Dfa([((97, 97, 1),), ()], [False, True]).content_key() == \
-            ...     Dfa([((97, 97, 1),), ()], [False, True]).content_key()
+            >>> a, b = Dfa([((97, 97, 1),), ()], [False, True]), Dfa([[(97, 97, 1)], []], [0, 1])
+            >>> a.content_key() == b.content_key()
             True
         """
         k = self._content
