@@ -194,8 +194,10 @@ class Document:
         hit = self._by_pointer.get((ref, base))
         if hit is not None:
             return hit
-        uri = join_uri(base, ref)
-        doc_uri, frag = urldefrag(uri)
+        if not base and ref[:1] == "#" and "\t" not in ref and "\r" not in ref and "\n" not in ref:
+            doc_uri, frag = "", ref[1:]  # (what urldefrag gives, without its parsing)
+        else:
+            doc_uri, frag = urldefrag(join_uri(base, ref))
         if doc_uri == "":
             target = self.resources.get("", self.root)
         else:
