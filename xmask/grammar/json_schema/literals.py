@@ -42,15 +42,16 @@ class Literals:
         disjunctions included -- is decided by validating the finitely many candidates.
         Returns a function of the depth producing the literals, or None."""
         cands = None
-        for a in atoms:
-            if a[0] == "own":
-                obj = self.ctx.node(a[1])
-                if "enum" in obj and isinstance(obj["enum"], list):
-                    cands = obj["enum"]
-                    break
-                if "const" in obj:
-                    cands = [obj["const"]]
-                    break
+        # in node order: a frozenset's iteration order changes with the hash seed, and the
+        # candidates' order is the grammar's
+        for a in sorted(a for a in atoms if a[0] == "own"):
+            obj = self.ctx.node(a[1])
+            if "enum" in obj and isinstance(obj["enum"], list):
+                cands = obj["enum"]
+                break
+            if "const" in obj:
+                cands = [obj["const"]]
+                break
         if cands is None:
             return None
         try:
