@@ -306,6 +306,21 @@ cdef int _blocks(const Graph* g, Work* w, intp_t horizon, double deadline,
     return 0
 
 
+cdef int _check(const Graph* g) noexcept nogil:
+    # 2 if a target is out of range or the call offsets decrease, else 0
+    cdef intp_t s, j
+    for s in range(g.n):
+        if g.call_off[s + 1] < g.call_off[s]:
+            return 2
+    for s in range(g.n * g.nc):
+        if g.trans[s] < -1 or g.trans[s] >= g.n:
+            return 2
+    for j in range(g.call_off[g.n]):
+        if g.call_target[j] < 0 or g.call_target[j] >= g.n or g.call_ret[j] < -1 or g.call_ret[j] >= g.n:
+            return 2
+    return 0
+
+
 def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
                       const int32_t[:, ::1] trans, const int32_t[::1] call_offsets,
                       const int32_t[::1] call_target, const int32_t[::1] call_ret,
@@ -328,14 +343,6 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
         return rep
     if call_offsets[0] != 0 or call_offsets[n] != call_target.shape[0]:
         raise ValueError("call offsets are inconsistent")
-    if (np.diff(call_offsets) < 0).any():
-        raise ValueError("call offsets are inconsistent")
-    if call_target.shape[0] and not (
-            (np.asarray(call_target) >= 0).all() and (np.asarray(call_target) < n).all()
-            and (np.asarray(call_ret) >= -1).all() and (np.asarray(call_ret) < n).all()):
-        raise ValueError("a call's target or return state is out of range")
-    if trans.shape[1] and not ((np.asarray(trans) >= -1).all() and (np.asarray(trans) < n).all()):
-        raise ValueError("a transition target is out of range")
     cdef int32_t[::1] rp = rep
     while cap < 2 * n:
         cap <<= 1
@@ -347,8 +354,7 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
     g.nullable = &nullable[0]
     cdef Work w
     cdef intp_t n_edges = 0, s
-    for s in range(n):  # (upper bound: every column)
-        n_edges += trans.shape[1] + call_offsets[s + 1] - call_offsets[s]
+    n_edges = n * trans.shape[1] + call_target.shape[0]  # (upper bound: every column)
     memset(&w, 0, sizeof(Work))
     w.cap = cap
     try:
@@ -372,10 +378,15 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
                 or w.next_changed == NULL or w.dirty == NULL or w.mark == NULL
                 or w.group == NULL or w.slots == NULL):
             raise MemoryError()
-        with nogil:
-            status = _blocks(&g, &w, horizon, deadline, &rp[0])
+        with nogil:  # (the checks too: a big automaton has millions of transitions)
+            status = _check(&g)
+            if status == 0:
+                status = _blocks(&g, &w, horizon, deadline, &rp[0])
     finally:
         free(w.block); free(w.size); free(w.n_dirty); free(w.group_block); free(w.group_size); free(w.best); free(w.rev_off)
         free(w.rev_src); free(w.changed); free(w.next_changed); free(w.dirty); free(w.mark)
         free(w.group); free(w.slots)
+    if status == 2:
+        raise ValueError("a transition, call target or return state is out of range, "
+                         "or call offsets are inconsistent")
     return None if status else rep

@@ -546,17 +546,21 @@ cdef class MaskCache:
         classified): states that classify every token alike (see mask_cache)."""
         cdef const int32_t[::1] m = np.ascontiguousarray(members, dtype=np.int32)
         cdef const int32_t[::1] r = np.ascontiguousarray(reps, dtype=np.int32)
-        cdef intp_t i
+        cdef intp_t i, bad = -1
         cdef CacheEntryC* e
         if m.shape[0] != r.shape[0]:
             raise ValueError("members and reps differ in length")
         self._check_states(m)
         self._check_states(r)
-        for i in range(m.shape[0]):
-            e = <CacheEntryC*>cache_peek(&self.c, r[i])
-            if e == NULL:
-                raise ValueError(f"state {r[i]} is not classified")
-            _share(&self.c, m[i], e)
+        with nogil:  # (a big grammar shares tens of thousands of states)
+            for i in range(m.shape[0]):
+                e = <CacheEntryC*>cache_peek(&self.c, r[i])
+                if e == NULL:
+                    bad = i
+                    break
+                _share(&self.c, m[i], e)
+        if bad >= 0:
+            raise ValueError(f"state {r[bad]} is not classified")
 
     def share_pairs(self, states, rets, from_states, from_rets):
         """Give each pair ``(states[i], rets[i])`` without an entry the entry of the pair
@@ -567,7 +571,8 @@ cdef class MaskCache:
         cdef const int32_t[::1] rt = np.ascontiguousarray(rets, dtype=np.int32)
         cdef const int32_t[::1] fs = np.ascontiguousarray(from_states, dtype=np.int32)
         cdef const int32_t[::1] fr = np.ascontiguousarray(from_rets, dtype=np.int32)
-        cdef intp_t i, n = st.shape[0], slot, from_slot
+        cdef intp_t i, n = st.shape[0], slot, from_slot, bad = -1
+        cdef bint unclassified = False
         cdef const CacheEntryC* e
         if not (rt.shape[0] == fs.shape[0] == fr.shape[0] == n):
             raise ValueError("states, rets and their sources differ in length")
@@ -577,15 +582,22 @@ cdef class MaskCache:
         self._check_states(fr)
         if n and self.c.pair_rows == NULL:
             raise ValueError("this cache has no pair entries")
-        for i in range(n):
-            slot = cache_pair_slot(&self.c, st[i], rt[i])
-            from_slot = cache_pair_slot(&self.c, fs[i], fr[i])
-            if slot < 0 or from_slot < 0:
-                raise ValueError(f"({st[i]}, {rt[i]}) or ({fs[i]}, {fr[i]}) is not a pair")
-            e = cache_pair_peek(&self.c, fs[i], from_slot)
-            if e == NULL:
-                raise ValueError(f"pair ({fs[i]}, {fr[i]}) is not classified")
-            _share_pair(&self.c, st[i], slot, <CacheEntryC*>e)
+        with nogil:  # (hundreds of thousands of pairs for a long bounded string)
+            for i in range(n):
+                slot = cache_pair_slot(&self.c, st[i], rt[i])
+                from_slot = cache_pair_slot(&self.c, fs[i], fr[i])
+                if slot < 0 or from_slot < 0:
+                    bad = i
+                    break
+                e = cache_pair_peek(&self.c, fs[i], from_slot)
+                if e == NULL:
+                    bad = i
+                    unclassified = True
+                    break
+                _share_pair(&self.c, st[i], slot, <CacheEntryC*>e)
+        if bad >= 0:
+            raise ValueError(f"pair ({fs[bad]}, {fr[bad]}) is not classified" if unclassified else
+                             f"({st[bad]}, {rt[bad]}) or ({fs[bad]}, {fr[bad]}) is not a pair")
 
     cdef int _check_states(self, const int32_t[::1] st) except -1:
         cdef intp_t i
