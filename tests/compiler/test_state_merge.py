@@ -102,12 +102,14 @@ def _random_automaton(rng: random.Random):
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     targets = [rng.choice([0, min(1, n - 1)]) for _ in range(offsets[-1])]
     rets = [rng.choice([-1] + pool[1:]) for _ in range(offsets[-1])]
+    token_set = np.array([rng.choice([-1] * 9 + [0, 1]) for _ in range(n)], dtype=np.int32)
     return types.SimpleNamespace(
         n_states=n, n_classes=nc, state_rule=rule, trans=trans,
-        flags=np.array([rng.randrange(16) for _ in range(n)], dtype=np.uint8),
+        flags=np.array([rng.choice([0, 1, 2, 3, 2, 3, 4, 10]) for _ in range(n)], dtype=np.uint8),
         call_offsets=offsets, call_target=np.array(targets, dtype=np.int32),
         call_ret=np.array(rets, dtype=np.int32),
-        nullable=np.array([rng.random() < 0.3 for _ in range(n)]))
+        nullable=np.array([rng.random() < 0.3 for _ in range(n)]),
+        token_set_of=token_set, token_target=np.where(token_set >= 0, 0, -1).astype(np.int32))
 
 
 def test_kernel_equals_python_twin_on_random_automata():

@@ -3,8 +3,8 @@
 ``mask_cache.token_equivalent_states`` calls :func:`equivalent_states`; its pure-Python twin is
 ``mask_cache.token_equivalent_states_reference`` (same partition, tested equal).
 
-A state's first signature is its rule, its FINAL / HAS_BYTES flags and its calls: each call's
-target and, when the callee is nullable, its return state (a nullable callee can return at once,
+A state's first signature is its rule, its FINAL / HAS_BYTES / TOKEN flags, its token edge (set
+and target) and its calls: each call's target and, when the callee is nullable, its return state (a nullable callee can return at once,
 so the return state's whole behaviour is visible with no byte read).  Then bounded Moore rounds:
 a state's signature is its block, the blocks of its byte targets (one per byte class) and the
 blocks of the return states of its non-nullable calls.  A non-nullable callee reads a byte at
@@ -27,6 +27,8 @@ from libc.string cimport memset
 from xmask.runtime._types cimport intp_t
 from xmask.runtime._clock cimport monotonic_seconds
 
+# FINAL | HAS_BYTES | TOKEN (automaton.py): what a state does with no byte read
+cdef uint8_t _FLAGS = 1 | 2 | 8
 cdef uint64_t _MUL = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _PRIME = 0x100000001B3ULL
 
@@ -41,6 +43,8 @@ cdef struct Graph:
     const int32_t* call_target
     const int32_t* call_ret     # -1: a tail call
     const uint8_t* nullable     # per state (a callee is nullable iff its start state is)
+    const int32_t* token_set    # per state: the token set of its token edge, -1 = none
+    const int32_t* token_target  # where that edge leads
 
 
 cdef inline uint64_t _mix(uint64_t h, int64_t x) noexcept nogil:
@@ -55,8 +59,10 @@ cdef inline int64_t _ret_key(const Graph* g, intp_t j) noexcept nogil:
 
 cdef uint64_t _hash_first(const Graph* g, intp_t s) noexcept nogil:
     cdef intp_t j
-    cdef uint64_t h = <uint64_t>(g.flags[s] & 3) * _MUL
+    cdef uint64_t h = <uint64_t>(g.flags[s] & _FLAGS) * _MUL
     h = _mix(h, g.rule[s])
+    h = _mix(h, g.token_set[s])
+    h = _mix(h, g.token_target[s])
     h = _mix(h, g.call_off[s + 1] - g.call_off[s])
     for j in range(g.call_off[s], g.call_off[s + 1]):
         h = _mix(h, g.call_target[j])
@@ -66,7 +72,9 @@ cdef uint64_t _hash_first(const Graph* g, intp_t s) noexcept nogil:
 
 cdef bint _same_first(const Graph* g, intp_t a, intp_t b) noexcept nogil:
     cdef intp_t j, k
-    if (g.flags[a] & 3) != (g.flags[b] & 3) or g.rule[a] != g.rule[b]:
+    if (g.flags[a] & _FLAGS) != (g.flags[b] & _FLAGS) or g.rule[a] != g.rule[b]:
+        return False
+    if g.token_set[a] != g.token_set[b] or g.token_target[a] != g.token_target[b]:
         return False
     if g.call_off[a + 1] - g.call_off[a] != g.call_off[b + 1] - g.call_off[b]:
         return False
@@ -324,19 +332,22 @@ cdef int _check(const Graph* g) noexcept nogil:
 def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
                       const int32_t[:, ::1] trans, const int32_t[::1] call_offsets,
                       const int32_t[::1] call_target, const int32_t[::1] call_ret,
-                      const uint8_t[::1] nullable, intp_t horizon, double deadline=0.0):
+                      const uint8_t[::1] nullable, const int32_t[::1] token_set,
+                      const int32_t[::1] token_target, intp_t horizon, double deadline=0.0):
     """Per state the lowest state of its block (int32), after at most ``horizon`` rounds; None
     if ``deadline`` (a ``time.monotonic()`` value, 0 = none) passed first.
 
     Example::
 
-        >>> rep = equivalent_states(flags, rule, trans, off, tgt, ret, nullable, 129)  # doctest: +SKIP
+        >>> rep = equivalent_states(flags, rule, trans, off, tgt, ret, nullable, tset, ttgt,
+        ...                         129)                                   # doctest: +SKIP
     """
     cdef intp_t n = flags.shape[0], cap = 1
     cdef Graph g
     cdef int status
     if (state_rule.shape[0] != n or trans.shape[0] != n or call_offsets.shape[0] != n + 1
-            or nullable.shape[0] != n or call_target.shape[0] != call_ret.shape[0]):
+            or nullable.shape[0] != n or call_target.shape[0] != call_ret.shape[0]
+            or token_set.shape[0] != n or token_target.shape[0] != n):
         raise ValueError("automaton arrays disagree in length")
     rep = np.zeros(n, dtype=np.int32)
     if n == 0:
@@ -352,6 +363,7 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
     g.call_target = &call_target[0] if call_target.shape[0] else NULL
     g.call_ret = &call_ret[0] if call_ret.shape[0] else NULL
     g.nullable = &nullable[0]
+    g.token_set, g.token_target = &token_set[0], &token_target[0]
     cdef Work w
     cdef intp_t n_edges = 0, s
     n_edges = n * trans.shape[1] + call_target.shape[0]  # (upper bound: every column)

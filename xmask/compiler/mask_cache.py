@@ -24,7 +24,7 @@ from .. import _deadline as deadline
 from ..limits import DEFAULT_LIMITS
 from ..runtime._mask_cache import MaskCache
 from ._state_merge import equivalent_states
-from .automaton import FLAG_HAS_BYTES, refine_partition_reference
+from .automaton import FLAG_FINAL, FLAG_HAS_BYTES, FLAG_TOKEN, refine_partition_reference
 from .state_positions import state_positions
 
 KIND_NAMES = ("accepted", "rejected", "bitset")
@@ -101,7 +101,7 @@ def token_equivalent_states(automaton, horizon: int) -> np.ndarray:
     """Representative state per state (the lowest of its block), merging states no token can
     tell apart.
 
-    Two states of the same rule with the same flags and calls, whose byte behaviour agrees on
+    Two states of the same rule with the same flags, token edge and calls, whose byte behaviour agrees on
     every string of up to ``horizon`` bytes (the longest token), classify every token
     identically, so one walk serves both.  Return states count as behaviour like byte targets
     do: a non-nullable callee reads a byte before it returns, so two calls of one rule match
@@ -132,17 +132,20 @@ def _merge_inputs(automaton):
     nullable = getattr(automaton, "nullable", None)
     if nullable is None or len(nullable) != n:  # (every built automaton has it)
         nullable = np.ones(n, dtype=bool)  # as if nullable: return states in the first key
+    none = np.full(n, -1, dtype=np.int32)
     return (np.ascontiguousarray(automaton.flags, dtype=np.uint8), i32(automaton.state_rule),
             i32(automaton.trans).reshape(n, nc), i32(automaton.call_offsets),
             i32(automaton.call_target), i32(automaton.call_ret),
-            np.ascontiguousarray(nullable, dtype=np.uint8))
+            np.ascontiguousarray(nullable, dtype=np.uint8),
+            i32(getattr(automaton, "token_set_of", none)),
+            i32(getattr(automaton, "token_target", none)))
 
 
 def token_equivalent_states_reference(automaton, horizon: int) -> np.ndarray:
     """Pure-Python twin of :func:`token_equivalent_states` (tests compare the two): the same
     first signature in a dict, the same rounds with ``refine_partition_reference`` over the
     byte targets and the non-nullable calls' return states as columns."""
-    flags, rule, trans, offsets, target, ret, nullable = _merge_inputs(automaton)
+    flags, rule, trans, offsets, target, ret, nullable, tset, ttarget = _merge_inputs(automaton)
     n = len(flags)
     if n == 0:
         return np.zeros(0, dtype=np.int32)
@@ -157,7 +160,9 @@ def token_equivalent_states_reference(automaton, horizon: int) -> np.ndarray:
             calls.append((t, int(ret[j]) if nullable[t] else -2))
             if not nullable[t]:
                 ret_cols[s, k] = ret[j]
-        first.append(keys.setdefault((int(flags[s]) & 3, int(rule[s]), tuple(calls)), len(keys)))
+        key = (int(flags[s]) & (FLAG_FINAL | FLAG_HAS_BYTES | FLAG_TOKEN), int(rule[s]),
+               int(tset[s]), int(ttarget[s]), tuple(calls))
+        first.append(keys.setdefault(key, len(keys)))
     block = np.asarray(first, dtype=np.int64)
     table = np.concatenate([trans, ret_cols], axis=1)
     n_blocks = len(keys)
