@@ -36,6 +36,7 @@ MODULES = [
     "xmask.runtime._stack_budget",
     "xmask.runtime._plain_depth",
     "xmask.runtime._classify",
+    "xmask.runtime._token_equivalence",
     "xmask.runtime._mask_cache",
     "xmask.runtime._fill_spent",
     "xmask.runtime._fill",

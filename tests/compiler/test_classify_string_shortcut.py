@@ -10,6 +10,7 @@ the shortcut and with the full walk, on real tokenizers, and the entries must be
 import codecs
 import json
 import os
+import random
 
 import numpy as np
 import pytest
@@ -234,3 +235,44 @@ def test_shortcut_signatures_name_the_ascii_bytes_after_the_first():
             if c < 0x80:
                 expected |= 1 << (c & 63)
         assert int(arrays["shortcut_sig"][i]) == expected
+
+
+@pytest.mark.parametrize("plain_share", [0.01, 0.5, 0.95])
+def test_bulk_plain_tokens_give_every_entry_form(plain_share):
+    # A string body takes its plain tokens as bits at once (VocabTables.plain_bits), walking
+    # only those longer than its room; on real tokenizers the entry is then a rejected list
+    # (the tests above).  A vocabulary where plain tokens are few gives accepted ids, one where
+    # they are many a bitset; every entry equals the full walk's.
+    rng = random.Random(7)
+    plain_chars = "abcdefghij é中"
+    other = ['"', "\\", "\n", "\x01", '",', '"}', "a\"b"]
+    vocab = []
+    for i in range(4000):
+        if rng.random() < plain_share:
+            # (one first byte: a group big enough for the shortcut even when plain tokens are few)
+            vocab.append("a" + "".join(rng.choice(plain_chars) for _ in range(rng.randint(0, 24))))
+        else:
+            # (no valid escape: few tokens but plain ones are accepted)
+            vocab.append(rng.choice(other) + "".join(rng.choice("xyz")
+                                                     for _ in range(rng.randint(0, 8))))
+    vocab = list(dict.fromkeys(vocab)) + ["</s>"]
+    info = xmask.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1])
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False)
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 30},
+                                               "t": {"type": "string"}}}
+    try:
+        _classify.set_plain_fast_path(True)
+        fast = _entries(compiler.compile_json_schema(schema))
+        _classify.set_plain_fast_path(False)
+        full = _entries(compiler.compile_json_schema(schema))
+    finally:
+        _classify.set_plain_fast_path(True)
+    assert fast == full
+    # the entry of the unbounded string body, written from the bulk bits
+    compiled = compiler.compile_json_schema(schema)
+    matcher = xmask.GrammarMatcher(compiled)
+    assert matcher.accept_string('{"t": "')
+    (body,) = matcher._debug_top_states()
+    entries = _entries(compiled)
+    assert entries[body] == fast[body]
+    assert fast[body][0] == {0.01: 0, 0.5: 2, 0.95: 2}[plain_share]

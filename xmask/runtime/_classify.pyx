@@ -41,6 +41,7 @@ from xmask.errors import GrammarLimitError
 
 cdef extern from *:
     int __builtin_ctz(unsigned int x) nogil
+    int __builtin_popcount(unsigned int x) nogil
 
 # Byte steps between two clock / memory checks of a walk: a step usually costs >= ~20 ns and a
 # clock read ~25 ns, so checking every 256 steps costs < 1%.  Steps of an ambiguous grammar
@@ -378,6 +379,28 @@ cdef bint _after_first_byte(ClassifyScratch* s, const AutomatonC* a, const Vocab
 
 cdef enum:
     MAX_AVOIDED = 8          # most ASCII bytes a "plain text but these" state may refuse
+    _PLAIN_SEARCH_CAP = 1024  # (state, plain state) pairs one search may visit
+
+
+cdef bint _refuses_plain_path(const AutomatonC* a, int32_t state) noexcept nogil:
+    # Whether the path of "ééé..." (C3 A9 repeated) from `state` meets a refusal within the
+    # frame: every search of _reads_plain_strings follows that path (no ASCII byte on it can be
+    # avoided) and fails there, so a bounded string body fails at once rather than after
+    # searching all of its positions up to the bound.  Stops at a self-loop and after as many
+    # steps as a search may visit pairs.
+    cdef int32_t x = state, y
+    cdef intp_t i
+    for i in range(_PLAIN_SEARCH_CAP):
+        y = frame_succ(a, x, 0xC3)
+        if y < 0:
+            return True
+        y = frame_succ(a, y, 0xA9)
+        if y < 0:
+            return True
+        if y == x:
+            return False
+        x = y
+    return False
 
 
 cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t state,
@@ -394,6 +417,8 @@ cdef bint _reads_plain_strings(ClassifyScratch* s, const AutomatonC* a, int32_t 
     # go on a particular way), that byte is refused instead and the search starts over.
     cdef uint64_t forced_lo = 0, forced_hi = 0
     cdef int attempt, blame
+    if _refuses_plain_path(a, state):
+        return False
     if avoid == NULL:
         return _plain_search(s, a, state, NULL, 0, 0, NULL) == 1
     for attempt in range(MAX_AVOIDED):
@@ -414,7 +439,7 @@ cdef int _plain_search(ClassifyScratch* s, const AutomatonC* a, int32_t state, u
     # One search of _reads_plain_strings with the ASCII bytes in avoided_lo/hi refused from the
     # start.  Returns 1 on success, else 0 and (with `blame`) the ASCII byte that led into the
     # pair where the first refusal happened (-1 if none did).
-    cdef intp_t n_pairs = 1, head = 0, cap = 1024, slot, n_avoided = 0, k
+    cdef intp_t n_pairs = 1, head = 0, cap = _PLAIN_SEARCH_CAP, slot, n_avoided = 0, k
     cdef int64_t key, got
     cdef int32_t x, t
     cdef uint8_t u, u2
@@ -565,6 +590,79 @@ cdef bint entry_equal(const CacheEntryC* x, const CacheEntryC* y) noexcept nogil
     return True
 
 
+cdef inline void _bit_clear(word_t* bits, int32_t i) noexcept nogil:
+    bits[i >> 5] &= ~((<word_t>1) << (i & 31))
+
+
+cdef inline intp_t _common_prefix(const VocabC* v, intp_t p, intp_t q) noexcept nogil:
+    cdef const uint8_t* x = v.tok_bytes + v.tok_offsets[p]
+    cdef const uint8_t* y = v.tok_bytes + v.tok_offsets[q]
+    cdef intp_t n = v.tok_offsets[p + 1] - v.tok_offsets[p], k = 0
+    cdef intp_t m = v.tok_offsets[q + 1] - v.tok_offsets[q]
+    if m < n:
+        n = m
+    while k < n and x[k] == y[k]:
+        k += 1
+    return k
+
+
+cdef bint _take_plain_bulk(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                           intp_t max_len, const uint8_t* follow, bint ctx_has_ctx,
+                           intp_t* n_acc, intp_t* n_unc, intp_t* n_bulk) except -1 nogil:
+    # From a state that reads every plain string of up to max_len bytes: the plain tokens
+    # (VocabC.plain_bits) of first-byte groups big enough for the shortcut, as bits in s.marks
+    # (n_bulk of them), except those longer than max_len, which are walked here.  Exactly what
+    # the per-group shortcut (_shortcut_group / _walk_avoiding) accepts and walks, with the
+    # work of a word per 32 tokens.  False (nothing done) when too many are longer.
+    cdef intp_t n_long = v.plain_longer[max_len if max_len <= v.max_token_len else v.max_token_len + 1]
+    cdef intp_t b, i, n = 0, p, lo, hi
+    cdef intp_t n_words = v.n_words, w, count = 0
+    cdef int32_t first
+    if n_long > v.n_plain_longest:
+        return False
+    memcpy(s.marks, v.plain_bits, <size_t>n_words * sizeof(word_t))
+    for b in range(256):  # small groups are walked whole by the caller: not taken here
+        lo, hi = v.shortcut_off[b], v.shortcut_off[b + 1]
+        if hi > lo and hi - lo < _MIN_SHORTCUT and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
+            for i in range(lo, hi):
+                _bit_clear(s.marks, v.sorted_ids[v.shortcut_pos[i]])
+    if n_long > s.walk_pos_cap:
+        _grow_i32(&s.walk_pos, &s.walk_pos_cap, n_long)
+    if n_long > s.walk_lcp_cap:
+        _grow_i32(&s.walk_lcp, &s.walk_lcp_cap, n_long)
+    for i in range(n_long):
+        p = v.plain_longest[i]
+        _bit_clear(s.marks, v.sorted_ids[p])
+        first = v.tok_bytes[v.tok_offsets[p]]
+        if v.shortcut_off[first + 1] - v.shortcut_off[first] >= _MIN_SHORTCUT:
+            s.walk_pos[n] = <int32_t>p
+            n += 1
+    for w in range(n_words):
+        count += __builtin_popcount(s.marks[w])
+    n_bulk[0] = count
+    if n > 1:
+        qsort(s.walk_pos, <size_t>n, sizeof(int32_t), cmp_i32)
+    for i in range(n):
+        s.walk_lcp[i] = 0 if i == 0 else <int32_t>_common_prefix(v, s.walk_pos[i - 1], s.walk_pos[i])
+    _walk_list(s, a, v, s.walk_pos, s.walk_lcp, n, follow, ctx_has_ctx, n_acc, n_unc)
+    return True
+
+
+cdef void _ids_of_marks(word_t* marks, const word_t* eligible, intp_t n_words,
+                        int32_t* out) noexcept nogil:
+    # The ids of the bits of `marks` (eligible NULL) or of `eligible` but `marks`, ascending,
+    # into `out`; clears `marks`.
+    cdef intp_t w, m = 0
+    cdef word_t bits
+    for w in range(n_words):
+        bits = marks[w] if eligible == NULL else eligible[w] & ~marks[w]
+        marks[w] = 0
+        while bits:
+            out[m] = <int32_t>((w << 5) + __builtin_ctz(bits))
+            m += 1
+            bits &= bits - 1
+
+
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
                                  int32_t state, int32_t ret, const int32_t* ctx, intp_t n_ctx,
                                  const uint8_t* follow) except NULL nogil:
@@ -603,10 +701,25 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     after_memo[0] = after_memo[1] = -2
     after_memo[2] = 0
     n_acc = n_unc = 0
+    # The plain tokens a string body takes without a walk, as bits in s.marks at once (the
+    # common case: all of them, or all but the few longer than the room left), instead of one
+    # by one per first byte below.
+    cdef bint bulk = False
+    cdef intp_t n_bulk = 0
+    if _plain_fast_path and (whole or (not plain and depth >= _MIN_DEPTH)):
+        bulk = _take_plain_bulk(s, a, v, v.max_token_len if whole else depth, follow,
+                                ctx_has_ctx, &n_acc, &n_unc, &n_bulk)
+        unsorted_unc = bulk
     for b in range(256):  # the groups of tokens sharing a first byte, in sorted order
         if v.group_off[b] == v.group_off[b + 1]:
             continue
-        if (plain and avoid != 0 and (avoid >> (b & 63)) & 1 == 0
+        if (bulk and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE
+                and v.shortcut_off[b + 1] - v.shortcut_off[b] >= _MIN_SHORTCUT):
+            # its plain tokens are in s.marks or were walked: the others remain
+            lo, hi = v.rest_off[b], v.rest_off[b + 1]
+            _walk_list(s, a, v, v.rest_pos + lo, v.rest_lcp + lo, hi - lo, follow,
+                       ctx_has_ctx, &n_acc, &n_unc)
+        elif (plain and avoid != 0 and (avoid >> (b & 63)) & 1 == 0
                 and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE
                 and v.shortcut_off[b + 1] - v.shortcut_off[b] >= _MIN_SHORTCUT):
             _walk_avoiding(s, a, v, b, avoid, v.max_token_len, follow, ctx_has_ctx, &n_acc,
@@ -643,37 +756,42 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
                         &n_acc, &n_unc)
     if unsorted_unc and n_unc > 1:  # the fill checks them in sorted order
         qsort(s.unc, <size_t>n_unc, sizeof(int32_t), cmp_i32)
+    # accepted: s.acc[0:n_acc] (sorted positions) and, with bulk, the n_bulk bits of s.marks
+    cdef intp_t n_list = n_acc
+    n_acc += n_bulk
     n_rej = v.n_sorted - n_acc - n_unc
     if n_acc <= n_rej and n_acc <= n_words:
         kind = XM_KIND_ACCEPTED
         e = entry_new(kind, n_acc, n_unc, n_acc, n_rej)
         data = <int32_t*>e.data
-        for k in range(n_acc):
-            data[k] = v.sorted_ids[s.acc[k]]
-        qsort(data, <size_t>n_acc, sizeof(int32_t), cmp_i32)
+        if bulk:  # ids in order from the bits
+            for k in range(n_list):
+                bitset_set(s.marks, v.sorted_ids[s.acc[k]])
+            _ids_of_marks(s.marks, NULL, n_words, data)
+        else:
+            for k in range(n_list):
+                data[k] = v.sorted_ids[s.acc[k]]
+            qsort(data, <size_t>n_list, sizeof(int32_t), cmp_i32)
     elif n_rej <= n_words:
         kind = XM_KIND_REJECTED
         e = entry_new(kind, n_rej, n_unc, n_acc, n_rej)
         data = <int32_t*>e.data
         # rejected = eligible minus accepted minus uncertain, enumerated in id order
-        for k in range(n_acc):
+        for k in range(n_list):
             bitset_set(s.marks, v.sorted_ids[s.acc[k]])
         for k in range(n_unc):
             bitset_set(s.marks, v.sorted_ids[s.unc[k]])
-        m = 0
-        for w in range(n_words):
-            bits = v.eligible[w] & ~s.marks[w]
-            s.marks[w] = 0
-            while bits:
-                data[m] = <int32_t>((w << 5) + __builtin_ctz(bits))
-                m += 1
-                bits &= bits - 1
+        _ids_of_marks(s.marks, v.eligible, n_words, data)
     else:
         kind = XM_KIND_BITSET
         e = entry_new(kind, n_words, n_unc, n_acc, n_rej)
         data = <int32_t*>e.data
-        memset(data, 0, <size_t>n_words * sizeof(int32_t))
-        for k in range(n_acc):
+        if bulk:
+            memcpy(data, s.marks, <size_t>n_words * sizeof(word_t))
+            memset(s.marks, 0, <size_t>n_words * sizeof(word_t))
+        else:
+            memset(data, 0, <size_t>n_words * sizeof(int32_t))
+        for k in range(n_list):
             bitset_set(<word_t*>data, v.sorted_ids[s.acc[k]])
     if n_unc:
         memcpy(<int32_t*>e.unc, s.unc, <size_t>n_unc * sizeof(int32_t))

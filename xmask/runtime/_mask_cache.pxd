@@ -40,6 +40,9 @@ ctypedef struct MaskCacheC:
     const uint8_t* follow        # [n_rules * 256] bytes that can follow a rule's callers (a
                                  # rule with more than max_ctx_walk return states: the rule)
     intp_t max_ctx_walk          # return states a walk continues into (_mask_cache.pyx)
+    int32_t* last_of_rule        # [n_rules] the state a fill classified last per rule, -1
+                                 # (a lazy fill's candidate to share an entry with, see
+                                 # _token_equivalence.pyx), guarded by `lock`
     # distinct entries (deduplicated), guarded by the spin lock `lock`
     char lock
     EntryStore store             # the states' entries

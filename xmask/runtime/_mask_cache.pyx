@@ -33,6 +33,7 @@ from xmask.runtime._atomic cimport xm_flag_try, xm_flag_release, xm_yield
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._workers cimport xm_pool_run, xm_fetch_add
 from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
+from xmask.runtime._token_equivalence cimport token_equivalent
 from xmask.runtime._classify cimport (
     CacheEntryC, ClassifyScratch, scratch_init, scratch_free, classify_entry, entry_new,
     entry_seal, entry_equal,
@@ -285,6 +286,18 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
     # still ends max_compile_seconds after its first classification.
     cdef ClassifyScratch s
     cdef CacheEntryC* e
+    cdef const CacheEntryC* got
+    cdef int32_t r = c.state_rule[state], last
+    # the state the rule classified last may classify every token alike (the positions of a
+    # long bounded string far from its bound): then its entry is this state's too
+    _lock(c)
+    last = c.last_of_rule[r]
+    _unlock(c)
+    if last >= 0 and last != state:
+        got = cache_peek(c, last)
+        if got != NULL and token_equivalent(a, state, last, v.max_token_len + 1):
+            _share(c, state, <CacheEntryC*>got)
+            return cache_peek(c, state)
     if deadline[0] <= 0 and c.max_seconds > 0:
         deadline[0] = monotonic_seconds() + c.max_seconds
     scratch_init(&s, v)
@@ -292,7 +305,11 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
         e = _classify_with(&s, c, a, v, state, deadline[0])
     finally:
         scratch_free(&s)
-    return _publish(c, state, e)
+    got = _publish(c, state, e)
+    _lock(c)
+    c.last_of_rule[r] = state
+    _unlock(c)
+    return got
 
 
 cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
@@ -468,8 +485,10 @@ cdef class MaskCache:
         self.c.follow = &fo[0]
         self.c.state_rule = &sr[0]
         self.c.entry = <CacheEntryC**>calloc(<size_t>(n if n > 0 else 1), sizeof(CacheEntryC*))
-        if self.c.entry == NULL:
+        self.c.last_of_rule = <int32_t*>malloc(<size_t>(n_rules if n_rules > 0 else 1) * sizeof(int32_t))
+        if self.c.entry == NULL or self.c.last_of_rule == NULL:
             raise MemoryError()
+        memset(self.c.last_of_rule, 0xFF, <size_t>(n_rules if n_rules > 0 else 1) * sizeof(int32_t))
         if many.size:  # states whose entries may be classified with the frame they return to
             self.c.pair_rows = <CacheEntryC***>calloc(<size_t>n, sizeof(CacheEntryC**))
             if self.c.pair_rows == NULL:
@@ -483,6 +502,7 @@ cdef class MaskCache:
         _store_free(&self.c.store)
         _store_free(&self.c.pair_store)
         free(self.c.entry)
+        free(self.c.last_of_rule)
         if self.c.pair_rows != NULL:
             for k in range(self.c.n_states):
                 free(self.c.pair_rows[k])
@@ -638,10 +658,12 @@ cdef class MaskCache:
         with their rows and table).  Entries only grow, so equal results before and after an
         ``export()`` describe that export."""
         cdef int64_t payload, headers, index, table, pairs
+        # (MaskCacheC.last_of_rule: one int per rule)
+        cdef int64_t rule_index = max(self.arrays["ctx_off"].shape[0] - 1, 1) * <int64_t>sizeof(int32_t)
         _lock(&self.c)  # plain C reads only under the lock (see summary)
         payload = self.c.store.bytes + self.c.spent_memo_bytes
         headers = self.c.store.n_owned * <int64_t>sizeof(CacheEntryC)
-        index = self.c.n_states * <int64_t>sizeof(void*)
+        index = self.c.n_states * <int64_t>sizeof(void*) + rule_index
         table = self.c.store.table_cap * <int64_t>sizeof(void*)
         pairs = _store_bytes(&self.c.pair_store) + self.c.pair_row_bytes
         if self.c.pair_rows != NULL:

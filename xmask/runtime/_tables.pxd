@@ -54,6 +54,12 @@ ctypedef struct VocabC:
     const int32_t* rest_pos        # the other tokens' sorted positions, ascending
     const int32_t* rest_lcp        # common prefix with the previous rest token of the same b
     const int32_t* rest_off        # [257] those starting with b: rest_off[b] .. [b + 1]
+    # The shortcut tokens whose first byte starts plain text ("plain tokens"), for a string
+    # body that takes all of them, or all of at most d bytes, at once (_classify.pyx):
+    const word_t* plain_bits       # [n_words] their ids
+    const int32_t* plain_longest   # [n_plain_longest] their sorted positions, longest first
+    const int32_t* plain_longer    # [max_token_len + 2] how many are longer than d bytes
+    intp_t n_plain_longest         # (only the longest n_sorted / 16 are listed)
 
 
 
@@ -70,6 +76,7 @@ cdef class VocabTables:
     cdef VocabC c
     cdef readonly object arrays
     cdef int _split_plain(self) except -1
+    cdef int _plain_by_length(self, shortcut_pos) except -1
 
 
 # The automaton of plain string bytes (see _tables.pyx): states 0-7, 0 = at a character

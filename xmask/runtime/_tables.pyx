@@ -335,6 +335,7 @@ cdef class VocabTables:
             arr = np.ascontiguousarray(offs[row])
             arr.setflags(write=False)
             self.arrays[name] = arr
+        self._plain_by_length(sc[:n_sc])
         cdef const uint64_t[::1] g1 = self.arrays["shortcut_sig"]
         cdef const int32_t[::1] p1 = self.arrays["shortcut_pos"]
         cdef const int32_t[::1] p2 = self.arrays["rest_pos"]
@@ -349,6 +350,39 @@ cdef class VocabTables:
         self.c.group_off = &o1[0]
         self.c.shortcut_off = &o2[0]
         self.c.rest_off = &o3[0]
+        return 0
+
+    cdef int _plain_by_length(self, shortcut_pos) except -1:
+        # The plain tokens (VocabC.plain_bits): a bounded string body with room for d more
+        # bytes takes those of at most d bytes at once and walks only the longer ones, which
+        # are few for most d (Llama-3: 1% are longer than 17 bytes): listed longest first.
+        pos = np.asarray(shortcut_pos, dtype=np.int64)
+        offs = self.arrays["tok_offsets"]
+        first = self.arrays["tok_bytes"][offs[pos]] if len(pos) else np.zeros(0, dtype=np.uint8)
+        starts = np.array([plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE for b in range(256)])
+        pos = pos[starts[first]] if len(pos) else pos
+        ids = self.arrays["sorted_ids"][pos]
+        bits = np.zeros(max(self.c.n_words, 1), dtype=np.uint32)
+        np.bitwise_or.at(bits, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+        lengths = (offs[pos + 1] - offs[pos]).astype(np.int64)
+        order = np.argsort(-lengths, kind="stable")
+        keep = max(self.c.n_sorted >> 4, 1)
+        longest = np.ascontiguousarray(pos[order][:keep], dtype=np.int32)
+        # longer[d] = how many plain tokens are longer than d bytes
+        counts = np.bincount(lengths, minlength=self.c.max_token_len + 2)[: self.c.max_token_len + 2]
+        longer = np.ascontiguousarray(len(lengths) - np.cumsum(counts), dtype=np.int32)
+        for name, arr in (("plain_bits", bits), ("plain_longest", longest if len(longest) else
+                                                  np.zeros(1, dtype=np.int32)),
+                          ("plain_longer", longer)):
+            arr.setflags(write=False)
+            self.arrays[name] = arr
+        cdef const word_t[::1] bv = self.arrays["plain_bits"]
+        cdef const int32_t[::1] lv = self.arrays["plain_longest"]
+        cdef const int32_t[::1] cv = self.arrays["plain_longer"]
+        self.c.plain_bits = <const word_t*>&bv[0]
+        self.c.plain_longest = &lv[0]
+        self.c.plain_longer = &cv[0]
+        self.c.n_plain_longest = len(longest)
         return 0
 
     @property
