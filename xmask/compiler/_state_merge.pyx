@@ -4,8 +4,9 @@
 ``mask_cache.token_equivalent_states_reference`` (same partition, tested equal).
 
 A state's first signature is its rule, its FINAL / HAS_BYTES / TOKEN flags, its token edge (set
-and target) and its calls: each call's target and, when the callee is nullable, its return state (a nullable callee can return at once,
-so the return state's whole behaviour is visible with no byte read).  Then bounded Moore rounds:
+and target) and its calls: each call's target and, when the callee is nullable, its return
+state (a nullable callee can return at once, so the return state's whole behaviour is visible
+with no byte read).  Then bounded Moore rounds:
 a state's signature is its block, the blocks of its byte targets (one per byte class) and the
 blocks of the return states of its non-nullable calls.  A non-nullable callee reads a byte at
 least before it returns, so comparing return states one round behind, like byte targets, keeps
@@ -171,7 +172,8 @@ cdef inline int _edge(const Graph* g, intp_t s, intp_t k) noexcept nogil:
     return -1 if g.nullable[g.call_target[j]] else g.call_ret[j]
 
 
-cdef void _predecessors(const Graph* g, Work* w) noexcept nogil:
+cdef int _predecessors(const Graph* g, Work* w) noexcept nogil:
+    # w.rev_off / w.rev_src (allocated here, for the live edges only); -1 if out of memory
     cdef intp_t s, k, width
     cdef int t
     cdef int32_t total
@@ -186,6 +188,9 @@ cdef void _predecessors(const Graph* g, Work* w) noexcept nogil:
     for s in range(g.n):
         w.rev_off[s + 1] += w.rev_off[s]
     total = w.rev_off[g.n]
+    w.rev_src = <int32_t*>malloc((total if total > 0 else 1) * sizeof(int32_t))
+    if w.rev_src == NULL:
+        return -1
     for s in range(g.n):  # fill from the back of each range (rev_off ends up as starts)
         width = g.nc + g.call_off[s + 1] - g.call_off[s]
         for k in range(width):
@@ -197,6 +202,7 @@ cdef void _predecessors(const Graph* g, Work* w) noexcept nogil:
     for s in range(g.n):
         w.rev_off[s] = w.rev_off[s + 1]
     w.rev_off[g.n] = total
+    return 0
 
 
 cdef intp_t _round(const Graph* g, Work* w, intp_t n_changed, int32_t stamp,
@@ -280,7 +286,8 @@ cdef intp_t _round(const Graph* g, Work* w, intp_t n_changed, int32_t stamp,
 
 cdef int _blocks(const Graph* g, Work* w, intp_t horizon, double deadline,
                  int32_t* rep) noexcept nogil:
-    # rep[s] = the lowest state of s's block; 1 if the deadline passed (rep not set)
+    # rep[s] = the lowest state of s's block; 1 if the deadline passed, 3 if out of memory
+    # (rep not set)
     cdef intp_t k, s, n_changed
     cdef int64_t n_blocks
     cdef int32_t* tmp
@@ -293,7 +300,8 @@ cdef int _blocks(const Graph* g, Work* w, intp_t horizon, double deadline,
         w.changed[s] = <int32_t>s  # the first round looks at every state with a successor
     for s in range(g.n):
         w.size[w.block[s]] += 1
-    _predecessors(g, w)
+    if _predecessors(g, w) < 0:
+        return 3
     n_changed = g.n
     for k in range(horizon):
         if deadline > 0 and monotonic_seconds() > deadline:
@@ -365,8 +373,6 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
     g.nullable = &nullable[0]
     g.token_set, g.token_target = &token_set[0], &token_target[0]
     cdef Work w
-    cdef intp_t n_edges = 0, s
-    n_edges = n * trans.shape[1] + call_target.shape[0]  # (upper bound: every column)
     memset(&w, 0, sizeof(Work))
     w.cap = cap
     try:
@@ -377,7 +383,6 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
         w.group_size = <int64_t*>malloc(n * sizeof(int64_t))
         w.best = <int64_t*>malloc(n * sizeof(int64_t))
         w.rev_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-        w.rev_src = <int32_t*>malloc((n_edges if n_edges else 1) * sizeof(int32_t))
         w.changed = <int32_t*>malloc(n * sizeof(int32_t))
         w.next_changed = <int32_t*>malloc(n * sizeof(int32_t))
         w.dirty = <int32_t*>malloc(n * sizeof(int32_t))
@@ -386,7 +391,7 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
         w.slots = <intp_t*>malloc(cap * sizeof(intp_t))
         if (w.block == NULL or w.size == NULL or w.n_dirty == NULL or w.group_block == NULL
                 or w.group_size == NULL or w.best == NULL
-                or w.rev_off == NULL or w.rev_src == NULL or w.changed == NULL
+                or w.rev_off == NULL or w.changed == NULL
                 or w.next_changed == NULL or w.dirty == NULL or w.mark == NULL
                 or w.group == NULL or w.slots == NULL):
             raise MemoryError()
@@ -398,6 +403,8 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
         free(w.block); free(w.size); free(w.n_dirty); free(w.group_block); free(w.group_size); free(w.best); free(w.rev_off)
         free(w.rev_src); free(w.changed); free(w.next_changed); free(w.dirty); free(w.mark)
         free(w.group); free(w.slots)
+    if status == 3:
+        raise MemoryError()
     if status == 2:
         raise ValueError("a transition, call target or return state is out of range, "
                          "or call offsets are inconsistent")
