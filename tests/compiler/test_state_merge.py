@@ -34,12 +34,8 @@ pytest.importorskip("tokenizers")
 
 
 def _string(lo=0, hi=None):
-    s = {"type": "string"}
-    if lo:
-        s["minLength"] = lo
-    if hi is not None:
-        s["maxLength"] = hi
-    return s
+    bounds = {"minLength": lo, "maxLength": hi}
+    return {"type": "string", **{k: v for k, v in bounds.items() if v}}
 
 
 def _object(*fields):

@@ -373,36 +373,32 @@ def equivalent_states(const uint8_t[::1] flags, const int32_t[::1] state_rule,
     g.nullable = &nullable[0]
     g.token_set, g.token_target = &token_set[0], &token_target[0]
     cdef Work w
+    cdef int64_t* i64 = NULL
+    cdef int32_t* i32 = NULL
     memset(&w, 0, sizeof(Work))
     w.cap = cap
     try:
-        w.block = <int64_t*>malloc(n * sizeof(int64_t))
-        w.size = <int64_t*>malloc(n * sizeof(int64_t))
-        w.n_dirty = <int64_t*>malloc(n * sizeof(int64_t))
-        w.group_block = <int64_t*>malloc(n * sizeof(int64_t))
-        w.group_size = <int64_t*>malloc(n * sizeof(int64_t))
-        w.best = <int64_t*>malloc(n * sizeof(int64_t))
-        w.rev_off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-        w.changed = <int32_t*>malloc(n * sizeof(int32_t))
-        w.next_changed = <int32_t*>malloc(n * sizeof(int32_t))
-        w.dirty = <int32_t*>malloc(n * sizeof(int32_t))
-        w.mark = <int32_t*>malloc(n * sizeof(int32_t))
-        w.group = <int32_t*>malloc(n * sizeof(int32_t))
+        # two allocations: six int64 arrays, then six int32 arrays and rev_off (the rounds
+        # swap changed / next_changed: free the allocations, not the fields)
+        i64 = <int64_t*>malloc(6 * n * sizeof(int64_t))
+        i32 = <int32_t*>malloc((6 * n + 1) * sizeof(int32_t))
         w.slots = <intp_t*>malloc(cap * sizeof(intp_t))
-        if (w.block == NULL or w.size == NULL or w.n_dirty == NULL or w.group_block == NULL
-                or w.group_size == NULL or w.best == NULL
-                or w.rev_off == NULL or w.changed == NULL
-                or w.next_changed == NULL or w.dirty == NULL or w.mark == NULL
-                or w.group == NULL or w.slots == NULL):
+        if i64 == NULL or i32 == NULL or w.slots == NULL:
             raise MemoryError()
+        w.block, w.changed = i64, i32
+        w.size, w.n_dirty, w.group_block = w.block + n, w.block + 2 * n, w.block + 3 * n
+        w.group_size, w.best = w.block + 4 * n, w.block + 5 * n
+        w.next_changed, w.dirty, w.mark = w.changed + n, w.changed + 2 * n, w.changed + 3 * n
+        w.group, w.rev_off = w.changed + 4 * n, w.changed + 5 * n
         with nogil:  # (the checks too: a big automaton has millions of transitions)
             status = _check(&g)
             if status == 0:
                 status = _blocks(&g, &w, horizon, deadline, &rp[0])
     finally:
-        free(w.block); free(w.size); free(w.n_dirty); free(w.group_block); free(w.group_size); free(w.best); free(w.rev_off)
-        free(w.rev_src); free(w.changed); free(w.next_changed); free(w.dirty); free(w.mark)
-        free(w.group); free(w.slots)
+        free(i64)
+        free(i32)
+        free(w.rev_src)
+        free(w.slots)
     if status == 3:
         raise MemoryError()
     if status == 2:
