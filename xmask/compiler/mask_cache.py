@@ -224,7 +224,9 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
             progress(0, 0)
         return  # all classified (by fills or an earlier call): nothing to walk
     rep = token_equivalent_states(automaton, int(vocab_tables.max_token_len) + 1)
-    reps = np.unique(rep[tops]).astype(np.int32)
+    # a block's representative is its lowest state, a top state when its members are (the
+    # same flags): the tops that represent themselves, already sorted (no np.unique)
+    reps = tops[rep[tops] == tops].astype(np.int32, copy=False)
     # too many pairs to warm up (a long bounded string's character tail called from thousands
     # of positions, far from the bound): fills classify those on first use
     walk_states, walk_rets, shared = pair_walks(cache, automaton, tops, rep, MAX_PAIR_WALKS,
