@@ -17,7 +17,6 @@ and a warm-up's walks do not grow with ``maxLength``.
 """
 
 import json
-import os
 import random
 import types
 
@@ -173,17 +172,12 @@ def _text(n, seed):
 
 
 MASK_CASES = [  # (tokenizer, schema, characters, ensure_ascii)
-    ("llama3", "str64", 64, False), ("llama3", "str1000", 1000, False),
+    ("llama3", "str64", 64, False), ("llama3", "str255", 250, True),
+    ("llama3", "str1000", 1000, False), ("llama3", "str3000", 3000, False),
     ("llama3", "min70max100", 100, True), ("llama3", "obj", 120, False),
-    ("qwen2.5", "str255", 255, False),
+    ("qwen2.5", "str255", 255, False), ("qwen2.5", "str1000", 998, True),
+    ("qwen2.5", "min300max1000", 320, False),
 ]
-# XMASK_LONG_TESTS=1: longer documents, Qwen2.5 through a bound of 1000 and minLength
-LONG_MASK_CASES = [
-    ("llama3", "str255", 250, True), ("llama3", "str3000", 3000, False),
-    ("qwen2.5", "str1000", 998, True), ("qwen2.5", "min300max1000", 320, False),
-]
-if os.environ.get("XMASK_LONG_TESTS") == "1":
-    MASK_CASES += LONG_MASK_CASES
 
 
 @pytest.mark.parametrize("tokenizer,name,n,ascii_only", MASK_CASES)
@@ -196,14 +190,18 @@ def test_warmed_up_masks_equal_lazy_and_reference(tokenizer, name, n, ascii_only
                          ensure_ascii=ascii_only)
     else:
         doc = json.dumps(text, ensure_ascii=ascii_only)
-    compiled = {"eager": _compiled(t, schema, precompute=True), "lazy": _compiled(t, schema)}
-    assert compiled["eager"].cache_summary()["pending"] == 0
-    before = compiled["eager"]._mask_cache.memory_parts()
-    # every step: eager == lazy; the reference every 60th step and at the ends
+    compiled = {"eager": _compiled(t, schema, precompute=True), "lazy": _compiled(t, schema),
+                "precomputed": _compiled(t, schema).precompute(max_threads=2)}
+    before = {}
+    for mode in ("eager", "precomputed"):
+        assert compiled[mode].cache_summary()["pending"] == 0
+        before[mode] = compiled[mode]._mask_cache.memory_parts()
+    # every step: eager == lazy == precomputed; the reference every 60th step and at the ends
     checked = walk_modes(t, compiled, t.encode(doc), f"[{tokenizer} {name}]", every=60)
     assert checked > 5
     # the warm-up left nothing (not even a pair mid-character) to the fills
-    assert compiled["eager"]._mask_cache.memory_parts() == before
+    for mode in ("eager", "precomputed"):
+        assert compiled[mode]._mask_cache.memory_parts() == before[mode]
 
 
 def test_warm_up_walks_do_not_grow_with_max_length(llama3):
