@@ -60,3 +60,17 @@ def walk_equals_reference(matcher, ids, vocab_size: int) -> None:
         assert bit(fast, tid), f"step {k}: token {tid} masked"
         assert matcher.accept_token(tid)
     assert matcher.is_terminated()
+
+
+def cache_entries(compiled):
+    """{state: (kind, data bytes, uncertain bytes)} of every classified state of a compiled
+    grammar's token-mask cache (its export)."""
+    snap = compiled._mask_cache.export()
+    out = {}
+    for s in np.nonzero(snap["state_entry"] >= 0)[0].tolist():
+        k = int(snap["state_entry"][s])
+        lo, n = int(snap["entry_off"][k]), int(snap["entry_len"][k])
+        ulo, un = int(snap["unc_off"][k]), int(snap["unc_len"][k])
+        out[s] = (int(snap["entry_kind"][k]), snap["data"][lo:lo + n].tobytes(),
+                  snap["unc"][ulo:ulo + un].tobytes())
+    return out

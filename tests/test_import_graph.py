@@ -1,7 +1,8 @@
 """The package's import graph: a stack, not a circle, and no borrowed private names.
 
-Every module of xmask (``.py`` and the runtime imports of ``.pyx``; ``cimport`` is a build
-dependency, not an import) is parsed with :mod:`ast`, imports inside functions included (a
+Every module of xmask (``.py`` and the runtime imports of ``.pyx``; a ``cimport`` of a compiled
+module counts too: it imports that module at run time, a ``.pxd``-only one is a build
+dependency) is parsed with :mod:`ast`, imports inside functions included (a
 function-level import still ties the two modules together).  The tests assert
 
 * the modules' import graph has no cycle: in particular ``xmask.grammar.ir`` imports no front
@@ -26,7 +27,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "xmask"
 
 ALLOWED_PRIVATE_IMPORTS: Set[Tuple[str, str, str]] = set()
 
-_PYX_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
+_PYX_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+\S+[ \t]+c?import[ \t]+(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
                          re.M)
 
 
@@ -51,6 +52,13 @@ def _import_nodes(path: pathlib.Path) -> Iterator[ast.stmt]:
         return
     for m in _PYX_IMPORT.finditer(text):  # Cython: parse each import statement on its own
         stmt = m.group(0).strip()
+        c = re.match(r"from[ \t]+(\S+)[ \t]+cimport\b", stmt)
+        if c:
+            # a cimport of a compiled module imports it at run time (its shared C globals and
+            # functions); a .pxd-only one is not a module, so _imports skips it
+            yield ast.ImportFrom(module=c.group(1).lstrip("."), names=[],
+                                 level=len(c.group(1)) - len(c.group(1).lstrip(".")))
+            continue
         if re.search(r"\bcimport\b", stmt):
             continue
         yield from ast.parse(stmt).body
@@ -72,6 +80,8 @@ def _imports(name: str, path: pathlib.Path, modules) -> Iterator[Tuple[str, Opti
             target = node.module
         if target not in modules:
             continue
+        if not node.names:  # a cimport (see _import_nodes)
+            yield target, None
         for alias in node.names:
             sub = f"{target}.{alias.name}"
             if sub in modules:
@@ -151,7 +161,8 @@ def test_ir_imports_no_front_end():
     grammar_deps = {t for t in edges["xmask.grammar.ir"] if t.startswith("xmask.grammar.")}
     # (_ir_walk: the reference check's C loop over ir_expr nodes, no front end)
     assert grammar_deps <= {"xmask.grammar.ir_expr", "xmask.grammar.printer", "xmask.grammar._ir_walk"}, grammar_deps
-    assert edges["xmask.grammar._ir_walk"] == {"xmask.grammar.ir_expr"}
+    assert edges["xmask.grammar._ir_walk"] == {"xmask.grammar._ir_nodes"}
+    assert edges["xmask.grammar._ir_nodes"] == {"xmask.grammar.ir_expr"}
     # (_ir_build: make_seq / make_choice in C; it imports nothing of xmask)
     assert edges["xmask.grammar.ir_expr"] == {"xmask.grammar._ir_build"}
     assert edges["xmask.grammar._ir_build"] == set()

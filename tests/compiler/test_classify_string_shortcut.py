@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tokenizers
 from conftest import require_data, tokenizer_json
+from maskutil import cache_entries
 
 import xmask
 from xmask.runtime import _classify, _plain_depth
@@ -75,15 +76,7 @@ def _compile(compiler, kind, what):
 
 def _entries(compiled):
     compiled.precompute()
-    snap = compiled._mask_cache.export()
-    out = {}
-    for s in np.nonzero(snap["state_entry"] >= 0)[0].tolist():
-        k = int(snap["state_entry"][s])
-        lo, n = int(snap["entry_off"][k]), int(snap["entry_len"][k])
-        ulo, un = int(snap["unc_off"][k]), int(snap["unc_len"][k])
-        out[s] = (int(snap["entry_kind"][k]), snap["data"][lo:lo + n].tobytes(),
-                  snap["unc"][ulo:ulo + un].tobytes())
-    return out
+    return cache_entries(compiled)
 
 
 @pytest.mark.parametrize("tok_name", ["llama3", "qwen2.5"])

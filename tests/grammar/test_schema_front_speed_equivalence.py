@@ -38,6 +38,9 @@ from xmask.grammar.code_point_dfa import (
 )
 
 _LIT = keys._LIT
+# the memos of pure functions of automata and of their emissions (by content)
+CONTENT_MEMOS = (code_point_dfa._MINIMIZED, code_point_dfa._PRODUCTS, keys._KEY_SPLITS, keys._PRODUCTS,
+                 dfa_expr._TO_EXPR_MEMO, dfa_expr._COMPLEMENT_MEMO)
 OPTIONS = [dict(strict_mode=False, any_whitespace=True), dict(strict_mode=True, any_whitespace=False),
            dict(strict_mode=False, lenient=True)]
 
@@ -143,6 +146,7 @@ def json_schema_modules():
 def general_paths(monkeypatch):
     """Switch every shortcut off (``yield``s; the converter then takes the general paths)."""
     monkeypatch.setattr(keys, "_LITERAL_KEY", re.compile(r"(?!)"))  # no word complement
+    monkeypatch.setattr(code_point_dfa, "MEMO_MAX_STATES", -1)  # no memo by automaton content
     monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
     monkeypatch.setattr(dfa_expr, "_acyclic_order", lambda n, grouped: None)
     monkeypatch.setattr(strings, "_shared", lambda memo, key, build: build())
@@ -236,7 +240,7 @@ def test_warm_memos_same_grammar_as_cold():
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS,
                  string_format._CANONICAL_MEMO, string_format._PLAIN_MEMO, rule_sink._CLEAN_NAMES,
                  numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
-                 dfa_expr._GAPS, code_point_dfa._LITERALS):
+                 dfa_expr._GAPS, code_point_dfa._LITERALS) + CONTENT_MEMOS:
         memo.clear()
     cold = {name: outcome(s, strict_mode=False) for name, s in schemas}
     assert warm == warm2 == cold
@@ -252,7 +256,7 @@ def test_threads_sharing_the_memos_get_the_same_grammars():
     for memo in (strings._SHARED_DFAS, strings._SHARED_ENCODINGS, string_format._CANONICAL_MEMO,
                  string_format._PLAIN_MEMO,
                  numbers._MAGNITUDE_DFAS, dfa_expr._PLAIN_LABELS, dfa_expr._PLAIN_SIZES,
-                 dfa_expr._GAPS, code_point_dfa._LITERALS):
+                 dfa_expr._GAPS, code_point_dfa._LITERALS) + CONTENT_MEMOS:
         memo.clear()
     with ThreadPoolExecutor(4) as pool:
         # (not lenient: nothing warns, so no warnings filter is touched from the threads)

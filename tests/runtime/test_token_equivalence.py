@@ -15,6 +15,7 @@ import random
 import numpy as np
 import pytest
 from conftest import require_data, tokenizer_json
+from maskutil import cache_entries
 
 import xmask
 from xmask.compiler.mask_cache import new_mask_cache, top_states
@@ -137,3 +138,31 @@ def test_bad_states_are_refused(compiler):
     n = compiled._automaton.n_states
     with pytest.raises(ValueError, match="out of range"):
         states_token_equivalent(compiled._automaton_tables, 0, n, 10)
+
+
+
+@pytest.mark.parametrize("schema,text", [
+    ({"type": "string", "maxLength": 300}, "the quick fox é 中文 \\n \\u00e9 " * 12),
+    ({"type": "string", "minLength": 5, "maxLength": 40}, "lazy dog, \\t naïve 日本"),
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 90},
+                                       "b": {"type": "array", "maxItems": 60,
+                                             "items": {"type": "integer"}}}},
+     None),
+])
+def test_lazily_shared_and_derived_entries_equal_own_walks(compiler, schema, text):
+    # a fill reuses an entry (all tokens agree) or derives one (tokens up to a length agree,
+    # the longer ones walked): every entry equals the state's own classification
+    compiled = compiler.compile_json_schema(schema)
+    if text is None:
+        doc = json.dumps({"a": "x" * 80 + "éé", "b": list(range(58))})
+    else:
+        doc = '"' + text[: schema["maxLength"] - 2] + '"'
+    matcher = xmask.GrammarMatcher(compiled)
+    bitmask = np.asarray(xmask.allocate_token_bitmask(1, compiled.tokenizer_info.vocab_size))
+    for ch in doc:  # character by character: every position's state is met
+        matcher.fill_next_token_bitmask(bitmask)
+        assert matcher.accept_string(ch), ch
+    entries = cache_entries(compiled)
+    assert len(entries) > 20
+    for s, e in entries.items():
+        assert e == _entry(compiled, s), s

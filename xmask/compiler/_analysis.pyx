@@ -40,9 +40,36 @@ cdef inline isz skip_none(const int32_t* row, isz c, isz nc) noexcept nogil:
     return c
 
 
+cdef int runs_of(object runs, isz n, const int32_t** off, const int32_t** tgt,
+                 const int32_t** col) except -1:
+    # ``runs`` = (run_off, run_col, run_tgt) (``_determinize.build_rule_dfas``) as pointers
+    cdef const int32_t[::1] o = runs[0]
+    cdef const int32_t[::1] c = runs[1]
+    cdef const int32_t[::1] t = runs[2]
+    if o.shape[0] != n + 1 or c.shape[0] != t.shape[0] or o[n] != c.shape[0]:
+        raise ValueError("runs do not match the table")
+    off[0] = &o[0]
+    col[0] = &c[0] if c.shape[0] else NULL
+    tgt[0] = &t[0] if t.shape[0] else NULL
+    return 0
+
+
+cdef inline void or_bytes(uint64_t* words, isz lo_b, isz hi_b) noexcept nogil:
+    # set bits lo_b .. hi_b (inclusive) of a 256-bit set held as four words
+    cdef isz j
+    cdef uint64_t w
+    for j in range(lo_b >> 6, (hi_b >> 6) + 1):
+        w = ~(<uint64_t>0)
+        if lo_b > 64 * j:
+            w &= ~(<uint64_t>0) << (lo_b - 64 * j)
+        if hi_b < 64 * j + 63:
+            w &= ~(<uint64_t>0) >> (63 - (hi_b - 64 * j))
+        words[j] |= w
+
+
 def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[::1] call_src,
                        const int32_t[::1] call_callee, const int32_t[::1] call_ret,
-                       const int32_t[::1] rule_start):
+                       const int32_t[::1] rule_start, runs=None):
     """Drop every byte edge into a state from which its rule can never finish (in place, in
     ``trans``) and set HAS_BYTES exactly where an edge is left; returns ``(productive, keep)``: uint8
     per state and per call (a call is kept iff its callee start and return state are
@@ -51,7 +78,10 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
 
     The dense table is read once: a row's runs of equal targets give its (target, source)
     pairs, the reversed edges the search needs; it is written only when some state is
-    unproductive (rare: the per-rule DFAs are trimmed, only a dead callee makes one)."""
+    unproductive (rare: the per-rule DFAs are trimmed, only a dead callee makes one).
+    ``runs``: the table's rows as runs (``_determinize.build_rule_dfas``), read instead of
+    the dense rows (a few runs per row instead of ~100 columns).  A third value says whether
+    some edge was dropped (then ``runs`` no longer match the table)."""
     cdef isz n = trans.shape[0], nc = trans.shape[1], m = call_src.shape[0], s, c, k, t, top
     prod_a = np.zeros(n, dtype=np.uint8)
     keep_a = np.zeros(m, dtype=np.uint8)
@@ -70,6 +100,11 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
     cdef int32_t cs, rs
     cdef const int32_t* row
     cdef bint nomem = False
+    cdef const int32_t* r_off = NULL
+    cdef const int32_t* r_tgt = NULL
+    cdef const int32_t* r_col = NULL
+    if runs is not None:
+        runs_of(runs, n, &r_off, &r_tgt, &r_col)
     try:
         if not (rev_off and w_off and w_call and stack and has_edge):
             raise MemoryError()
@@ -80,6 +115,20 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
             # (target, source) once per run of equal targets in a row
             for s in range(n):
                 has_edge[s] = 0
+                if r_off != NULL:
+                    # adjacent runs differ in target: one pair per run with a target
+                    if iv_reserve(&pairs, pairs.n + 2 * (r_off[s + 1] - r_off[s])):
+                        nomem = True
+                        break
+                    for k in range(r_off[s], r_off[s + 1]):
+                        t = r_tgt[k]
+                        if t >= 0:
+                            pairs.d[pairs.n] = <int32_t>t
+                            pairs.d[pairs.n + 1] = <int32_t>s
+                            pairs.n += 2
+                            rev_off[t + 2] += 1
+                            has_edge[s] = 1
+                    continue
                 row = &trans[s, 0] if nc else NULL
                 c = skip_none(row, 0, nc)
                 while c < nc:
@@ -184,16 +233,19 @@ def prune_unproductive(int32_t[:, ::1] trans, uint8_t[::1] flags, const int32_t[
         free(stack)
         free(has_edge)
         free(pairs.d)
-    return prod_a, keep_a
+    return prod_a, keep_a, n_prod != n
 
 
 def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t[::1] byte_class,
             const int32_t[::1] call_off, const int32_t[::1] call_callee,
             const int32_t[::1] call_ret, const int32_t[::1] rule_start,
-            const int32_t[::1] state_rule):
+            const int32_t[::1] state_rule, runs=None):
     """Nullable states, FIRST byte sets per state, FOLLOW byte sets per rule and the rules each
     rule calls before reading a byte (``left``: pairs ``(caller rule, callee rule)``, possibly
-    repeated).  ``call_off`` is the CSR offset array of the calls by source state."""
+    repeated).  ``call_off`` is the CSR offset array of the calls by source state.  A row is
+    read only where ``flags`` has HAS_BYTES (the pruning pass sets it exactly on the states
+    left with an edge); ``runs``, when given, are the rows as runs (see
+    :func:`prune_unproductive`), read instead of the dense table."""
     cdef isz n = trans.shape[0], nc = trans.shape[1], R = rule_start.shape[0], s, c, k, j, r, p
     cdef isz top, n_left = 0
     cdef int32_t t, callee, ret
@@ -206,6 +258,11 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
     cdef isz lo_b, hi_b
     cdef bint ordered
     cdef const int32_t* row
+    cdef const int32_t* r_off = NULL
+    cdef const int32_t* r_tgt = NULL
+    cdef const int32_t* r_col = NULL
+    if runs is not None:
+        runs_of(runs, n, &r_off, &r_tgt, &r_col)
     nullable_a = np.zeros(n, dtype=np.uint8)
     first_a = np.zeros((n, 4), dtype=np.uint64)
     follow_a = np.zeros((R, 4), dtype=np.uint64)
@@ -253,6 +310,23 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
             for s in range(n):
                 nullable[s] = flags[s] & FINAL
                 seen[s] = -1
+                if call_off[s + 1] > call_off[s]:
+                    callers[n_callers] = <int32_t>s
+                    n_callers += 1
+                if not flags[s] & HAS_BYTES:
+                    continue  # no edge
+                if r_off != NULL:
+                    for k in range(r_off[s], r_off[s + 1]):
+                        if r_tgt[k] < 0:
+                            continue
+                        hi_b = r_col[k + 1] if k + 1 < r_off[s + 1] else nc
+                        if not ordered:
+                            for c in range(r_col[k], hi_b):
+                                for j in range(4):
+                                    first[s, j] |= cls_bits[c][j]
+                        else:
+                            or_bytes(&first[s, 0], cls_lo[r_col[k]], cls_hi[hi_b - 1])
+                    continue
                 if not ordered:
                     for c in range(nc):
                         if trans[s, c] >= 0:
@@ -267,19 +341,8 @@ def analyze(const int32_t[:, ::1] trans, const uint8_t[::1] flags, const uint8_t
                         k = c
                         while c < nc and row[c] >= 0:
                             c += 1
-                        lo_b = cls_lo[k]
-                        hi_b = cls_hi[c - 1]
-                        for j in range(lo_b >> 6, (hi_b >> 6) + 1):
-                            w = ~(<uint64_t>0)
-                            if lo_b > 64 * j:
-                                w &= ~(<uint64_t>0) << (lo_b - 64 * j)
-                            if hi_b < 64 * j + 63:
-                                w &= ~(<uint64_t>0) >> (63 - (hi_b - 64 * j))
-                            first[s, j] |= w
+                        or_bytes(&first[s, 0], cls_lo[k], cls_hi[c - 1])
                         c = skip_none(row, c, nc)
-                if call_off[s + 1] > call_off[s]:
-                    callers[n_callers] = <int32_t>s
-                    n_callers += 1
             changed = True
             while changed:
                 changed = False

@@ -30,7 +30,7 @@ from libc.string cimport memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, insertion_sort, sort_unique
 from xmask.compiler._ivec cimport IVec, LVec, ints_eq, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
-from xmask.compiler._minimize cimport MinWork, Moore, minimize_dfa, minwork_free
+from xmask.compiler._minimize cimport MinWork, Moore, merged_runs, minimize_dfa, minwork_free
 
 ctypedef Py_ssize_t isz
 
@@ -591,7 +591,6 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, Out* o, int32_t base) noexcept 
     """Append the quotient DFA (blocks ``blk``, ``m`` of them) to ``o``: each block's row is
     its first state's (blocks are numbered by first appearance, so they come in order)."""
     cdef isz n = c.finals.n, i, k, b, nb = 0
-    cdef int32_t t, last
     cdef int32_t* seen
     if (iv_reserve(&o.seen, m) or iv_reserve(&o.rcol, o.rcol.n + c.run_col.n)
             or iv_reserve(&o.rtgt, o.rtgt.n + c.run_col.n) or iv_reserve(&o.roff, o.roff.n + m)
@@ -608,16 +607,9 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, Out* o, int32_t base) noexcept 
         nb += 1
         o.roff.d[o.roff.n] = <int32_t>o.rcol.n
         o.roff.n += 1
-        last = -2
-        for k in range(c.run_off.d[i], c.run_off.d[i + 1]):
-            t = c.run_tgt.d[k]
-            if t >= 0:
-                t = blk[t] + base
-            if t != last:  # two targets merged into one block: one run
-                o.rcol.d[o.rcol.n] = c.run_col.d[k]
-                o.rtgt.d[o.rcol.n] = t
-                o.rcol.n += 1
-                last = t
+        # two targets merged into one block: one run
+        o.rcol.n += merged_runs(c.run_col.d, c.run_tgt.d, c.run_off.d[i], c.run_off.d[i + 1],
+                                blk, base, o.rcol.d + o.rcol.n, o.rtgt.d + o.rcol.n, 1)
         o.final.d[o.final.n] = c.finals.d[i]
         o.final.n += 1
         if nb == m:
@@ -721,11 +713,16 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     """Determinize and minimize every rule (NFA in CSR form, byte edges as inclusive byte
     ranges, ``byte_class`` (uint8[256], numbered by first byte) the grammar's byte classes).
 
-    Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst)``:
+    Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst,
+    runs)``:
     rule ``r`` owns global states ``rule_base[r] .. rule_base[r + 1]`` (its start first),
     ``trans`` is ``n x n_classes`` (global targets, -1 none; ``n_classes`` =
     ``max(byte_class) + 1``), ``finals`` uint8, and the calls
-    are (global state, callee rule index, global return state) triples.
+    are (global state, callee rule index, global return state) triples; ``runs`` is
+    ``(run_off, run_col, run_tgt)``, the rows of ``trans`` as the kernel built them: state
+    ``s``'s row is the runs ``run_off[s] .. run_off[s + 1]`` (first class, target or -1),
+    covering the classes in order, adjacent runs differing in target (the passes that read
+    every row read these instead of the dense table).
     """
     cdef Ctx c
     cdef Out o
@@ -808,13 +805,15 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 if status != ST_OK:
                     bad = <int32_t>r
                 r += 1
+            # (dense_table also closes o.roff: the runs' offsets, n + 1 of them)
             if status == ST_OK and dense_table(&o, n_classes, &g_trans):
                 status = ST_NOMEM
         if status == ST_NOMEM:
             raise MemoryError()
         return (status, bad, to_array(&rule_base, np.int32), take_array(&g_trans),
                 to_array(&o.final, np.uint8), to_array(&o.csrc, np.int32),
-                to_array(&o.crule, np.int32), to_array(&o.cdst, np.int32))
+                to_array(&o.crule, np.int32), to_array(&o.cdst, np.int32),
+                (take_array(&o.roff), take_array(&o.rcol), take_array(&o.rtgt)))
     finally:
         free(c.mark)
         free(c.one_val)

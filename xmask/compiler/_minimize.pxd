@@ -5,6 +5,26 @@ from xmask.compiler._ivec cimport IVec
 ctypedef Py_ssize_t isz
 
 
+cdef inline isz merged_runs(const int32_t* col, const int32_t* tgt, isz k0, isz k1,
+                            const int32_t* blk, int32_t base, int32_t* out_col,
+                            int32_t* out_tgt, isz stride) noexcept nogil:
+    # A row's runs k0 .. k1 (first class, target or -1) with each target replaced by its
+    # block (+ base; -1 stays), adjacent runs whose blocks are equal merged into one: written
+    # at out_col[j * stride], out_tgt[j * stride]; returns how many.  The minimizer's
+    # signatures and the quotient DFA's rows are both this.  Branch-free: every run is
+    # stored, the position advances only where the block changes (so up to k1 - k0 slots).
+    cdef isz k, j = 0
+    cdef int32_t t, prev = -2
+    for k in range(k0, k1):
+        t = tgt[k]
+        t = blk[t] + base if t >= 0 else -1
+        out_col[j * stride] = col[k]
+        out_tgt[j * stride] = t
+        j += t != prev
+        prev = t
+    return j
+
+
 cdef struct Moore:
     # partition: block ids, and each block's members as a doubly linked list
     int32_t* block

@@ -36,20 +36,12 @@ cdef inline int append_sig(int32_t s, const int32_t* block, const Rows* g, IVec*
     calls as (nc + callee, block) pairs.  Adjacent runs whose targets now share a block merge,
     so equal rows give equal signatures."""
     cdef isz k, n
-    cdef int32_t t, b, prev = -2
     cdef int32_t r0 = g.run_off[s], r1 = g.run_off[s + 1], c0 = g.call_off[s], c1 = g.call_off[s + 1]
     if iv_reserve(sig, sig.n + 1 + 2 * (r1 - r0 + c1 - c0)):
         return -1
     n = sig.n + 1
     sig.d[sig.n] = block[s]
-    # branch-free: always store, advance only where the block changes
-    for k in range(r0, r1):
-        t = g.run_tgt[k]
-        b = block[t] if t >= 0 else -1
-        sig.d[n] = g.run_col[k]
-        sig.d[n + 1] = b
-        n += 2 * (b != prev)
-        prev = b
+    n += 2 * merged_runs(g.run_col, g.run_tgt, r0, r1, block, 0, sig.d + n, sig.d + n + 1, 2)
     for k in range(c0, c1):
         sig.d[n] = g.nc + g.call_rule[k]
         sig.d[n + 1] = block[g.call_dst[k]]

@@ -15,21 +15,15 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from xmask.compiler._ivec cimport IVec, iv_reserve
+from xmask.compiler._rule_scan cimport SizeMemo
+from xmask.grammar._ir_nodes cimport BYTES, CHOICE, CLASS, REF, REPEAT, SEQ, is_node_kind
 
 from .. import _deadline as deadline
 from .._switch_interval import switch_point
 from ..errors import GrammarLimitError
-from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
+from ..grammar._ir_nodes import kind_of
 from .nfa import NfaArrays, class_edges, flatten_repeat
-from ._rule_scan import SizeMemo, distinct_refs, kind_of as _kind_of
-
-# the node kinds as C-level constants (the walk compares every node's type with them)
-cdef object _BYTES = Bytes
-cdef object _SEQ = Seq
-cdef object _REF = RuleRef
-cdef object _CHOICE = Choice
-cdef object _CLASS = CharClass
-cdef object _REPEAT = Repeat
+from ._rule_scan import distinct_refs
 
 ctypedef Py_ssize_t isz
 
@@ -70,8 +64,11 @@ cdef inline int push4(IVec* v, int32_t a, int32_t b, int32_t c, int32_t d) excep
 # (grammars from one front end share their classes' objects, a JSON string character's above
 # all; a MaskBench schema adds ~10 classes of its own, so the bound keeps the objects it holds
 # for the collector few).  Concurrent builds may both add an entry; either is the same.
-_CLASS_IDS = {}
-_CLASS_IDS_MAX = 1024
+# A fresh grammar's own classes miss the id memo; ``_CLASS_VALUES`` (class -> (fresh states,
+# rows), by value, bounded likewise) spares them ``class_edges``' Python loops.
+cdef dict _CLASS_IDS = {}
+cdef dict _CLASS_VALUES = {}
+cdef isz _CLASS_IDS_MAX = 1024
 
 
 cdef class _Rows:
@@ -216,7 +213,7 @@ cdef class NFA:
     cdef readonly str rule
     cdef readonly object dfa_of
     cdef dict templates
-    cdef object size_memo  # a _rule_scan.SizeMemo (the expressions outlive this NFA)
+    cdef SizeMemo size_memo  # (the expressions outlive this NFA)
     cdef dict bodies
     cdef dict sizes
     cdef dict template_ids
@@ -315,14 +312,13 @@ cdef class NFA:
             # waits for the GIL run (see _switch_interval), about every 0.1 ms
             self.next_switch = self.ticks + 256
             switch_point()
-        if (t is not _BYTES and t is not _SEQ and t is not _REF and t is not _CHOICE
-                and t is not _CLASS and t is not _REPEAT):
-            t = _kind_of(expr)
+        if not is_node_kind(t):
+            t = kind_of(expr)
         cdef isz cur, nxt, i, last, k, s, got
         cdef bytes data
         cdef const unsigned char* p
         cdef tuple items
-        if t is _BYTES:
+        if t is BYTES:
             data = expr.data
             p = data
             last = len(data) - 1
@@ -332,22 +328,23 @@ cdef class NFA:
                 push4(&self.byte, <int32_t>cur, p[i], p[i], <int32_t>nxt)
                 cur = nxt
             return self.finish(cur, end)
-        if t is _SEQ:
+        if t is SEQ:
             items = expr.items
             cur = start
             last = len(items) - 1
             for i in range(last + 1):
                 cur = self.build(items[i], cur, rule_index, end if i == last else -1)
             return self.finish(cur, end)
-        if t is _REF:
-            body = self.bodies.get(expr.name)
+        if t is REF:
+            name = expr.name
+            body = self.bodies.get(name)
             if body is not None:
-                return self.inline(expr.name, body, start, rule_index, end)
+                return self.inline(name, body, start, rule_index, end)
             if end < 0:
                 end = self.new()
-            push3(&self.calls, <int32_t>start, <int32_t>rule_index[expr.name], <int32_t>end)
+            push3(&self.calls, <int32_t>start, <int32_t>rule_index[name], <int32_t>end)
             return end
-        if t is _CHOICE:
+        if t is CHOICE:
             if end < 0:
                 end = self.new()
             for item in expr.items:
@@ -355,21 +352,27 @@ cdef class NFA:
                 push2(&self.eps, <int32_t>start, <int32_t>s)
                 self.build(item, s, rule_index, end)
             return end
-        if t is _CLASS:
+        if t is CLASS:
             if end < 0:
                 end = self.new()
             # the class's edges, memoized by object (the value keeps the id from being reused)
             got_c = _CLASS_IDS.get(id(expr))
             if got_c is None:
-                k, rows_a = class_edges(expr)
-                got_c = (expr, k, _Rows(rows_a))
+                got_v = _CLASS_VALUES.get(expr)
+                if got_v is None:
+                    k, rows_a = class_edges(expr)
+                    got_v = (k, _Rows(rows_a))
+                    if len(_CLASS_VALUES) >= _CLASS_IDS_MAX:
+                        _CLASS_VALUES.clear()
+                    _CLASS_VALUES[expr] = got_v
+                got_c = (expr, got_v[0], got_v[1])
                 if len(_CLASS_IDS) >= _CLASS_IDS_MAX:
                     _CLASS_IDS.clear()
                 _CLASS_IDS[id(expr)] = got_c
             k = got_c[1]
             self.paste_class(got_c[2], start, end, self.reserve(k) if k else 0)
             return end
-        if t is _REPEAT:
+        if t is REPEAT:
             return self.finish(self.repeat(expr, start, rule_index), end)
         raise TypeError(f"unknown grammar node {expr!r}")
 
@@ -434,10 +437,11 @@ cdef class NFA:
 
     cdef isz repeat(self, expr, isz start, dict rule_index) except -1:
         cdef isz lo, hi, bound, cap, size, built, cur, loop, body_end, end, i, count
-        if isinstance(expr.item, Repeat):
+        if isinstance(expr.item, REPEAT):
             expr = flatten_repeat(expr, self.max_repeat)
         lo = expr.min
-        hi = expr.max if expr.max is not None else -1
+        top = expr.max
+        hi = top if top is not None else -1
         bound = hi if hi >= 0 else lo
         if bound > self.max_repeat:
             raise GrammarLimitError(
@@ -447,7 +451,7 @@ cdef class NFA:
         # Nested bounded repeats multiply ((a{0,100}){0,100} is 10,000 copies of "a"): check
         # the product before building any of it, not when the NFA has already grown.
         cap = self.max_nfa
-        size = self.size_memo.size(expr, self.sizes, cap + 1)
+        size = self.size_memo.csize(expr, self.sizes, cap + 1)
         built = self.n - self.base
         self.need = max(self.need, self.n + size)  # for inline(): where this check passes
         if built + size > cap:

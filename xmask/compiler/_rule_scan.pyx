@@ -22,106 +22,29 @@ Example::
 import numpy as np
 
 from libc.stdint cimport int32_t
-from libc.stdlib cimport calloc, free
 
-from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
+from xmask.grammar._ir_nodes cimport (
+    BYTES, CHOICE, CLASS, REF, SEQ, TOKENS, PtrMap, is_node_kind, node_items, pm_free,
+    pm_init, pm_mark, pm_put, pm_slot,
+)
+
+from .._switch_interval import switch_point
+from ..grammar._ir_nodes import kind_of
 from ._rule_graph import inline_plan
 
 ctypedef Py_ssize_t isz
 
-# the node kinds the walks know (TokenSet: a leaf, handled apart)
-NODE_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))
-cdef object _BYTES = Bytes
-cdef object _SEQ = Seq
-cdef object _CHOICE = Choice
-cdef object _REF = RuleRef
-cdef object _CLASS = CharClass
-cdef object _REPEAT = Repeat
+# nodes walked, process-wide: the walks hold the GIL, so every 1024 nodes (~0.05 ms) they let
+# a thread that waits for it run (see _switch_interval; a large schema has ~10^5 nodes)
+cdef isz _ticks = 0
 
 
-cdef inline bint _known(object t) noexcept:
-    # one of the six node kinds exactly (pointer compares; TokenSet and subclasses: no)
-    return (t is _BYTES or t is _SEQ or t is _REF or t is _CHOICE or t is _CLASS
-            or t is _REPEAT)
-
-
-def kind_of(expr):
-    """The node kind of an instance of a subclass of one (built as that kind)."""
-    for kind in NODE_KINDS:
-        if isinstance(expr, kind):
-            return kind
-    raise TypeError(f"unknown grammar node {expr!r}")
-
-
-# ---- a pointer -> size table (open addressing; key 0 = empty) --------------------------------
-
-cdef struct PtrMap:
-    size_t* keys
-    isz* vals
-    size_t mask
-    size_t used
-
-
-cdef int pm_init(PtrMap* m, size_t n) except -1:
-    m.keys = <size_t*>calloc(n, sizeof(size_t))
-    m.vals = <isz*>calloc(n, sizeof(isz))
-    m.mask = n - 1
-    m.used = 0
-    if m.keys == NULL or m.vals == NULL:
-        pm_free(m)
-        raise MemoryError()
+cdef inline int _tick() except -1:
+    global _ticks
+    _ticks += 1
+    if not (_ticks & 1023):
+        switch_point()
     return 0
-
-
-cdef void pm_free(PtrMap* m) noexcept:
-    free(m.keys)
-    free(m.vals)
-    m.keys = NULL
-    m.vals = NULL
-
-
-cdef inline size_t pm_slot(const PtrMap* m, size_t p) noexcept nogil:
-    """The slot holding ``p``, or the empty slot where it would go."""
-    cdef size_t h = ((p >> 4) * <size_t>0x9E3779B97F4A7C15) & m.mask
-    while m.keys[h] and m.keys[h] != p:
-        h = (h + 1) & m.mask
-    return h
-
-
-cdef int pm_put(PtrMap* m, size_t p, isz v) except -1:
-    """Set ``p``'s value; 1 when ``p`` was new."""
-    cdef size_t h = pm_slot(m, p), i, n
-    cdef PtrMap old
-    if m.keys[h]:
-        m.vals[h] = v
-        return 0
-    m.keys[h] = p
-    m.vals[h] = v
-    m.used += 1
-    if m.used * 2 > m.mask:
-        old = m[0]
-        n = (old.mask + 1) * 2
-        pm_init(m, n)
-        for i in range(old.mask + 1):
-            if old.keys[i]:
-                h = pm_slot(m, old.keys[i])
-                m.keys[h] = old.keys[i]
-                m.vals[h] = old.vals[i]
-        m.used = old.used
-        pm_free(&old)
-    return 1
-
-
-cdef inline int pm_mark(PtrMap* m, size_t p, isz stamp) except -1:
-    """1 when ``p``'s value was not ``stamp`` yet (it is now)."""
-    cdef size_t h = pm_slot(m, p)
-    if m.keys[h]:
-        if m.vals[h] == stamp:
-            return 0
-        m.vals[h] = stamp
-        return 1
-    pm_put(m, p, stamp)
-    return 1
 
 
 # ---- references ------------------------------------------------------------------------------
@@ -195,38 +118,38 @@ cdef list _refs(expr, const unsigned char* tab, bint* token, bint* literal, PtrM
     pm_mark(seen, <size_t><void*>expr, stamp)
     while stack:
         e = stack.pop()
+        _tick()
         t = type(e)
-        if not _known(t):
-            if isinstance(e, TokenSet):
-                if token != NULL and type(e) is TokenSet:
+        if not is_node_kind(t):
+            if isinstance(e, TOKENS):
+                if token != NULL and type(e) is TOKENS:
                     token[0] = True
                 continue
             t = kind_of(e)
-        if t is _REF:
-            if e.name not in names:
-                names.add(e.name)
-                out.append(e.name)
+        if t is REF:
+            name = e.name
+            if name not in names:
+                names.add(name)
+                out.append(name)
             continue
-        if t is _SEQ or t is _CHOICE:
-            items = e.items
-        elif t is _REPEAT:
-            items = (e.item,)
-        else:
-            if t is _BYTES and tab != NULL and not literal[0]:
+        items = node_items(e, t)
+        if items is None:
+            if t is BYTES and tab != NULL and not literal[0]:
                 literal[0] = _has_flagged_byte(e.data, tab)
             continue
         for item in items:
             u = type(item)
-            if u is _BYTES:
+            if u is BYTES:
                 if tab != NULL and not literal[0]:
                     literal[0] = _has_flagged_byte(item.data, tab)
                 continue
-            if u is _CLASS:
+            if u is CLASS:
                 continue  # a leaf: nothing to find, and cheaper to skip than to remember
-            if u is _REF:
-                if item.name not in names:
-                    names.add(item.name)
-                    out.append(item.name)
+            if u is REF:
+                name = item.name  # (one attribute read: most of a node's cost)
+                if name not in names:
+                    names.add(name)
+                    out.append(name)
                 continue
             if pm_mark(seen, <size_t><void*>item, stamp):
                 stack.append(item)
@@ -281,18 +204,26 @@ def reachable_called(dict refs, dict bodies, str root, rules) -> list:
     return out
 
 
-def rule_sizes(dict rules, list order, isz cap) -> list:
+def rule_sizes(dict rules, list order, isz cap, dict refs=None) -> list:
     """``rule_size(rules[name])`` for each rule in ``order`` (callees first), each
     reference counting its callee's size when the callee came earlier (else 1); sizes saturate
-    at ``cap``.  Sub-expressions shared between rules are sized once."""
+    at ``cap``.  Sub-expressions shared between rules are sized once.  With ``refs`` (every
+    rule's references), a rule that references a rule already sized ``cap`` is ``cap``
+    without a walk: every node counts each of its parts at least once."""
     cdef dict sizes = {}
     cdef list out = []
     cdef isz size
     cdef PtrMap memo
+    cdef object big = None if refs is None else set()
     pm_init(&memo, 256)
     try:
         for name in order:
-            size = _size(rules[name], sizes, cap, &memo, None)
+            if big and not big.isdisjoint(<list>refs[name]):
+                size = cap
+            else:
+                size = _size(rules[name], sizes, cap, &memo, None)
+            if size >= cap and big is not None:
+                big.add(name)
             sizes[name] = size
             out.append(size)
     finally:
@@ -318,9 +249,6 @@ cdef class SizeMemo:
     and ``cap``): the NFA builder sizes each bounded repeat before building it.  It keeps
     every expression it sized alive (a temporary's address could otherwise be reused)."""
 
-    cdef PtrMap memo
-    cdef list keep
-
     def __cinit__(self):
         pm_init(&self.memo, 64)
         self.keep = []
@@ -331,6 +259,9 @@ cdef class SizeMemo:
     def size(self, expr, dict sizes, isz cap) -> int:
         return _size(expr, sizes, cap, &self.memo, self.keep)
 
+    cdef isz csize(self, expr, dict sizes, isz cap) except -1:
+        return _size(expr, sizes, cap, &self.memo, self.keep)
+
 
 cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
     # rule_size: ``memo`` maps node addresses to sizes; every node outlives it, or is kept
@@ -338,18 +269,19 @@ cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
     cdef object t = type(expr)
     cdef isz total, n
     cdef size_t h
-    if not _known(t):
+    _tick()
+    if not is_node_kind(t):
         t = kind_of(expr)
-    if t is _BYTES:
+    if t is BYTES:
         return len(expr.data)
-    if t is _CLASS:
+    if t is CLASS:
         return 1 + len(expr.ranges)
-    if t is _REF:
+    if t is REF:
         return sizes.get(expr.name, 1)
     h = pm_slot(memo, <size_t><void*>expr)
     if memo.keys[h]:
         return memo.vals[h]
-    if t is _SEQ or t is _CHOICE:
+    if t is SEQ or t is CHOICE:
         total = 1
         for e in expr.items:
             total += _size(e, sizes, cap, memo, keep)
@@ -357,7 +289,8 @@ cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:
                 break
         total = min(cap, total)
     else:  # Repeat
-        n = max(expr.min, expr.max if expr.max is not None else 1, 1)
+        hi = expr.max
+        n = max(expr.min, hi if hi is not None else 1, 1)
         total = min(cap, 1 + n * _size(expr.item, sizes, cap, memo, keep))
     pm_put(memo, <size_t><void*>expr, total)
     if keep is not None:

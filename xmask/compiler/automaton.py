@@ -190,7 +190,7 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
     # callees first: depth-first post-order over non-recursive rules (the rest stay calls)
     order = callee_first(refs, root)
     # A reference counts its callee's size, so a body's size is its expanded size.
-    for name, size in zip(order, rule_sizes(rules, order, cap)):
+    for name, size in zip(order, rule_sizes(rules, order, cap, refs)):
         sizes[name] = size
         if size <= limits.inline_size and name not in never and not _kept_called(rules[name]):
             bodies[name] = rules[name]
@@ -200,7 +200,13 @@ def _inline_small_rules(grammar: Grammar, limits: AutomatonLimits,
 def _kept_called(body) -> bool:
     # The shared tail of long bounded strings' characters stays one called rule: inlined, each
     # character position would get its ~20 states back (json_schema/strings.py).
-    return type(body) is type(JSON_CHAR_TAIL) and body == JSON_CHAR_TAIL
+    # (the converter passes the object itself; an equal copy is compared, after a cheap
+    # filter: a deep dataclass comparison of every small rule's body was ~0.5 us each)
+    return body is JSON_CHAR_TAIL or (
+        type(body) is _TAIL_KIND and len(body.items) == _TAIL_LEN and body == JSON_CHAR_TAIL)
+
+
+_TAIL_KIND, _TAIL_LEN = type(JSON_CHAR_TAIL), len(JSON_CHAR_TAIL.items)
 
 
 def refine_partition(block: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -253,7 +259,7 @@ def _byte_classes(arrays) -> np.ndarray:
 
 
 def _build_rule_dfas(arrays, byte_class, starts, ends, names, limits, reference):
-    return rule_dfas(arrays, byte_class, starts, ends, names, limits, 0, reference)
+    return rule_dfas(arrays, byte_class, starts, ends, names, limits, 0, reference, runs=True)
 
 
 def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(), *,
@@ -282,7 +288,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)
     n_classes = int(byte_class[255]) + 1  # classes are byte ranges numbered in byte order
-    rule_base, table, finals, csrc, crule, cdst = _build_rule_dfas(
+    rule_base, table, finals, csrc, crule, cdst, runs = _build_rule_dfas(
         arrays, byte_class, starts, ends, names, limits, reference)
     n_states = int(rule_base[-1])
     if n_states > limits.max_states:
@@ -295,7 +301,8 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         # calls sorted by (state, callee start); one return state per (state, callee)
         order = np.lexsort((rule_start[crule], csrc))
         csrc, crule, cdst = csrc[order], crule[order], cdst[order]
-    csrc, crule, cdst = _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names)
+    csrc, crule, cdst, runs = _prune_unproductive(table, flags, csrc, crule, cdst, rule_start,
+                                                  names, runs)
     token_set_of, token_target = _token_edges(table, flags, byte_class, rule_start, names,
                                               token_rules)
     # a budgeted rule is never tail-called: the runtime keeps a frame that counts its tokens
@@ -322,7 +329,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         token_target=token_target,
         token_bits=np.zeros((0, 0), dtype=np.uint32),
     )
-    _analyze(auto, state_rule[csrc])
+    _analyze(auto, state_rule[csrc], runs)
     _check_context_work(auto, limits.max_context_work)
     return auto
 
@@ -373,35 +380,39 @@ def _check_context_work(auto: Automaton, cap: int) -> None:
             "places (inside a large repeat?)", rule=auto.rule_names[r])
 
 
-def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names):
+def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names, runs=None):
     """Drop every edge into a state from which the rule can never finish (``table`` and
     ``flags`` in place; sets FLAG_HAS_BYTES on the states left with an edge); returns the
-    calls kept ``(src, callee rule, return state)``.
+    calls kept ``(src, callee rule, return state)`` and ``runs`` (the table's rows as runs,
+    read instead of its dense rows), or None once an edge was dropped.
 
     Such dead ends (``bad ::= "y" bad``) would let the matcher accept bytes after which no
     complete sentence exists; masks must only allow tokens that can still lead to the end.
     Raises GrammarError if the root rule itself can never finish.
     """
-    productive, keep = prune_unproductive(table, flags, csrc, crule, cdst, rule_start)
+    productive, keep, dropped = prune_unproductive(table, flags, csrc, crule, cdst, rule_start,
+                                                   runs)
     if len(flags) and not productive[int(rule_start[0])]:
         raise GrammarError("the grammar has no complete sentence (its root can never finish)",
                            rule=names[0])
+    if dropped:
+        runs = None
     keep = keep.view(bool)
     if keep.all():
-        return csrc, crule, cdst
-    return csrc[keep], crule[keep], cdst[keep]
+        return csrc, crule, cdst, runs
+    return csrc[keep], crule[keep], cdst[keep], runs
 
 
-def _analyze(auto: Automaton, caller_rule=None) -> None:
+def _analyze(auto: Automaton, caller_rule=None, runs=None) -> None:
     """Nullable states, left-recursion check, FIRST byte sets and per-rule FOLLOW byte sets,
     and each rule's return contexts.  ``caller_rule``: each call's calling rule, when the
-    caller has it at hand."""
+    caller has it at hand; ``runs``: the table's rows as runs (see ``_prune_unproductive``)."""
     n = auto.n_states
     n_rules = len(auto.rule_names)
     crule, cdst = auto._call_rule, auto._call_dst
     nullable, first, follow, left = analyze(
         auto.trans.reshape(n, auto.n_classes), auto.flags, auto.byte_class, auto.call_offsets,
-        crule, cdst, auto.rule_start, auto.state_rule)
+        crule, cdst, auto.rule_start, auto.state_rule, runs)
     if has_cycle(left, n_rules):
         left_edges: List[set] = [set() for _ in range(n_rules)]
         for r, callee in left.tolist():

@@ -35,22 +35,25 @@ _ST_STATES, _ST_HELD, _ST_DEADLINE, _ST_MEMORY = 1, 2, 3, 5
 
 
 def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limits,
-              total_so_far: int = 0, reference: bool = False):
+              total_so_far: int = 0, reference: bool = False, runs: bool = False):
     """Minimal DFA of each rule ``r`` (NFA states ``starts[r]`` -> ``ends[r]``).
 
     Returns ``(rule_base, trans, finals, call_src, call_rule, call_dst)``: rule ``r`` owns
     states ``rule_base[r] .. rule_base[r + 1]`` (its start first); ``trans`` is
     ``n_states x n_classes`` (targets, -1 none); calls are (state, callee rule, return state).
+    ``runs=True`` appends ``trans``'s rows as runs ``(run_off, run_col, run_tgt)`` (see
+    ``_determinize.build_rule_dfas``; None with ``reference``).
     """
     if reference:
-        return rule_dfas_reference(arr, byte_class, starts, ends, names, limits, total_so_far)
+        out = rule_dfas_reference(arr, byte_class, starts, ends, names, limits, total_so_far)
+        return (*out, None) if runs else out
     n_classes = int(byte_class[255]) + 1  # byte ranges numbered in byte order (byte_classes)
     d = deadline.current()
     if d is not None:
         deadline.check(d)
     left = -1.0 if d is None else max(0.0, d[0] - time.monotonic())
     i32 = np.int32
-    status, bad, rule_base, trans, finals, csrc, crule, cdst = build_rule_dfas(
+    status, bad, rule_base, trans, finals, csrc, crule, cdst, rows = build_rule_dfas(
         arr.eps_off, arr.eps_dst, arr.b_off, arr.b_lo, arr.b_hi, arr.b_dst,
         arr.c_off, arr.c_rule, arr.c_dst,
         np.asarray(starts, dtype=i32), np.asarray(ends, dtype=i32),
@@ -69,6 +72,8 @@ def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limit
         deadline.check(d)
         raise GrammarLimitError(
             f"compile took longer than {d[1]:g} s (CompileLimits.max_compile_seconds)")
+    if runs:
+        return rule_base, trans.reshape(-1, n_classes), finals, csrc, crule, cdst, rows
     return rule_base, trans.reshape(-1, n_classes), finals, csrc, crule, cdst
 
 

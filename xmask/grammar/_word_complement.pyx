@@ -20,15 +20,9 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdlib cimport free, malloc
 
 from xmask.grammar._ir_build cimport new_node
+from xmask.grammar._ir_nodes cimport BYTES, CHOICE, EPSILON, REF, REPEAT, SEQ
 
-from xmask.grammar.ir_expr import EPSILON, Bytes, Choice, Repeat, RuleRef, Seq, make_seq
-
-cdef object _SEQ = Seq
-cdef object _CHOICE = Choice
-cdef object _REF = RuleRef
-cdef object _REPEAT = Repeat
-cdef object _BYTES = Bytes
-cdef object _EPSILON = EPSILON
+from xmask.grammar.ir_expr import make_seq
 
 
 cdef tuple _gaps(tuple alphabet, tuple cps):
@@ -70,22 +64,22 @@ cdef object _body(Py_ssize_t c, list groups, bint acc, dict memo_lab, object pla
         if label is None:
             label = memo_lab[rs_t] = plain_label(rs_t)
         if t == c:
-            loop = _REPEAT(label, 0, None)
+            loop = REPEAT(label, 0, None)
             continue
-        x = new_node(_REF, "name", names[t]) if t in names else memo[t]
+        x = new_node(REF, "name", names[t]) if t in names else memo[t]
         tx = type(x)
         # make_seq([label, x]) without its general loop when nothing fuses: x is built by
         # make_seq / make_choice (a Seq has no nested Seq, no adjacent or empty Bytes)
-        if tx is _CHOICE or tx is _REF or tx is _REPEAT:
-            alts.append(new_node(_SEQ, "items", (label, x)))
-        elif tx is _SEQ and len(x.items) > 1 and not (type(x.items[0]) is _BYTES and type(label) is _BYTES):
-            alts.append(new_node(_SEQ, "items", (label,) + x.items))
+        if tx is CHOICE or tx is REF or tx is REPEAT:
+            alts.append(new_node(SEQ, "items", (label, x)))
+        elif tx is SEQ and len(x.items) > 1 and not (type(x.items[0]) is BYTES and type(label) is BYTES):
+            alts.append(new_node(SEQ, "items", (label,) + x.items))
         else:
             alts.append(make_seq([label, x]))
     if acc:
-        alts.append(_EPSILON)
+        alts.append(EPSILON)
     # make_choice(alts): no alternative is a Choice (each starts with its label)
-    rest = (alts[0] if len(alts) == 1 else new_node(_CHOICE, "items", tuple(alts))) if alts else _EPSILON
+    rest = (alts[0] if len(alts) == 1 else new_node(CHOICE, "items", tuple(alts))) if alts else EPSILON
     return make_seq([loop, rest]) if loop is not None else rest
 
 

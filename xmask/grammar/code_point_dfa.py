@@ -39,7 +39,9 @@ from .ir import MAX_CODE_POINT, complement_ranges, merge_ranges
 
 __all__ = [
     "Dfa",
+    "DfaContent",
     "MAX_DFA_STATES",
+    "MEMO_MAX_STATES",
     "UNICODE_SCALARS",
     "dfa_complement",
     "dfa_explore",
@@ -49,6 +51,8 @@ __all__ = [
     "dfa_product",
     "dfa_with_length",
     "dfa_word_complement",
+    "memo_fits",
+    "memo_put",
     "merge_edges",
     "split_points",
     "word_classes",
@@ -65,7 +69,7 @@ class Dfa:
     """A DFA over code points: ``edges[q]`` is a sorted tuple of disjoint ``(lo, hi, target)``;
     missing symbols go to an implicit dead state.  State 0 is the start state."""
 
-    __slots__ = ("edges", "accept", "minimal")
+    __slots__ = ("edges", "accept", "minimal", "_content")
 
     def __init__(self, edges: List[Tuple[Tuple[int, int, int], ...]], accept: List[bool],
                  minimal: bool = False):
@@ -73,6 +77,25 @@ class Dfa:
         self.accept = accept
         # set only by dfa_minimize: its output is canonical (minimizing it again is the identity)
         self.minimal = minimal
+        self._content = None
+
+    def content_key(self) -> "DfaContent":
+        """A hashable value equal for automata with the same edges and accepting states
+        (computed once: automata are never modified once built), for memos of pure
+        functions of automata.
+
+        Example::
+
+            >>> a, b = Dfa([((97, 97, 1),), ()], [False, True]), Dfa([[(97, 97, 1)], []], [0, 1])
+            >>> a.content_key() == b.content_key()
+            True
+        """
+        k = self._content
+        if k is None:
+            k = self._content = DfaContent((
+                tuple(es if type(es) is tuple else tuple(es) for es in self.edges),
+                tuple(map(bool, self.accept))))
+        return k
 
     @property
     def n_states(self) -> int:
@@ -175,6 +198,45 @@ class Dfa:
                     live.add(p)
                     stack.append(p)
         return live
+
+
+class DfaContent:
+    """The edges and accepting flags of an automaton, hashed once (see :meth:`Dfa.content_key`)."""
+
+    __slots__ = ("data", "_hash")
+
+    def __init__(self, data: tuple):
+        self.data = data
+        self._hash = hash(data)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (type(other) is DfaContent and self._hash == other._hash
+                                 and self.data == other.data)
+
+
+# Pure functions of automata, memoized by content across calls (the same key automata, pattern
+# products and literal sets recur between the objects of a schema and across a server's
+# schemas).  Bounded: emptied when full; automata above MEMO_MAX_STATES are not kept.
+MEMO_MAX_STATES = 4096
+_MEMO_SIZE = 1024
+_MINIMIZED: Dict[DfaContent, "Dfa"] = {}
+_PRODUCTS: Dict[tuple, "Dfa"] = {}
+
+
+def memo_fits(n_states: int) -> bool:
+    """Whether results for an automaton of ``n_states`` states are memoized (tests turn the
+    memos off by setting ``MEMO_MAX_STATES`` below zero)."""
+    return n_states <= MEMO_MAX_STATES
+
+
+def memo_put(memo: dict, key, value) -> None:
+    """``memo[key] = value``, emptying ``memo`` first when it holds ``_MEMO_SIZE`` entries."""
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    memo[key] = value
 
 
 _DENSE_MINIMIZE_CELLS = 16_000_000  # int32 cells (64 MB) for the minimizer's transition table
@@ -285,6 +347,19 @@ def dfa_product(a: Dfa, b: Dfa, mode: str = "and", max_states: int = MAX_DFA_STA
         >>> [d.matches(w) for w in "abc"]
         [True, False, False]
     """
+    key = None
+    if memo_fits(len(a.accept)) and memo_fits(len(b.accept)):
+        key = (a.content_key(), b.content_key(), mode, max_states)
+        hit = _PRODUCTS.get(key)
+        if hit is not None:
+            return hit
+    out = _dfa_product(a, b, mode, max_states)
+    if key is not None:
+        memo_put(_PRODUCTS, key, out)
+    return out
+
+
+def _dfa_product(a: Dfa, b: Dfa, mode: str, max_states: int) -> Dfa:
     need_a = mode != "or"  # intervals a does not cover lead nowhere ("and", "diff")
     need_b = mode == "and"
 
@@ -380,6 +455,17 @@ def dfa_minimize(a: Dfa) -> Dfa:
     """
     if a.minimal:
         return a
+    if not memo_fits(len(a.accept)):
+        return _dfa_minimize(a)
+    key = a.content_key()
+    hit = _MINIMIZED.get(key)
+    if hit is None:
+        hit = _dfa_minimize(a)
+        memo_put(_MINIMIZED, key, hit)
+    return hit
+
+
+def _dfa_minimize(a: Dfa) -> Dfa:
     a_edges = a.edges
     # reachable states, in discovery order, and their predecessors (for liveness)
     seen = {0}

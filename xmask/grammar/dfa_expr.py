@@ -18,15 +18,16 @@ Example::
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Hashable, List, Optional, Tuple
 
 from .. import _deadline as deadline
 from .._graph import order_if_acyclic, strongly_connected_components
 from ..errors import GrammarLimitError
-from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_minimize
+from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_minimize, memo_fits
 from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
 from ._subset import subset_dfa
 from ._word_complement import word_complement_core
+from .emission_memo import EmissionMemo
 from .rule_sink import RuleSink
 
 __all__ = ["MAX_NFA_STATES", "dfa_from_expr", "dfa_to_expr", "word_complement_expr"]
@@ -121,13 +122,17 @@ def dfa_from_expr(expr: Expr, max_states: int = MAX_DFA_STATES) -> Dfa:
 # ---------------------------------------------------------------------------- DFA -> IR
 
 def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
-                label: Optional[Callable[[Tuple[Tuple[int, int], ...]], Expr]] = None) -> Optional[Expr]:
+                label: Optional[Callable[[Tuple[Tuple[int, int], ...]], Expr]] = None,
+                label_key: Hashable = None) -> Optional[Expr]:
     """Emit a (minimized) DFA as IR.  Returns None for the empty language.
 
     ``label`` maps a code point set to the expression of one symbol (default: a
     :class:`CharClass`).  States on cycles other than self-loops, and states with several
     predecessors whose expansion is large, become rules in ``sink`` (a ``ValueError`` if
-    ``sink`` is None and a rule is needed).
+    ``sink`` is None and a rule is needed).  ``label_key``: a hashable value that determines
+    ``label`` (say, the arguments of the function it calls); with it, or with the default
+    label, the emission is memoized across calls (:mod:`.emission_memo`: the same expression
+    and rules, replayed).
 
     Example::
 
@@ -135,6 +140,24 @@ def dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str = "dfa",
         >>> dfa_to_expr(dfa_literals(["ab", "ac"]), None)
         Seq(items=(Bytes(data=b'a'), CharClass(ranges=((98, 99),), negated=False, byte_level=False)))
     """
+    if label is None:
+        label_key = _PLAIN
+    if label_key is not None and memo_fits(len(a.accept)):
+        return _TO_EXPR_MEMO.run((a.content_key(), label_key), sink,
+                                 lambda s: _dfa_to_expr(a, s, hint, label), hint)
+    return _dfa_to_expr(a, sink, hint, label)
+
+
+#: the emissions of dfa_to_expr (memoized when the label is known by a key) and of
+#: word_complement_expr: pure but for rule names (keys, string formats, number bounds recur
+#: across a server's schemas and between the rounds of one conversion)
+_TO_EXPR_MEMO = EmissionMemo(512)
+_COMPLEMENT_MEMO = EmissionMemo(512)
+_PLAIN = ("plain",)  # the label key of the default label
+
+
+def _dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str,
+                 label: Optional[Callable[[Tuple[Tuple[int, int], ...]], Expr]]) -> Optional[Expr]:
     a = dfa_minimize(a)
     if not a.accept[0] and not a.edges[0]:
         return None
@@ -264,6 +287,13 @@ def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = 
         root ::= "a" ("a" [ab]* | "b" [ab] [ab]* | "") | "b" [ab]* | ""
     """
     alphabet = tuple(alphabet)
+    if not memo_fits(sum(len(w) for w in words) >> 4):  # (records of huge word lists would be large)
+        return _complement_emit(words, alphabet, sink, hint)
+    key = (tuple(sorted(set(words))), alphabet)
+    return _COMPLEMENT_MEMO.run(key, sink, lambda s: _complement_emit(words, alphabet, s, hint), hint)
+
+
+def _complement_emit(words, alphabet: tuple, sink: Optional[RuleSink], hint: str) -> Optional[Expr]:
     if len(_PLAIN_LABELS) > 8192:
         _PLAIN_LABELS.clear()
         _PLAIN_SIZES.clear()

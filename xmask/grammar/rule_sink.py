@@ -52,6 +52,27 @@ class RuleSink:
         self._used.add(name)
         return name
 
+    def can_replay(self, calls) -> bool:
+        """Whether ``fresh(hint)`` for each ``(hint, name)`` of ``calls``, in order, would
+        return exactly ``name`` now (each name the clean form of its hint and unused, within
+        ``max_rules``): a recorded emission can then be replayed name for name
+        (:mod:`.emission_memo`).
+
+        Example::
+
+            >>> sink = RuleSink()
+            >>> sink.can_replay([("a", "a")]), sink.fresh("a"), sink.can_replay([("a", "a")])
+            (True, 'a', False)
+        """
+        if self.max_rules is not None and len(self._used) + len(calls) > self.max_rules:
+            return False
+        seen = set()
+        for hint, name in calls:
+            if name in self._used or name in seen or (_clean_name(hint) or self.prefix) != name:
+                return False
+            seen.add(name)
+        return True
+
     def define(self, name: str, expr: Expr) -> None:
         """Record the body of rule ``name``."""
         self.rules[name] = expr

@@ -63,15 +63,30 @@ _CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
 
 def _reject_constant(text: str):
     def hook(name: str):
-        pos = next((m.start(1) for m in _CONSTANT.finditer(text) if m.group(1)), None)
-        where = ""
-        if pos is not None:
-            line = text.count("\n", 0, pos) + 1
-            col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-            where = f": line {line} column {col} (char {pos})"
-        raise InvalidJSONError(f"invalid JSON Schema text: {name} is not a JSON value{where}",
-                               position=pos)
+        raise _constant_error(text, name)
     return hook
+
+
+def _constant_error(text: str, name: str) -> InvalidJSONError:
+    pos = next((m.start(1) for m in _CONSTANT.finditer(text) if m.group(1)), None)
+    where = ""
+    if pos is not None:
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        where = f": line {line} column {col} (char {pos})"
+    return InvalidJSONError(f"invalid JSON Schema text: {name} is not a JSON value{where}", position=pos)
+
+
+class _Constant(Exception):
+    """A non-JSON constant met by the shared decoder (its name in ``args[0]``)."""
+
+
+def _raise_constant(name: str):
+    raise _Constant(name)
+
+
+# one decoder for every schema text (``json.loads`` with hooks builds one per call)
+_DECODER = json.JSONDecoder(parse_float=_parse_float, parse_constant=_raise_constant)
 
 
 def parse_schema_text(text: str):
@@ -87,6 +102,11 @@ def parse_schema_text(text: str):
         xmask.errors.InvalidJSONError: invalid JSON Schema text: NaN is not a JSON value: line 1 column 13 (char 12)
     """
     try:
+        if type(text) is str and not text.startswith("\ufeff"):
+            try:
+                return _DECODER.decode(text)
+            except _Constant as c:
+                raise _constant_error(text, c.args[0]) from None
         return json.loads(text, parse_float=_parse_float, parse_constant=_reject_constant(text))
     except json.JSONDecodeError as e:
         raise InvalidJSONError(f"invalid JSON Schema text: {e}", position=e.pos) from None

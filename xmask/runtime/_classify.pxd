@@ -4,19 +4,7 @@ from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, word_t, i
 from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._stack cimport StackC
 from xmask.runtime._plain_depth cimport PlainDepthScratch
-
-
-ctypedef struct CacheEntryC:
-    # One state's context-independent token sets; immutable once published.  One malloc
-    # block: this header, then data, then unc.
-    uint8_t kind             # XM_KIND_*: data = accepted ids / rejected ids / accepted bitset
-    intp_t n_data            # ids, or n_words bitset words
-    intp_t n_unc             # uncertain sorted positions, ascending
-    intp_t n_acc             # accepted / rejected token counts (for cache_stats)
-    intp_t n_rej
-    uint64_t hash            # of kind, data and unc (deduplication)
-    const int32_t* data
-    const int32_t* unc
+from xmask.runtime._cache_entry cimport CacheEntryC
 
 
 ctypedef struct ClassifyScratch:
@@ -60,7 +48,10 @@ cdef void scratch_free(ClassifyScratch* s) noexcept nogil
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
                                  int32_t state, int32_t ret, const int32_t* ctx, intp_t n_ctx,
                                  const uint8_t* follow) except NULL nogil
-cdef CacheEntryC* entry_new(uint8_t kind, intp_t n_data, intp_t n_unc, intp_t n_acc,
-                            intp_t n_rej) except NULL nogil
-cdef void entry_seal(CacheEntryC* e) noexcept nogil
-cdef bint entry_equal(const CacheEntryC* x, const CacheEntryC* y) noexcept nogil
+# The entry of `state` from the entry `base` of a state of the same rule that classifies every
+# token of at most `same_len` bytes alike (_token_equivalence.agree_depth): those verdicts
+# copied, the longer tokens walked; NULL when too many are longer (classify_entry then)
+cdef CacheEntryC* classify_entry_from(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                                      int32_t state, const int32_t* ctx, intp_t n_ctx,
+                                      const uint8_t* follow, const CacheEntryC* base,
+                                      intp_t same_len) except? NULL nogil

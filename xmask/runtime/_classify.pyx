@@ -22,11 +22,10 @@ from libc.stdlib cimport malloc, calloc, free, qsort
 from libc.string cimport memset, memcpy
 
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, word_t, intp_t
-from xmask.runtime._types cimport XM_KIND_ACCEPTED, XM_KIND_REJECTED, XM_KIND_BITSET
+from xmask.runtime._cache_entry cimport CacheEntryC, entry_from_sets, entry_accepted_bits
 from xmask.runtime._tables cimport (
     AutomatonC, VocabC, AutomatonTables, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
 )
-from xmask.runtime._bitset cimport bitset_set
 from xmask.runtime._intseq cimport cmp_i32, key_slot
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._stack cimport (
@@ -40,7 +39,6 @@ from xmask.runtime._plain_depth cimport frame_succ, call_succ, plain_depth, plai
 from xmask.errors import GrammarLimitError
 
 cdef extern from *:
-    int __builtin_ctz(unsigned int x) nogil
     int __builtin_popcount(unsigned int x) nogil
 
 # Byte steps between two clock / memory checks of a walk: a step usually costs >= ~20 ns and a
@@ -544,52 +542,6 @@ cdef int _walk_avoiding(ClassifyScratch* s, const AutomatonC* a, const VocabC* v
     return 0
 
 
-cdef CacheEntryC* entry_new(uint8_t kind, intp_t n_data, intp_t n_unc, intp_t n_acc,
-                            intp_t n_rej) except NULL nogil:
-    """An unsealed entry with room for its data and unc arrays (fill them, then entry_seal)."""
-    cdef size_t header = (sizeof(CacheEntryC) + 7) & ~(<size_t>7)
-    cdef CacheEntryC* e = <CacheEntryC*>malloc(header + <size_t>(n_data + n_unc + 1)
-                                               * sizeof(int32_t))
-    if e == NULL:
-        with gil:
-            raise MemoryError()
-    e.kind = kind
-    e.n_data = n_data
-    e.n_unc = n_unc
-    e.n_acc = n_acc
-    e.n_rej = n_rej
-    e.hash = 0
-    e.data = <const int32_t*>((<char*>e) + header)
-    e.unc = e.data + n_data
-    return e
-
-
-cdef void entry_seal(CacheEntryC* e) noexcept nogil:
-    # FNV-1a over the kind and both arrays: the dedup key
-    cdef uint64_t h = 0xCBF29CE484222325ULL ^ e.kind
-    cdef intp_t k
-    h = (h ^ <uint64_t>e.n_data) * 0x100000001B3ULL
-    h = (h ^ <uint64_t>e.n_unc) * 0x100000001B3ULL
-    for k in range(e.n_data):
-        h = (h ^ <uint32_t>e.data[k]) * 0x100000001B3ULL
-    for k in range(e.n_unc):
-        h = (h ^ <uint32_t>e.unc[k]) * 0x100000001B3ULL
-    e.hash = h
-
-
-cdef bint entry_equal(const CacheEntryC* x, const CacheEntryC* y) noexcept nogil:
-    cdef intp_t k
-    if (x.hash != y.hash or x.kind != y.kind or x.n_data != y.n_data or x.n_unc != y.n_unc):
-        return False
-    for k in range(x.n_data):
-        if x.data[k] != y.data[k]:
-            return False
-    for k in range(x.n_unc):
-        if x.unc[k] != y.unc[k]:
-            return False
-    return True
-
-
 cdef inline void _bit_clear(word_t* bits, int32_t i) noexcept nogil:
     bits[i >> 5] &= ~((<word_t>1) << (i & 31))
 
@@ -615,9 +567,8 @@ cdef bint _take_plain_bulk(ClassifyScratch* s, const AutomatonC* a, const VocabC
     # the per-group shortcut (_shortcut_group / _walk_avoiding) accepts and walks, with the
     # work of a word per 32 tokens.  False (nothing done) when too many are longer.
     cdef intp_t n_long = v.plain_longer[max_len if max_len <= v.max_token_len else v.max_token_len + 1]
-    cdef intp_t b, i, n = 0, p, lo, hi
-    cdef intp_t n_words = v.n_words, w, count = 0
-    cdef int32_t first
+    cdef intp_t b, i, lo, hi
+    cdef intp_t n_words = v.n_words
     if n_long > v.n_plain_longest:
         return False
     memcpy(s.marks, v.plain_bits, <size_t>n_words * sizeof(word_t))
@@ -626,41 +577,85 @@ cdef bint _take_plain_bulk(ClassifyScratch* s, const AutomatonC* a, const VocabC
         if hi > lo and hi - lo < _MIN_SHORTCUT and plain_utf8_step(0, <uint8_t>b) != PLAIN_UTF8_NONE:
             for i in range(lo, hi):
                 _bit_clear(s.marks, v.sorted_ids[v.shortcut_pos[i]])
+    _walk_longest(s, a, v, v.plain_longest, n_long, True, follow, ctx_has_ctx, n_acc, n_unc)
+    n_bulk[0] = _count_bits(s.marks, v.n_words)
+    return True
+
+
+cdef intp_t _count_bits(const word_t* bits, intp_t n_words) noexcept nogil:
+    cdef intp_t w, count = 0
+    for w in range(n_words):
+        count += __builtin_popcount(bits[w])
+    return count
+
+
+cdef int _walk_longest(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                       const int32_t* longest, intp_t n_long, bint big_groups_only,
+                       const uint8_t* follow, bint ctx_has_ctx, intp_t* n_acc,
+                       intp_t* n_unc) except -1 nogil:
+    # The sorted positions longest[0:n_long]: cleared from s.marks and walked (with
+    # big_groups_only, only those whose first-byte group is big enough for the shortcut: the
+    # caller walks the other groups whole).
+    cdef intp_t i, n = 0, p
+    cdef int32_t first
     if n_long > s.walk_pos_cap:
         _grow_i32(&s.walk_pos, &s.walk_pos_cap, n_long)
     if n_long > s.walk_lcp_cap:
         _grow_i32(&s.walk_lcp, &s.walk_lcp_cap, n_long)
     for i in range(n_long):
-        p = v.plain_longest[i]
+        p = longest[i]
         _bit_clear(s.marks, v.sorted_ids[p])
         first = v.tok_bytes[v.tok_offsets[p]]
-        if v.shortcut_off[first + 1] - v.shortcut_off[first] >= _MIN_SHORTCUT:
+        if not big_groups_only or v.shortcut_off[first + 1] - v.shortcut_off[first] >= _MIN_SHORTCUT:
             s.walk_pos[n] = <int32_t>p
             n += 1
-    for w in range(n_words):
-        count += __builtin_popcount(s.marks[w])
-    n_bulk[0] = count
+    # sorted, each with its common prefix with the previous one, for _walk_list
     if n > 1:
         qsort(s.walk_pos, <size_t>n, sizeof(int32_t), cmp_i32)
     for i in range(n):
         s.walk_lcp[i] = 0 if i == 0 else <int32_t>_common_prefix(v, s.walk_pos[i - 1], s.walk_pos[i])
     _walk_list(s, a, v, s.walk_pos, s.walk_lcp, n, follow, ctx_has_ctx, n_acc, n_unc)
-    return True
+    return 0
 
 
-cdef void _ids_of_marks(word_t* marks, const word_t* eligible, intp_t n_words,
-                        int32_t* out) noexcept nogil:
-    # The ids of the bits of `marks` (eligible NULL) or of `eligible` but `marks`, ascending,
-    # into `out`; clears `marks`.
-    cdef intp_t w, m = 0
-    cdef word_t bits
-    for w in range(n_words):
-        bits = marks[w] if eligible == NULL else eligible[w] & ~marks[w]
-        marks[w] = 0
-        while bits:
-            out[m] = <int32_t>((w << 5) + __builtin_ctz(bits))
-            m += 1
-            bits &= bits - 1
+cdef inline void _start_classify(ClassifyScratch* s, int32_t state) noexcept nogil:
+    s.state = state
+    s.peak_tops = 0
+    s.check_every = s.until_check = _CHECK_EVERY
+    s.last_check = monotonic_seconds()
+
+
+cdef CacheEntryC* classify_entry_from(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                                      int32_t state, const int32_t* ctx, intp_t n_ctx,
+                                      const uint8_t* follow, const CacheEntryC* base,
+                                      intp_t same_len) except? NULL nogil:
+    """The entry of ``state`` from ``base``, the entry of a state of the same rule that agrees
+    with it on every byte string shorter than ``same_len + 1`` bytes: a token that short meets
+    the same states at the same depths from either (the rule's return contexts and follow bytes
+    are the same too), so its verdict is copied; the longer ones are walked.  NULL (nothing
+    done) when more than VocabC.n_all_longest tokens are longer."""
+    cdef intp_t n_long, k, n_acc = 0, n_unc = 0, p
+    cdef bint ctx_has_ctx
+    if same_len < 1 or same_len > v.max_token_len:
+        return NULL
+    n_long = v.all_longer[same_len]
+    if n_long > v.n_all_longest:
+        return NULL
+    ctx_has_ctx = _walk_start(s, a, state, -1, ctx, n_ctx)
+    _start_classify(s, state)
+    entry_accepted_bits(base, v, s.marks)
+    if base.n_unc > s.unc_cap:
+        _grow_i32(&s.unc, &s.unc_cap, base.n_unc)
+    for k in range(base.n_unc):  # (ascending, and stays so: the walked ones are sorted below)
+        p = base.unc[k]
+        if v.tok_offsets[p + 1] - v.tok_offsets[p] <= same_len:
+            s.unc[n_unc] = p
+            n_unc += 1
+    _walk_longest(s, a, v, v.all_longest, n_long, False, follow, ctx_has_ctx, &n_acc, &n_unc)
+    if n_unc > 1:
+        qsort(s.unc, <size_t>n_unc, sizeof(int32_t), cmp_i32)
+    return entry_from_sets(v, s.acc, n_acc, s.marks, _count_bits(s.marks, v.n_words), s.unc,
+                           n_unc)
 
 
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
@@ -669,21 +664,14 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     """Walk ``state`` and build its entry in the smallest of three forms: accepted ids (when
     they are the fewest and fit in a bitset's size), rejected ids, or an accepted bitset; ids
     ascending either way, so equal sets give equal entries."""
-    cdef intp_t n_acc, n_unc, n_rej, n_words = v.n_words, k, w, m
-    cdef uint8_t kind
-    cdef CacheEntryC* e
-    cdef int32_t* data
-    cdef word_t bits
+    cdef intp_t n_acc, n_unc
     cdef intp_t b, lo, hi
     cdef bint ctx_has_ctx = _walk_start(s, a, state, ret, ctx, n_ctx)
     # a string body reads any plain text: its plain tokens are accepted without a walk; free
     # text that refuses a few ASCII bytes (the first byte of a trigger) takes the plain tokens
     # without those bytes
     cdef uint64_t avoid = 0
-    s.state = state
-    s.peak_tops = 0
-    s.check_every = s.until_check = _CHECK_EVERY
-    s.last_check = monotonic_seconds()
+    _start_classify(s, state)
     # `depth`: the state reads every plain string of up to that many bytes (a bounded string
     # body: a chain with room for n more characters), so its plain tokens that short are
     # accepted without a walk.  Every plain string (`closed`): the whole shortcut.  Neither, but
@@ -757,43 +745,4 @@ cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const 
     if unsorted_unc and n_unc > 1:  # the fill checks them in sorted order
         qsort(s.unc, <size_t>n_unc, sizeof(int32_t), cmp_i32)
     # accepted: s.acc[0:n_acc] (sorted positions) and, with bulk, the n_bulk bits of s.marks
-    cdef intp_t n_list = n_acc
-    n_acc += n_bulk
-    n_rej = v.n_sorted - n_acc - n_unc
-    if n_acc <= n_rej and n_acc <= n_words:
-        kind = XM_KIND_ACCEPTED
-        e = entry_new(kind, n_acc, n_unc, n_acc, n_rej)
-        data = <int32_t*>e.data
-        if bulk:  # ids in order from the bits
-            for k in range(n_list):
-                bitset_set(s.marks, v.sorted_ids[s.acc[k]])
-            _ids_of_marks(s.marks, NULL, n_words, data)
-        else:
-            for k in range(n_list):
-                data[k] = v.sorted_ids[s.acc[k]]
-            qsort(data, <size_t>n_list, sizeof(int32_t), cmp_i32)
-    elif n_rej <= n_words:
-        kind = XM_KIND_REJECTED
-        e = entry_new(kind, n_rej, n_unc, n_acc, n_rej)
-        data = <int32_t*>e.data
-        # rejected = eligible minus accepted minus uncertain, enumerated in id order
-        for k in range(n_list):
-            bitset_set(s.marks, v.sorted_ids[s.acc[k]])
-        for k in range(n_unc):
-            bitset_set(s.marks, v.sorted_ids[s.unc[k]])
-        _ids_of_marks(s.marks, v.eligible, n_words, data)
-    else:
-        kind = XM_KIND_BITSET
-        e = entry_new(kind, n_words, n_unc, n_acc, n_rej)
-        data = <int32_t*>e.data
-        if bulk:
-            memcpy(data, s.marks, <size_t>n_words * sizeof(word_t))
-            memset(s.marks, 0, <size_t>n_words * sizeof(word_t))
-        else:
-            memset(data, 0, <size_t>n_words * sizeof(int32_t))
-        for k in range(n_list):
-            bitset_set(<word_t*>data, v.sorted_ids[s.acc[k]])
-    if n_unc:
-        memcpy(<int32_t*>e.unc, s.unc, <size_t>n_unc * sizeof(int32_t))
-    entry_seal(e)
-    return e
+    return entry_from_sets(v, s.acc, n_acc, s.marks, n_bulk, s.unc, n_unc)

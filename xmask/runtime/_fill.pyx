@@ -37,7 +37,7 @@ from xmask.runtime._bitset cimport bitset_set, bitset_clear, bitset_test, bitset
 from xmask.runtime._stack cimport stack_truncate, stack_budget_token, stack_find
 from xmask.runtime._stack_budget cimport stack_budget_filter, stack_budget_alive
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
-from xmask.runtime._classify cimport CacheEntryC
+from xmask.runtime._cache_entry cimport CacheEntryC
 from xmask.runtime._mask_cache cimport (
     MaskCacheC, cache_entry, cache_peek, cache_pair_slot, cache_pair_peek, cache_pair_entry,
 )

@@ -4,7 +4,7 @@ from xmask.runtime._tables cimport AutomatonC, VocabC
 from xmask.runtime._mask_cache cimport MaskCacheC
 from xmask.runtime._stack cimport StackC
 from xmask.runtime._guard cimport GuardC
-from xmask.runtime._classify cimport CacheEntryC
+from xmask.runtime._cache_entry cimport CacheEntryC
 
 
 cdef enum:

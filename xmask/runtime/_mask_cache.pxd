@@ -3,7 +3,7 @@
 # precompute; shared read-mostly by every matcher and thread of the grammar.
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, intp_t, word_t
 from xmask.runtime._tables cimport AutomatonC, VocabC
-from xmask.runtime._classify cimport CacheEntryC
+from xmask.runtime._cache_entry cimport CacheEntryC
 # entries are published with xm_store_release and read with xm_load_acquire: a reader sees
 # NULL (not classified yet) or a complete entry, never a half-built one
 from xmask.runtime._atomic cimport xm_load_acquire, xm_store_release

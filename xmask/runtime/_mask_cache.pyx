@@ -33,10 +33,10 @@ from xmask.runtime._atomic cimport xm_flag_try, xm_flag_release, xm_yield
 from xmask.runtime._clock cimport monotonic_seconds
 from xmask.runtime._workers cimport xm_pool_run, xm_fetch_add
 from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
-from xmask.runtime._token_equivalence cimport token_equivalent
+from xmask.runtime._token_equivalence cimport agree_depth
+from xmask.runtime._cache_entry cimport CacheEntryC, entry_new, entry_seal, entry_equal
 from xmask.runtime._classify cimport (
-    CacheEntryC, ClassifyScratch, scratch_init, scratch_free, classify_entry, entry_new,
-    entry_seal, entry_equal,
+    ClassifyScratch, scratch_init, scratch_free, classify_entry, classify_entry_from,
 )
 
 # A rule called from more than this many places (the shared character tail of long bounded
@@ -261,22 +261,31 @@ cdef CacheEntryC* _classify_with(ClassifyScratch* s, MaskCacheC* c, const Automa
     cdef CacheEntryC* e
     cdef intp_t n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
     _check_cache_memory(c)
+    _limit_scratch(s, c, deadline)
+    if n_ctx > c.max_ctx_walk:
+        n_ctx = -1  # (its follow row is the rule's FOLLOW set, see MaskCache.__init__)
+    e = classify_entry(s, a, v, state, -1, c.ctx_states + c.ctx_off[r], n_ctx,
+                       c.follow + 256 * <intp_t>r)
+    _note_peaks(s, c)
+    return e
+
+
+cdef inline void _limit_scratch(ClassifyScratch* s, MaskCacheC* c, double deadline) noexcept nogil:
+    # the cache's bounds on one classification (deadline 0: max_seconds from now)
     s.max_tops = c.max_tops
     s.max_bytes = c.max_bytes
     s.deadline = deadline
     if deadline <= 0 and c.max_seconds > 0:
         s.deadline = monotonic_seconds() + c.max_seconds
-    if n_ctx > c.max_ctx_walk:
-        n_ctx = -1  # (its follow row is the rule's FOLLOW set, see MaskCache.__init__)
-    e = classify_entry(s, a, v, state, -1, c.ctx_states + c.ctx_off[r], n_ctx,
-                       c.follow + 256 * <intp_t>r)
+
+
+cdef inline void _note_peaks(const ClassifyScratch* s, MaskCacheC* c) noexcept nogil:
     _lock(c)
     if s.peak_tops > c.peak_tops:
         c.peak_tops = s.peak_tops
     if s.peak_bytes > c.peak_bytes:
         c.peak_bytes = s.peak_bytes
     _unlock(c)
-    return e
 
 
 cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
@@ -285,24 +294,39 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
     # fill that meets thousands of new states (a grammar with that many rules live at once)
     # still ends max_compile_seconds after its first classification.
     cdef ClassifyScratch s
-    cdef CacheEntryC* e
-    cdef const CacheEntryC* got
+    cdef CacheEntryC* e = NULL
+    cdef const CacheEntryC* got = NULL
     cdef int32_t r = c.state_rule[state], last
-    # the state the rule classified last may classify every token alike (the positions of a
-    # long bounded string far from its bound): then its entry is this state's too
+    cdef intp_t same = 0, n_ctx
+    # The state the rule classified last may classify every token alike (the positions of a
+    # long bounded string far from its bound): then its entry is this state's too.  Or every
+    # token up to some length (a position nearer the bound): then only the longer ones are
+    # walked (_token_equivalence.pyx).
     _lock(c)
     last = c.last_of_rule[r]
     _unlock(c)
     if last >= 0 and last != state:
         got = cache_peek(c, last)
-        if got != NULL and token_equivalent(a, state, last, v.max_token_len + 1):
-            _share(c, state, <CacheEntryC*>got)
-            return cache_peek(c, state)
+        if got != NULL:
+            same = agree_depth(a, state, last, v.max_token_len) - 1
+            if same >= v.max_token_len:
+                _share(c, state, <CacheEntryC*>got)
+                return cache_peek(c, state)
     if deadline[0] <= 0 and c.max_seconds > 0:
         deadline[0] = monotonic_seconds() + c.max_seconds
     scratch_init(&s, v)
     try:
-        e = _classify_with(&s, c, a, v, state, deadline[0])
+        if same > 0:
+            n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
+            _check_cache_memory(c)
+            _limit_scratch(&s, c, deadline[0])
+            e = classify_entry_from(&s, a, v, state, c.ctx_states + c.ctx_off[r],
+                                    -1 if n_ctx > c.max_ctx_walk else n_ctx,
+                                    c.follow + 256 * <intp_t>r, got, same)
+            if e != NULL:
+                _note_peaks(&s, c)
+        if e == NULL:
+            e = _classify_with(&s, c, a, v, state, deadline[0])
     finally:
         scratch_free(&s)
     got = _publish(c, state, e)

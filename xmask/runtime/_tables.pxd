@@ -60,6 +60,11 @@ ctypedef struct VocabC:
     const int32_t* plain_longest   # [n_plain_longest] their sorted positions, longest first
     const int32_t* plain_longer    # [max_token_len + 2] how many are longer than d bytes
     intp_t n_plain_longest         # (only the longest n_sorted / 16 are listed)
+    # The same for every token: an entry derived from another state's, which agrees with this
+    # one on strings of up to d bytes, walks the tokens longer than d (_classify.pyx)
+    const int32_t* all_longest     # [n_all_longest] sorted positions, longest first
+    const int32_t* all_longer      # [max_token_len + 2] how many are longer than d bytes
+    intp_t n_all_longest
 
 
 

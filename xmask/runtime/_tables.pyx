@@ -364,26 +364,37 @@ cdef class VocabTables:
         ids = self.arrays["sorted_ids"][pos]
         bits = np.zeros(max(self.c.n_words, 1), dtype=np.uint32)
         np.bitwise_or.at(bits, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
-        lengths = (offs[pos + 1] - offs[pos]).astype(np.int64)
-        order = np.argsort(-lengths, kind="stable")
-        keep = max(self.c.n_sorted >> 4, 1)
-        longest = np.ascontiguousarray(pos[order][:keep], dtype=np.int32)
-        # longer[d] = how many plain tokens are longer than d bytes
-        counts = np.bincount(lengths, minlength=self.c.max_token_len + 2)[: self.c.max_token_len + 2]
-        longer = np.ascontiguousarray(len(lengths) - np.cumsum(counts), dtype=np.int32)
-        for name, arr in (("plain_bits", bits), ("plain_longest", longest if len(longest) else
-                                                  np.zeros(1, dtype=np.int32)),
-                          ("plain_longer", longer)):
-            arr.setflags(write=False)
-            self.arrays[name] = arr
+        bits.setflags(write=False)
+        self.arrays["plain_bits"] = bits
         cdef const word_t[::1] bv = self.arrays["plain_bits"]
+        self.c.plain_bits = <const word_t*>&bv[0]
+        self.c.n_plain_longest = self._longest_first("plain", pos)
+        self.c.n_all_longest = self._longest_first("all", np.arange(self.c.n_sorted))
         cdef const int32_t[::1] lv = self.arrays["plain_longest"]
         cdef const int32_t[::1] cv = self.arrays["plain_longer"]
-        self.c.plain_bits = <const word_t*>&bv[0]
+        cdef const int32_t[::1] la = self.arrays["all_longest"]
+        cdef const int32_t[::1] ca = self.arrays["all_longer"]
         self.c.plain_longest = &lv[0]
         self.c.plain_longer = &cv[0]
-        self.c.n_plain_longest = len(longest)
+        self.c.all_longest = &la[0]
+        self.c.all_longer = &ca[0]
         return 0
+
+    def _longest_first(self, prefix, pos):
+        # arrays[prefix + "_longest"]: the longest n_sorted / 16 of the sorted positions `pos`,
+        # longest first; arrays[prefix + "_longer"][d]: how many of `pos` are longer than d
+        # bytes (d = 0 .. max_token_len + 1).  Returns how many are listed.
+        offs = self.arrays["tok_offsets"]
+        lengths = (offs[pos + 1] - offs[pos]).astype(np.int64)
+        order = np.argsort(-lengths, kind="stable")
+        longest = np.ascontiguousarray(pos[order][:max(self.c.n_sorted >> 4, 1)], dtype=np.int32)
+        counts = np.bincount(lengths, minlength=self.c.max_token_len + 2)[: self.c.max_token_len + 2]
+        longer = np.ascontiguousarray(len(lengths) - np.cumsum(counts), dtype=np.int32)
+        for name, arr in ((prefix + "_longest", longest if len(longest) else np.zeros(1, dtype=np.int32)),
+                          (prefix + "_longer", longer)):
+            arr.setflags(write=False)
+            self.arrays[name] = arr
+        return len(longest)
 
     @property
     def nbytes(self):

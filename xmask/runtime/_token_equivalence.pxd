@@ -5,5 +5,7 @@ from xmask.runtime._types cimport int32_t, intp_t
 from xmask.runtime._tables cimport AutomatonC
 
 
+cdef intp_t agree_depth(const AutomatonC* a, int32_t s, int32_t t,
+                        intp_t horizon) except -1 nogil
 cdef int token_equivalent(const AutomatonC* a, int32_t s, int32_t t,
                           intp_t horizon) except -1 nogil

@@ -9,10 +9,13 @@ rule's return contexts and follow bytes, the rest of what a walk reads, belong t
 This is the equivalence the eager warm-up computes for all states at once
 (``compiler.mask_cache.token_equivalent_states``); a lazy fill checks one pair instead, before
 classifying a state, against the state its rule classified last: the positions of a long
-bounded string far from its bound then share one walk, as in the warm-up.
+bounded string far from its bound then share one walk, as in the warm-up.  The search also
+finds the shortest byte string that tells the two apart (``agree_depth``): every shorter token
+is classified alike, so a position nearer the bound copies those verdicts from its neighbour's
+entry and walks only the longer tokens (``_classify.classify_entry_from``).
 
-The search is bounded (``_MAX_PAIRS`` state pairs); past that it answers "not equivalent",
-which only costs the classification it tried to save.
+The search is bounded (``_MAX_PAIRS`` state pairs); past that it answers "they may differ at
+once", which only costs the classification it tried to save.
 """
 
 from libc.stdlib cimport malloc, free
@@ -38,8 +41,7 @@ cdef struct _Search:
     intp_t n_queued
     intp_t n_pairs
     intp_t n_states
-    intp_t horizon
-    bint failed
+    int32_t best            # least length of a string found to tell the states apart
 
 
 cdef inline intp_t _slot(int64_t key) noexcept nogil:
@@ -47,13 +49,18 @@ cdef inline intp_t _slot(int64_t key) noexcept nogil:
     return <intp_t>((h >> 32) & (_TABLE - 1))
 
 
+cdef inline void _differ(_Search* w, int32_t d) noexcept nogil:
+    if d < w.best:
+        w.best = d
+
+
 cdef void _push(_Search* w, int32_t x, int32_t y, int32_t d) noexcept nogil:
     cdef int64_t key
     cdef intp_t slot
-    if x == y or d > w.horizon:  # (no token reaches past the horizon)
+    if x == y or d >= w.best:  # (nothing found there could lower `best`)
         return
     if x < 0 or y < 0:  # one a tail call (-1), the other not
-        w.failed = True
+        _differ(w, d)
         return
     key = <int64_t>x * w.n_states + y
     slot = _slot(key)
@@ -64,13 +71,13 @@ cdef void _push(_Search* w, int32_t x, int32_t y, int32_t d) noexcept nogil:
             return  # checked already, with at least as many bytes to go
     else:
         if w.n_pairs == _MAX_PAIRS:
-            w.failed = True
+            w.best = 0  # too big to tell
             return
         w.n_pairs += 1
         w.keys[slot] = key
     w.depth[slot] = d
     if w.n_queued == _QUEUE:
-        w.failed = True
+        w.best = 0
         return
     w.qx[w.n_queued] = x
     w.qy[w.n_queued] = y
@@ -86,22 +93,22 @@ cdef inline int32_t _reads_first(const AutomatonC* a, int32_t start) noexcept no
     return 1
 
 
-cdef int token_equivalent(const AutomatonC* a, int32_t s, int32_t t,
-                          intp_t horizon) except -1 nogil:
-    """1 if states ``s`` and ``t`` (of one rule) agree on every byte string of up to
-    ``horizon`` bytes, in flags, callees and live transitions, their return states agreeing in
-    turn; 0 if not or if the search grows past its bound."""
+cdef intp_t agree_depth(const AutomatonC* a, int32_t s, int32_t t,
+                        intp_t horizon) except -1 nogil:
+    """The length of the shortest byte string that may tell states ``s`` and ``t`` (of one
+    rule) apart -- in flags, callees or live transitions, their return states compared in turn
+    -- or ``horizon + 1`` if none of at most ``horizon`` bytes does; 0 when the search grows
+    past its bound.  Every token shorter than that is classified alike from both."""
     cdef _Search w
-    cdef intp_t head = 0, nc = a.n_classes, i, n
+    cdef intp_t head = 0, nc = a.n_classes, i, n, ox, oy
     cdef int32_t x, y, d, tx, ty
     cdef const int32_t* rx
     cdef const int32_t* ry
-    cdef bint ok
     if s == t:
-        return 1
+        return horizon + 1
     memset(&w, 0, sizeof(_Search))
     w.n_states = a.n_states
-    w.horizon = horizon
+    w.best = <int32_t>(horizon + 1)
     w.keys = <int64_t*>malloc(_TABLE * sizeof(int64_t))
     w.depth = <int32_t*>malloc(_TABLE * sizeof(int32_t))
     w.qx = <int32_t*>malloc(3 * _QUEUE * sizeof(int32_t))
@@ -115,29 +122,30 @@ cdef int token_equivalent(const AutomatonC* a, int32_t s, int32_t t,
     w.qd = w.qy + _QUEUE
     memset(w.keys, 0xFF, _TABLE * sizeof(int64_t))
     _push(&w, s, t, 0)
-    while head < w.n_queued and not w.failed:
+    while head < w.n_queued and w.best > 0:
         x = w.qx[head]
         y = w.qy[head]
         d = w.qd[head]
         head += 1
+        if d >= w.best:
+            continue
         if a.flags[x] != a.flags[y] or a.flags[x] & XM_FLAG_TOKEN:
-            w.failed = True  # (token edges: not compared, so never equivalent)
-            break
-        n = a.call_offsets[x + 1] - a.call_offsets[x]
-        if n != a.call_offsets[y + 1] - a.call_offsets[y]:
-            w.failed = True
-            break
+            _differ(&w, d)  # (token edges are not compared: they count as a difference)
+            continue
+        ox, oy = a.call_offsets[x], a.call_offsets[y]
+        n = a.call_offsets[x + 1] - ox
+        if n != a.call_offsets[y + 1] - oy:
+            _differ(&w, d)
+            continue
         for i in range(n):
-            if (a.call_target[a.call_offsets[x] + i] != a.call_target[a.call_offsets[y] + i]
-                    or (a.call_budget != NULL and a.call_budget[a.call_offsets[x] + i]
-                        != a.call_budget[a.call_offsets[y] + i])):
-                w.failed = True
+            if (a.call_target[ox + i] != a.call_target[oy + i]
+                    or (a.call_budget != NULL and a.call_budget[ox + i] != a.call_budget[oy + i])):
+                _differ(&w, d)
                 break
             # the return states must agree from the least depth the callee can return at: this
             # one if it may read nothing (its start is final, or calls first), else the next
-            _push(&w, a.call_ret[a.call_offsets[x] + i], a.call_ret[a.call_offsets[y] + i],
-                  d + _reads_first(a, a.call_target[a.call_offsets[x] + i]))
-        if w.failed or d >= horizon:
+            _push(&w, a.call_ret[ox + i], a.call_ret[oy + i], d + _reads_first(a, a.call_target[ox + i]))
+        if d + 1 >= w.best:
             continue
         rx = a.trans + <intp_t>x * nc
         ry = a.trans + <intp_t>y * nc
@@ -145,15 +153,21 @@ cdef int token_equivalent(const AutomatonC* a, int32_t s, int32_t t,
             tx = rx[i]
             ty = ry[i]
             if (tx < 0) != (ty < 0):
-                w.failed = True
+                _differ(&w, d + 1)
                 break
             if tx >= 0:
                 _push(&w, tx, ty, d + 1)
-    ok = not w.failed
     free(w.keys)
     free(w.depth)
     free(w.qx)
-    return 1 if ok else 0
+    return w.best
+
+
+cdef int token_equivalent(const AutomatonC* a, int32_t s, int32_t t,
+                          intp_t horizon) except -1 nogil:
+    """1 if states ``s`` and ``t`` (of one rule) agree on every byte string of up to
+    ``horizon`` bytes (see :func:`agree_depth`), else 0 (also when the search is too big)."""
+    return 1 if agree_depth(a, s, t, horizon) > horizon else 0
 
 
 def states_token_equivalent(AutomatonTables tables, int32_t s, int32_t t, intp_t horizon):
@@ -172,3 +186,21 @@ def states_token_equivalent(AutomatonTables tables, int32_t s, int32_t t, intp_t
     with nogil:
         r = token_equivalent(&tables.c, s, t, horizon)
     return r == 1
+
+
+def states_agree_depth(AutomatonTables tables, int32_t s, int32_t t, intp_t horizon):
+    """The length of the shortest byte string that may tell states ``s`` and ``t`` (of one
+    rule) apart, ``horizon + 1`` if none of at most ``horizon`` bytes does, 0 if the search
+    was too big to tell.
+
+    Example::
+
+        >>> states_agree_depth(compiled._automaton_tables, 40, 41, 129)  # doctest: +SKIP
+        57
+    """
+    if not (0 <= s < tables.c.n_states and 0 <= t < tables.c.n_states):
+        raise ValueError(f"state out of range (the automaton has {tables.c.n_states} states)")
+    cdef intp_t r
+    with nogil:
+        r = agree_depth(&tables.c, s, t, horizon)
+    return r

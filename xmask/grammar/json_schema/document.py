@@ -90,6 +90,9 @@ class Document:
         self.resources: Dict[str, Any] = {}
         self.anchors: Dict[Tuple[str, str], Any] = {}
         self.keep: List[Any] = []  # synthetic objects kept alive (their id() must not be reused)
+        # (ref, base) -> node id of the JSON-pointer references resolved so far (the same
+        # "#/definitions/x" is met at every use; its target never changes once found)
+        self._by_pointer: Dict[Tuple[str, str], int] = {}
         self.index(root, "", "#")
         self.resources.setdefault("", root)
 
@@ -188,8 +191,13 @@ class Document:
     def resolve(self, ref: str, base: Optional[str], where: str) -> int:
         """Node id of the target of ``$ref``; UnsupportedSchemaError if it is not local."""
         base = base or ""
-        uri = join_uri(base, ref)
-        doc_uri, frag = urldefrag(uri)
+        hit = self._by_pointer.get((ref, base))
+        if hit is not None:
+            return hit
+        if not base and ref[:1] == "#" and "\t" not in ref and "\r" not in ref and "\n" not in ref:
+            doc_uri, frag = "", ref[1:]  # (what urldefrag gives, without its parsing)
+        else:
+            doc_uri, frag = urldefrag(join_uri(base, ref))
         if doc_uri == "":
             target = self.resources.get("", self.root)
         else:
@@ -222,7 +230,10 @@ class Document:
         if not isinstance(target, (dict, bool)):
             raise UnsupportedSchemaError(f"$ref {ref!r} does not point to a schema", where)
         base_of = self.nodes[self.by_id[id(target)]][1] if id(target) in self.by_id else doc_uri
-        return self.nid(target, base_of, ptr)
+        n = self.nid(target, base_of, ptr)
+        if not frag or frag.startswith("/"):  # (anchors are looked up again: see __init__)
+            self._by_pointer[(ref, base)] = n
+        return n
 
     def synth(self, obj, where: str) -> int:
         """Register a synthetic schema object (built by the converter); ``where`` is the

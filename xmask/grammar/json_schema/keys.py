@@ -33,6 +33,8 @@ from ..code_point_dfa import (
     dfa_minimize,
     dfa_product,
     dfa_with_length,
+    memo_fits,
+    memo_put,
     split_points,
 )
 from ..dfa_expr import dfa_from_expr, dfa_to_expr, word_complement_expr
@@ -261,30 +263,13 @@ class Keys:
         """
         d = dfa_minimize(d)
         esc_any = self._key_esc_char()
-        n = d.n_states
-        univ = -1
-        for q in range(n):
-            if d.accept[q] and _covers(d.edges[q], UNICODE_SCALARS, q):
-                univ = q
-                break
-        acc2 = []
-        simple = True
-        for q in range(n):
-            targets = _targets_over(d.edges[q], ESCAPABLE)
-            if targets == {-1}:
-                acc2.append(False)
-            elif univ >= 0 and targets == {univ}:
-                acc2.append(True)
-            else:
-                simple = False
-                break
-        if not simple:
-            return dfa_to_expr(d, self.ctx.sink, hint, label=lambda rs: encode_ranges_canonical(rs, esc_any))
-        lit_edges = [tuple((max(lo, a), min(hi, b), t) for lo, hi, t in es for a, b in _LIT
-                           if max(lo, a) <= min(hi, b)) for es in d.edges]
-        lit_edges = [tuple(sorted(es)) for es in lit_edges]
-        pre = (lambda: dfa_to_expr(Dfa(lit_edges, acc2), self.ctx.sink, hint + "_pre")) if any(acc2) else None
-        e1 = dfa_to_expr(Dfa(lit_edges, list(d.accept)), self.ctx.sink, hint)
+        split = _key_split(d)
+        if split is None:
+            return dfa_to_expr(d, self.ctx.sink, hint, label=lambda rs: encode_ranges_canonical(rs, esc_any),
+                               label_key=("key_char", esc_any))
+        lit, lit_pre = split
+        pre = (lambda: dfa_to_expr(lit_pre, self.ctx.sink, hint + "_pre")) if lit_pre is not None else None
+        e1 = dfa_to_expr(lit, self.ctx.sink, hint)
         return self._emit_key_split(e1, pre, esc_any)
 
     def emit_key_complement(self, words: List[str], hint: str) -> Optional[Expr]:
@@ -322,6 +307,46 @@ _LITERAL_KEY = re.compile(r'[ !#-\[\]-~]*')
 _ANY_LIT_EXPR = dfa_to_expr(Dfa([tuple((lo, hi, 0) for lo, hi in _LIT)], [True]), None)
 
 
+def _key_split(d: Dfa) -> Optional[Tuple[Dfa, Optional[Dfa]]]:
+    """For :meth:`Keys.emit_key_dfa` of the minimal ``d``: None when an escapable code point
+    leads somewhere other than nowhere or the accept-all state; else the escape-free automaton
+    (``d`` on ``_LIT``) and the one of the escape-free prefixes (None: none).  Memoized by
+    content (the same key automata recur)."""
+    key = d.content_key() if memo_fits(d.n_states) else None
+    hit = _KEY_SPLITS.get(key, _MISSING) if key is not None else _MISSING
+    if hit is not _MISSING:
+        return hit
+    n = d.n_states
+    univ = -1
+    for q in range(n):
+        if d.accept[q] and _covers(d.edges[q], UNICODE_SCALARS, q):
+            univ = q
+            break
+    acc2 = []
+    out: Optional[Tuple[Dfa, Optional[Dfa]]] = None
+    for q in range(n):
+        targets = _targets_over(d.edges[q], ESCAPABLE)
+        if targets == {-1}:
+            acc2.append(False)
+        elif univ >= 0 and targets == {univ}:
+            acc2.append(True)
+        else:
+            break
+    else:
+        lit_edges = [tuple((max(lo, a), min(hi, b), t) for lo, hi, t in es for a, b in _LIT
+                           if max(lo, a) <= min(hi, b)) for es in d.edges]
+        lit_edges = [tuple(sorted(es)) for es in lit_edges]
+        out = (Dfa(lit_edges, list(d.accept)), Dfa(lit_edges, acc2) if any(acc2) else None)
+    if key is not None:
+        memo_put(_KEY_SPLITS, key, out)
+    return out
+
+
+_MISSING = object()
+_KEY_SPLITS: Dict[object, Optional[Tuple[Dfa, Optional[Dfa]]]] = {}
+_PRODUCTS: Dict[tuple, Tuple[Dfa, List[FrozenSet[int]]]] = {}
+
+
 def _targets_over(edges, ranges) -> set:
     """Targets of ``edges`` over the code points of ``ranges`` (-1: some are not covered)."""
     out = set()
@@ -349,7 +374,19 @@ def _covers(edges, ranges, target: int) -> bool:
 
 def _classify_product(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
     """Product of ``dfas`` over all code points; each state is labelled with the set of
-    component automata accepting there (the returned DFA's own accept flags are unused)."""
+    component automata accepting there (the returned DFA's own accept flags are unused).
+    Memoized by the automata's content (errors are not: they are raised again)."""
+    if not all(memo_fits(d.n_states) for d in dfas):
+        return _classify_product_uncached(dfas)
+    key = tuple(d.content_key() for d in dfas)
+    hit = _PRODUCTS.get(key)
+    if hit is None:
+        hit = _classify_product_uncached(dfas)
+        memo_put(_PRODUCTS, key, hit)
+    return hit
+
+
+def _classify_product_uncached(dfas: Sequence[Dfa]) -> Tuple[Dfa, List[FrozenSet[int]]]:
     cuts: List[List[Tuple[int, int]]] = [list(UNICODE_SCALARS)]
     for d in dfas:
         for es in d.edges:

@@ -63,9 +63,12 @@ class Merger:
         saved = self.merge_atoms, self.merge_proof
         self.merge_atoms, self.merge_proof = atoms, proof
         try:
-            order = self.atoms.order
-            for a in sorted((a for a in atoms if a[0] == "own"), key=lambda a: (order.get(a[1], 1 << 30), a[1])):
-                self._merge_node(m, a[1])
+            owns = [a[1] for a in atoms if a[0] == "own"]
+            if len(owns) > 1:
+                order = self.atoms.order
+                owns.sort(key=lambda n: (order.get(n, 1 << 30), n))
+            for n in owns:
+                self._merge_node(m, n)
         finally:
             self.merge_atoms, self.merge_proof = saved
         self.merge_memo[key] = m

@@ -104,7 +104,7 @@ class Strings:
             self.ctx.unsupported("pattern is not supported (no regex support)", path)
             return None
         try:
-            e = regex_to_expr(pattern, search=True)
+            e = _shared(_SHARED_REGEXES, pattern, lambda: regex_to_expr(pattern, search=True))
         except (RegexSyntaxError, GrammarError, ValueError) as err:
             self.regex_memo[pattern] = None
             self.ctx.unsupported(f"pattern not supported: {err}", path)
@@ -247,7 +247,8 @@ class Strings:
 
     def emit_string_dfa(self, d: Dfa, hint: str) -> Optional[Expr]:
         """A string body over decoded code points ``d``, emitted as JSON text."""
-        return dfa_to_expr(d, self.ctx.sink, hint, label=lambda rs: encode_char_class_as_json(CharClass(tuple(rs))))
+        return dfa_to_expr(d, self.ctx.sink, hint, label=lambda rs: encode_char_class_as_json(CharClass(tuple(rs))),
+                           label_key=("json_char",))
 
     def proof_dfa(self, m: Merged) -> Optional[Dfa]:
         """A superset automaton of the strings of ``m`` for disjointness proofs (None: unknown)."""
@@ -279,6 +280,7 @@ class Strings:
 # memo is emptied when full.
 _SHARED_MEMO_SIZE = 512
 _SHARED_DFAS: Dict[tuple, Dfa] = {}
+_SHARED_REGEXES: Dict[str, Expr] = {}  # pattern -> its expression (unanchored search)
 _SHARED_ENCODINGS: Dict[tuple, Optional[Expr]] = {}
 
 
