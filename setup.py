@@ -47,6 +47,7 @@ MODULES = [
     "xmask.runtime.batch",
     "xmask.runtime._apply",
     "xmask.compiler._partition",
+    "xmask.compiler._state_merge",
     "xmask.compiler._minimize",
     "xmask.compiler._determinize",
     "xmask.compiler._analysis",

@@ -219,6 +219,27 @@ cdef void _share(MaskCacheC* c, int32_t state, CacheEntryC* e) noexcept nogil:
     _unlock(c)
 
 
+cdef int _share_pair(MaskCacheC* c, int32_t state, intp_t slot, CacheEntryC* e) except -1 nogil:
+    # Give the pair (state, slot) an already registered pair entry (unless it has one).
+    cdef CacheEntryC** row
+    cdef intp_t n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
+    _lock(c)
+    row = c.pair_rows[state]
+    if row == NULL:
+        row = <CacheEntryC**>calloc(<size_t>n_slots, sizeof(CacheEntryC*))
+        if row == NULL:
+            _unlock(c)
+            with gil:
+                raise MemoryError()
+        c.pair_row_bytes += 8 * n_slots
+        xm_store_release(<void**>&c.pair_rows[state], row)
+    if row[slot] == NULL:
+        xm_store_release(<void**>&row[slot], e)
+        c.n_pairs += 1
+    _unlock(c)
+    return 0
+
+
 cdef int _check_cache_memory(MaskCacheC* c) except -1 nogil:
     # The stored entries may not pass max_bytes: checked before each classification, so the
     # cache passes its cap by at most one entry (a bitset plus uncertain ids: < 4 bytes x the
@@ -569,17 +590,58 @@ cdef class MaskCache:
         classified): states that classify every token alike (see mask_cache)."""
         cdef const int32_t[::1] m = np.ascontiguousarray(members, dtype=np.int32)
         cdef const int32_t[::1] r = np.ascontiguousarray(reps, dtype=np.int32)
-        cdef intp_t i
+        cdef intp_t i, bad = -1
         cdef CacheEntryC* e
         if m.shape[0] != r.shape[0]:
             raise ValueError("members and reps differ in length")
         self._check_states(m)
         self._check_states(r)
-        for i in range(m.shape[0]):
-            e = <CacheEntryC*>cache_peek(&self.c, r[i])
-            if e == NULL:
-                raise ValueError(f"state {r[i]} is not classified")
-            _share(&self.c, m[i], e)
+        with nogil:  # (a big grammar shares tens of thousands of states)
+            for i in range(m.shape[0]):
+                e = <CacheEntryC*>cache_peek(&self.c, r[i])
+                if e == NULL:
+                    bad = i
+                    break
+                _share(&self.c, m[i], e)
+        if bad >= 0:
+            raise ValueError(f"state {r[bad]} is not classified")
+
+    def share_pairs(self, states, rets, from_states, from_rets):
+        """Give each pair ``(states[i], rets[i])`` without an entry the entry of the pair
+        ``(from_states[i], from_rets[i])`` (which must be classified): pairs that classify
+        every token alike (see mask_cache).  Pairs that are not pairs of this cache (see
+        :attr:`max_ctx_walk`) raise ``ValueError``."""
+        cdef const int32_t[::1] st = np.ascontiguousarray(states, dtype=np.int32)
+        cdef const int32_t[::1] rt = np.ascontiguousarray(rets, dtype=np.int32)
+        cdef const int32_t[::1] fs = np.ascontiguousarray(from_states, dtype=np.int32)
+        cdef const int32_t[::1] fr = np.ascontiguousarray(from_rets, dtype=np.int32)
+        cdef intp_t i, n = st.shape[0], slot, from_slot, bad = -1
+        cdef bint unclassified = False
+        cdef const CacheEntryC* e
+        if not (rt.shape[0] == fs.shape[0] == fr.shape[0] == n):
+            raise ValueError("states, rets and their sources differ in length")
+        self._check_states(st)
+        self._check_states(rt)
+        self._check_states(fs)
+        self._check_states(fr)
+        if n and self.c.pair_rows == NULL:
+            raise ValueError("this cache has no pair entries")
+        with nogil:  # (hundreds of thousands of pairs for a long bounded string)
+            for i in range(n):
+                slot = cache_pair_slot(&self.c, st[i], rt[i])
+                from_slot = cache_pair_slot(&self.c, fs[i], fr[i])
+                if slot < 0 or from_slot < 0:
+                    bad = i
+                    break
+                e = cache_pair_peek(&self.c, fs[i], from_slot)
+                if e == NULL:
+                    bad = i
+                    unclassified = True
+                    break
+                _share_pair(&self.c, st[i], slot, <CacheEntryC*>e)
+        if bad >= 0:
+            raise ValueError(f"pair ({fs[bad]}, {fr[bad]}) is not classified" if unclassified else
+                             f"({st[bad]}, {rt[bad]}) or ({fs[bad]}, {fr[bad]}) is not a pair")
 
     cdef int _check_states(self, const int32_t[::1] st) except -1:
         cdef intp_t i
