@@ -38,9 +38,10 @@ class GrammarCompiler:
     is the warm-up mode instead: every compile classifies every state before returning, on up
     to ``max_threads`` C threads, so fills do not pay for classification
     (``CompiledGrammar.precompute`` does the same for one grammar; the one exception: a rule
-    called from more than 32 places is classified per (state, return state) pair, and a
-    grammar needing more than ``mask_cache.MAX_PAIR_WALKS`` such pairs, a very long bounded
-    string, leaves them to the fills that meet them).  Masks are identical in both modes.
+    called from more than 32 places is classified per (state, return state) pair; pairs no
+    token can tell apart share one walk, and a grammar needing more than
+    ``mask_cache.MAX_PAIR_WALKS`` walks or ``mask_cache.MAX_PAIRS`` pairs leaves them to the
+    fills that meet them).  Masks are identical in both modes.
 
     ``cache_limit_bytes`` bounds the in-memory cache (least recently used grammars are evicted
     first; -1: unbounded, XGrammar's default; xmask's default is ``DEFAULT_CACHE_LIMIT_BYTES`` =
