@@ -279,12 +279,17 @@ cdef inline void _limit_scratch(ClassifyScratch* s, MaskCacheC* c, double deadli
         s.deadline = monotonic_seconds() + c.max_seconds
 
 
-cdef inline void _note_peaks(const ClassifyScratch* s, MaskCacheC* c) noexcept nogil:
-    _lock(c)
+cdef inline void _note_peaks_locked(const ClassifyScratch* s, MaskCacheC* c) noexcept nogil:
+    # (the lock held) the cache's largest top set and stack memory seen so far
     if s.peak_tops > c.peak_tops:
         c.peak_tops = s.peak_tops
     if s.peak_bytes > c.peak_bytes:
         c.peak_bytes = s.peak_bytes
+
+
+cdef inline void _note_peaks(const ClassifyScratch* s, MaskCacheC* c) noexcept nogil:
+    _lock(c)
+    _note_peaks_locked(s, c)
     _unlock(c)
 
 
@@ -354,18 +359,13 @@ cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
     scratch_init(&s, v)
     try:
         _check_cache_memory(c)
-        s.max_tops = c.max_tops
-        s.max_bytes = c.max_bytes
-        s.deadline = deadline[0]
+        _limit_scratch(&s, c, deadline[0])
         e = classify_entry(&s, a, v, state, ret, c.ctx_states + c.ctx_off[r], n_ctx,
                            c.follow + 256 * <intp_t>r)
     finally:
         scratch_free(&s)
     _lock(c)
-    if s.peak_tops > c.peak_tops:
-        c.peak_tops = s.peak_tops
-    if s.peak_bytes > c.peak_bytes:
-        c.peak_bytes = s.peak_bytes
+    _note_peaks_locked(&s, c)
     row = c.pair_rows[state]
     if row == NULL:
         row = <CacheEntryC**>calloc(<size_t>n_slots, sizeof(CacheEntryC*))

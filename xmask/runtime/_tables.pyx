@@ -356,6 +356,8 @@ cdef class VocabTables:
         # The plain tokens (VocabC.plain_bits): a bounded string body with room for d more
         # bytes takes those of at most d bytes at once and walks only the longer ones, which
         # are few for most d (Llama-3: 1% are longer than 17 bytes): listed longest first.
+        # Every token is listed the same way too (a derived entry walks those longer than the
+        # length its state agrees with its neighbour on, _classify.classify_entry_from).
         pos = np.asarray(shortcut_pos, dtype=np.int64)
         offs = self.arrays["tok_offsets"]
         first = self.arrays["tok_bytes"][offs[pos]] if len(pos) else np.zeros(0, dtype=np.uint8)
