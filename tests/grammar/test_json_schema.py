@@ -203,6 +203,28 @@ def test_properties_required_order():
     assert not accepts(g2, '{"a": 1}') and not accepts(g2, '{"b": "x", "b": "y"}')
 
 
+def test_ordered_members_every_subset_once_spelled():
+    # every subset of the members, in declaration order, with and without additional members
+    # after them: valid iff the required ones are there and additional values are strings
+    s = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"},
+                                          "c": {"type": "null"}, "d": {"type": "integer"}},
+         "required": ["b"], "additionalProperties": {"type": "string"}}
+    values = {"a": 1, "b": True, "c": None, "d": 7}
+    valid, invalid = [], []
+    for mask in range(16):
+        obj = {k: values[k] for i, k in enumerate("abcd") if mask >> i & 1}
+        for extra in ({}, {"x": "s"}, {"x": "s", "y": "t"}, {"x": 1}):
+            inst = dict(obj, **extra)
+            ok = "b" in obj and all(isinstance(v, str) for v in extra.values())
+            (valid if ok else invalid).append(inst)
+    for opts in ({"any_whitespace": False}, {"any_whitespace": True}):
+        g = check(s, valid=valid, invalid=invalid, **opts)
+        # each member is spelled once in the grammar, not once per position it can follow
+        text = str(g)
+        for k in "abcd":
+            assert text.count(f'"\\"{k}\\"') == 1, (k, text)
+
+
 def test_additional_properties_false_true_schema():
     base = {"type": "object", "properties": {"a": {"type": "integer"}}}
     check(dict(base, additionalProperties=False), valid=[{}, {"a": 1}], invalid=[{"b": 1}, {"a": 1, "b": 2}])

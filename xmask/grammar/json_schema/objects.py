@@ -179,36 +179,34 @@ class Objects:
         return exprs.get((0, 0))
 
     def _members_chain(self, members, sep, tail_additional, hint: str) -> Optional[Expr]:
-        """Members in order without count limits.  A(j): members j.. after at least one was
-        written, ``(sep m_j)? A(j+1)`` (one reference to A(j+1)); F(j): nothing written yet,
-        ``m_j A(j+1) | F(j+1)``."""
+        """Members in order without count limits.  F(j): nothing written yet, members j..
+        left, ``m_j A(j+1) | F(j+1)`` (the second alternative only when m_j is optional);
+        A(j): at least one member written, ``sep F(j)``, or nothing as well when every member
+        from j on is optional.  F(n) is the additional members (at least one), so A(n) is the
+        tail ``(sep addl)*``.
+
+        Each member is spelled once, in F(j): a member after the first is ``sep F(j)``, the
+        same continuation as a first member, so the value of a member (usually inlined) is
+        not copied into a second rule (a layout that kept ``(sep m_j)? A(j+1)`` apart from
+        F(j) held every value twice: 47% of the automaton states of MaskBench objects)."""
         n = len(members)
-        a_refs: List[Optional[Expr]] = [None] * (n + 1)
-        a_refs[n] = tail_additional(1)
+        f_next: Optional[Expr] = tail_additional(0)  # F(j + 1), from F(n) down
+        all_optional = True  # every member from j + 1 on is optional
         for j in range(n - 1, -1, -1):
             _, mem, req = members[j]
-            nxt = a_refs[j + 1]
-            if nxt is None:
-                continue
-            step = make_seq([sep, mem])
-            body = make_seq([step if req else Repeat(step, 0, 1), nxt])
-            if j > 0 and not is_small(body):
-                name = self.ctx.sink.fresh(f"{hint}_after{j}")
-                self.ctx.rules[name] = body
-                body = RuleRef(name)
-            a_refs[j] = body
-        f_ref: Optional[Expr] = tail_additional(0)
-        for j in range(n - 1, -1, -1):
-            _, mem, req = members[j]
-            take = make_seq([mem, a_refs[j + 1]]) if a_refs[j + 1] is not None else None
-            alts = [x for x in (take, None if req else f_ref) if x is not None]
+            a_next = make_seq([sep, f_next]) if f_next is not None else None
+            if all_optional:
+                a_next = EPSILON if a_next is None else Repeat(a_next, 0, 1)
+            take = make_seq([mem, a_next]) if a_next is not None else None
+            alts = [x for x in (take, None if req else f_next) if x is not None]
             body = make_choice(alts) if alts else None
             if body is not None and j > 0 and not is_small(body):
                 name = self.ctx.sink.fresh(f"{hint}_first{j}")
                 self.ctx.rules[name] = body
                 body = RuleRef(name)
-            f_ref = body
-        return f_ref
+            f_next = body
+            all_optional = all_optional and not req
+        return f_next
 
     def members_any_order(self, members, addl, m: Merged, depth: int, hint: str) -> Optional[Expr]:
         """Members in any order: one rule per (members written, count) state."""
