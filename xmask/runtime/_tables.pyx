@@ -70,6 +70,15 @@ cdef int _check_token_edges(const int32_t[::1] set_of, const int32_t[::1] target
     return 0
 
 
+cdef bint _any_nonnegative(const int64_t[::1] v) noexcept:
+    # a C loop: most grammars have no budget, and NumPy's form of this test cost ~2 us a compile
+    cdef intp_t i
+    for i in range(v.shape[0]):
+        if v[i] >= 0:
+            return True
+    return False
+
+
 cdef class AutomatonTables:
     """Flat automaton arrays (see ``xmask.compiler.automaton``) as an ``AutomatonC``."""
 
@@ -104,7 +113,7 @@ cdef class AutomatonTables:
         self.c.call_budget = NULL
         self.c.min_call_budget = 0x7FFFFFFF
         budget = getattr(automaton, "rule_budget", None)
-        if budget is None or not (np.asarray(budget) >= 0).any():
+        if budget is None or not _any_nonnegative(np.ascontiguousarray(budget, dtype=np.int64)):
             return 0
         starts = np.asarray(automaton.rule_start, dtype=np.intp)
         rule_of = np.full(self.c.n_states, -1, dtype=np.intp)
