@@ -132,6 +132,20 @@ class Automaton:
         self._rule_ctx_flat = np.asarray([x for c in ctx for x in c], dtype=np.int32)
 
     @property
+    def rule_follow(self) -> np.ndarray:
+        """uint8 ``n_rules x 256``: per rule, the bytes that can follow it (its FOLLOW set),
+        built on first use: only the mask cache of a rule called from many places and the
+        serializer read it."""
+        got = self.__dict__.get("rule_follow")
+        if got is None:
+            got = self.__dict__["rule_follow"] = _bit_rows(self._follow_words)
+        return got
+
+    @rule_follow.setter
+    def rule_follow(self, value) -> None:
+        self.__dict__["rule_follow"] = value
+
+    @property
     def first_bytes(self) -> List[int]:
         """Per state, the bytes that can be read first from it (through calls of nullable
         prefixes), as a 256-bit int (bit b = byte b)."""
@@ -346,8 +360,8 @@ def _token_edges(table, flags, byte_class, rule_start, names, token_rules):
     """Turn each token rule's placeholder byte edge into its token edge (``table`` and
     ``flags`` in place); returns ``(token_set_of, token_target)`` per state."""
     n = len(flags)
-    token_set_of = np.full(n, -1, dtype=np.int32)
-    token_target = np.full(n, -1, dtype=np.int32)
+    # one allocation for both rows (a compile pays this for every grammar)
+    token_set_of, token_target = np.full((2, n), -1, dtype=np.int32)
     if not token_rules:
         return token_set_of, token_target
     index = {name: r for r, name in enumerate(names)}
@@ -428,7 +442,7 @@ def _analyze(auto: Automaton, caller_rule=None, runs=None) -> None:
     auto.rule_ctx_follow = _bit_rows(ctx_follow)
     auto.nullable = nullable.view(np.bool_)
     auto._first_words = first
-    auto.rule_follow = _bit_rows(follow)
+    auto._follow_words = follow  # rule_follow's words (unpacked on first use)
 
 
 def _bit_rows(words: np.ndarray) -> np.ndarray:
