@@ -658,12 +658,17 @@ cdef object to_array(IVec* v, object dtype):
 
 
 cdef object take_array(IVec* v):
-    """``v``'s data as an int32 numpy array without a copy: the buffer (shrunk to its length)
-    is handed to the array, which frees it; ``v`` is left empty."""
+    """``v``'s data as an int32 numpy array: a small one copied (``v`` keeps its buffer, which
+    its owner frees), a large one without a copy (the buffer, shrunk to its length, is handed
+    to the array, which frees it; ``v`` is left empty)."""
     cdef int32_t* p
     cdef cvarray holder
     if v.n == 0:
         return np.empty(0, dtype=np.int32)
+    if v.n <= 65536:
+        # a small grammar's arrays: a copy (memcpy of at most 256 KB) costs less than wrapping
+        # the buffer (a cvarray and the buffer protocol, ~1.5 us per array of every compile)
+        return to_array(v, np.int32)
     p = <int32_t*>realloc(v.d, v.n * sizeof(int32_t))
     if p == NULL:
         p = v.d  # keeping the larger block is fine
