@@ -69,9 +69,20 @@ class AutomatonLimits:
     @classmethod
     def from_compile_limits(cls, limits) -> "AutomatonLimits":
         """The automaton caps of a public :class:`xmask.CompileLimits`."""
-        return cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
-                   max_repeat=limits.max_repeat, max_context_work=limits.max_context_work,
-                   max_memory_bytes=limits.max_compile_memory_bytes)
+        # A compiler passes the same (frozen) limits to every compile: the last conversion is
+        # kept (building the frozen dataclass cost ~2 us a compile).  One tuple, read and
+        # replaced whole, so concurrent compiles see a consistent pair.
+        last = _LAST_LIMITS[0]
+        if last is not None and last[0] is limits and last[1] is cls:
+            return last[2]
+        got = cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
+                  max_repeat=limits.max_repeat, max_context_work=limits.max_context_work,
+                  max_memory_bytes=limits.max_compile_memory_bytes)
+        _LAST_LIMITS[0] = (limits, cls, got)
+        return got
+
+
+_LAST_LIMITS: list = [None]  # (CompileLimits, class, AutomatonLimits) of the last conversion
 
 
 class Automaton:
