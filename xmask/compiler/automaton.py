@@ -69,9 +69,20 @@ class AutomatonLimits:
     @classmethod
     def from_compile_limits(cls, limits) -> "AutomatonLimits":
         """The automaton caps of a public :class:`xmask.CompileLimits`."""
-        return cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
-                   max_repeat=limits.max_repeat, max_context_work=limits.max_context_work,
-                   max_memory_bytes=limits.max_compile_memory_bytes)
+        # A compiler passes the same (frozen) limits to every compile: the last conversion is
+        # kept (building the frozen dataclass cost ~2 us a compile).  One tuple, read and
+        # replaced whole, so concurrent compiles see a consistent pair.
+        last = _LAST_LIMITS[0]
+        if last is not None and last[0] is limits and last[1] is cls:
+            return last[2]
+        got = cls(max_nfa_states=limits.max_nfa_states, max_states=limits.max_automaton_states,
+                  max_repeat=limits.max_repeat, max_context_work=limits.max_context_work,
+                  max_memory_bytes=limits.max_compile_memory_bytes)
+        _LAST_LIMITS[0] = (limits, cls, got)
+        return got
+
+
+_LAST_LIMITS: list = [None]  # (CompileLimits, class, AutomatonLimits) of the last conversion
 
 
 class Automaton:
@@ -130,6 +141,20 @@ class Automaton:
         ctx = self.rule_ctx_states
         self._rule_ctx_offsets = np.cumsum([0] + [len(c) for c in ctx], dtype=np.int64)
         self._rule_ctx_flat = np.asarray([x for c in ctx for x in c], dtype=np.int32)
+
+    @property
+    def rule_follow(self) -> np.ndarray:
+        """uint8 ``n_rules x 256``: per rule, the bytes that can follow it (its FOLLOW set),
+        built on first use: only the mask cache of a rule called from many places and the
+        serializer read it."""
+        got = self.__dict__.get("rule_follow")
+        if got is None:
+            got = self.__dict__["rule_follow"] = _bit_rows(self._follow_words)
+        return got
+
+    @rule_follow.setter
+    def rule_follow(self, value) -> None:
+        self.__dict__["rule_follow"] = value
 
     @property
     def first_bytes(self) -> List[int]:
@@ -346,8 +371,8 @@ def _token_edges(table, flags, byte_class, rule_start, names, token_rules):
     """Turn each token rule's placeholder byte edge into its token edge (``table`` and
     ``flags`` in place); returns ``(token_set_of, token_target)`` per state."""
     n = len(flags)
-    token_set_of = np.full(n, -1, dtype=np.int32)
-    token_target = np.full(n, -1, dtype=np.int32)
+    # one allocation for both rows (a compile pays this for every grammar)
+    token_set_of, token_target = np.full((2, n), -1, dtype=np.int32)
     if not token_rules:
         return token_set_of, token_target
     index = {name: r for r, name in enumerate(names)}
@@ -397,9 +422,9 @@ def _prune_unproductive(table, flags, csrc, crule, cdst, rule_start, names, runs
                            rule=names[0])
     if dropped:
         runs = None
-    keep = keep.view(bool)
-    if keep.all():
+    if np.count_nonzero(keep) == len(keep):  # (a fraction of ``.all()``'s cost on a few calls)
         return csrc, crule, cdst, runs
+    keep = keep.view(bool)
     return csrc[keep], crule[keep], cdst[keep], runs
 
 
@@ -428,7 +453,7 @@ def _analyze(auto: Automaton, caller_rule=None, runs=None) -> None:
     auto.rule_ctx_follow = _bit_rows(ctx_follow)
     auto.nullable = nullable.view(np.bool_)
     auto._first_words = first
-    auto.rule_follow = _bit_rows(follow)
+    auto._follow_words = follow  # rule_follow's words (unpacked on first use)
 
 
 def _bit_rows(words: np.ndarray) -> np.ndarray:

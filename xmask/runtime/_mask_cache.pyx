@@ -469,24 +469,50 @@ cdef class MaskCache:
     def __init__(self, automaton, limits=None):
         cdef intp_t n = automaton.n_states
         cdef intp_t n_rules = len(automaton.rule_names)
+        cdef intp_t r, k, n_many = 0
+        cdef bint bad = False
         ctx_off = np.ascontiguousarray(automaton.rule_ctx_offsets, dtype=np.int64)
         ctx_states = np.ascontiguousarray(automaton.rule_ctx_flat, dtype=np.int32)
-        if (ctx_off.shape[0] != n_rules + 1 or ctx_off[0] != 0
-                or ctx_off[n_rules] != ctx_states.shape[0] or (np.diff(ctx_off) < 0).any()):
+        state_rule = np.ascontiguousarray(automaton.state_rule, dtype=np.int32)
+        if ctx_off.ndim != 1 or ctx_states.ndim != 1 or state_rule.ndim != 1:
+            raise ValueError("automaton context tables have the wrong shape")
+        cdef const int64_t[::1] off_v = ctx_off
+        cdef const int32_t[::1] cs_v = ctx_states
+        cdef const int32_t[::1] sr_v = state_rule
+        # the checks as C loops: a compile pays them for every grammar (their NumPy form, one
+        # small array per test, cost ~10 us); deserialized automata are untrusted
+        if (off_v.shape[0] != n_rules + 1 or off_v[0] != 0
+                or off_v[n_rules] != cs_v.shape[0]):
             raise ValueError("automaton return-context offsets are inconsistent")
+        for r in range(n_rules):
+            if off_v[r + 1] < off_v[r]:
+                raise ValueError("automaton return-context offsets are inconsistent")
+            if off_v[r + 1] - off_v[r] > _max_ctx_walk:
+                n_many += 1
+        if sr_v.shape[0] != n:
+            raise ValueError("automaton context tables have the wrong size")
+        with nogil:
+            for k in range(cs_v.shape[0]):
+                if cs_v[k] < 0 or cs_v[k] >= n:
+                    bad = True
+                    break
+        if bad:
+            raise ValueError("a return context state is out of range")
+        with nogil:
+            for k in range(n):
+                if sr_v[k] < 0 or sr_v[k] >= n_rules:
+                    bad = True
+                    break
+        if bad:
+            raise ValueError("a state's rule is out of range")
         follow = np.array(automaton.rule_ctx_follow, dtype=np.uint8)
-        # a rule with more return states than a walk follows: its own FOLLOW set (_classify)
-        many = np.flatnonzero(np.diff(ctx_off) > _max_ctx_walk)
-        if many.size:
+        if n_many:
+            # a rule with more return states than a walk follows: its own FOLLOW set (_classify)
+            many = np.flatnonzero(np.diff(ctx_off) > _max_ctx_walk)
             follow[many] = np.asarray(automaton.rule_follow, dtype=np.uint8)[many]
         follow = np.ascontiguousarray(follow.reshape(-1))
-        state_rule = np.ascontiguousarray(automaton.state_rule, dtype=np.int32)
-        if follow.shape[0] != 256 * n_rules or state_rule.shape[0] != n:
+        if follow.shape[0] != 256 * n_rules:
             raise ValueError("automaton context tables have the wrong size")
-        if ctx_states.size and not ((ctx_states >= 0) & (ctx_states < n)).all():
-            raise ValueError("a return context state is out of range")
-        if n and not ((state_rule >= 0) & (state_rule < n_rules)).all():
-            raise ValueError("a state's rule is out of range")
         # keep valid pointers for empty arrays
         self.arrays = {
             "ctx_off": ctx_off,
@@ -513,7 +539,7 @@ cdef class MaskCache:
         if self.c.entry == NULL or self.c.last_of_rule == NULL:
             raise MemoryError()
         memset(self.c.last_of_rule, 0xFF, <size_t>(n_rules if n_rules > 0 else 1) * sizeof(int32_t))
-        if many.size:  # states whose entries may be classified with the frame they return to
+        if n_many:  # states whose entries may be classified with the frame they return to
             self.c.pair_rows = <CacheEntryC***>calloc(<size_t>n, sizeof(CacheEntryC**))
             if self.c.pair_rows == NULL:
                 raise MemoryError()
