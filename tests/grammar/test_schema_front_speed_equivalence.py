@@ -5,10 +5,10 @@ automaton of an object built directly as a word complement, one-pass minimizatio
 whose only cycles are self-loops, emission without the SCC pass, product and length
 automata explored along the edges, per-node object units, process-wide memos of pattern and
 format automata and of JSON spellings, cached IR hashes, the array and object generators
-of the any-value rule.  Each shortcut is checked here
-against the general code it bypasses (still in the modules, or a small reference below):
-the same grammar, serialized, on a MaskBench sample and on the JSON-Schema-Test-Suite
-schemas, and the same automata on random inputs.
+of the any-value rule.  Each shortcut is checked here against the general code it bypasses
+(still in the modules, or a small reference below): the same grammar, serialized, on a
+MaskBench sample and on the JSON-Schema-Test-Suite schemas, and the same automata on random
+inputs.
 """
 
 from __future__ import annotations

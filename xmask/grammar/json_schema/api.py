@@ -110,7 +110,8 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
 def _layout(any_whitespace, indent, separators, max_whitespace_cnt) -> Layout:
     """``Layout(...)``, shared between conversions with the same plain options (a layout is
     never changed after construction, and building one makes its separator nodes)."""
-    plain = ((indent is None or type(indent) is int) and (max_whitespace_cnt is None or type(max_whitespace_cnt) is int)
+    plain = ((indent is None or type(indent) is int)
+             and (max_whitespace_cnt is None or type(max_whitespace_cnt) is int)
              and (separators is None or (type(separators) is tuple and len(separators) == 2
                                          and all(type(s) is str for s in separators))))
     if not plain:

@@ -232,7 +232,9 @@ class Keys:
             if d is None:
                 # (the constant only for the one key of this form per grammar: the IR serialization
                 # keeps which nodes are shared)
-                return _ANY_KEY if not names_key and cls is None else make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
+                if not names_key and cls is None:
+                    return _ANY_KEY
+                return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
             body = self.emit_key_dfa(d, f"{hint}_key")
             return None if body is None else make_seq([q, body, q])
         return self.ctx.shared_rule(key, f"{hint}_key", build)
