@@ -4,10 +4,11 @@ The JSON Schema converter and its DFA toolkit take shortcuts for speed: the addi
 automaton of an object built directly as a word complement, one-pass minimization of DFAs
 whose only cycles are self-loops, emission without the SCC pass, product and length
 automata explored along the edges, per-node object units, process-wide memos of pattern and
-format automata and of JSON spellings, cached IR hashes.  Each shortcut is checked here
-against the general code it bypasses (still in the modules, or a small reference below):
-the same grammar, serialized, on a MaskBench sample and on the JSON-Schema-Test-Suite
-schemas, and the same automata on random inputs.
+format automata and of JSON spellings, cached IR hashes, the array and object generators
+of the any-value rule.  Each shortcut is checked here against the general code it bypasses
+(still in the modules, or a small reference below): the same grammar, serialized, on a
+MaskBench sample and on the JSON-Schema-Test-Suite schemas, and the same automata on random
+inputs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from xmask.errors import GrammarError, GrammarLimitError
 from xmask import Grammar
 from xmask.grammar import code_point_dfa, dfa_expr, ir, json_schema, rule_sink, string_format
 from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
-from xmask.grammar.json_schema import converter, keys, merge, numbers, strings
+from xmask.grammar.json_schema import arrays, converter, keys, merge, merged, numbers, objects, strings
 from xmask.grammar.json_schema.layout import Layout
 from xmask.grammar.code_point_dfa import (
     Dfa,
@@ -169,6 +170,11 @@ def general_paths(monkeypatch):
         m.obj_units.append(unit)
 
     monkeypatch.setattr(merge.Merger, "_merge_object", merge_object_every_time)
+    # the any-value rule through the general array and object generators
+    monkeypatch.setattr(arrays.Arrays, "gen_any_array", lambda self, depth, hint:
+                        self.gen_array(merged.Merged(), depth, hint))
+    monkeypatch.setattr(objects.Objects, "gen_any_object", lambda self, m, depth, hint:
+                        self.gen_object(m, depth, hint))
     yield
 
 

@@ -43,7 +43,12 @@ class RuleSink:
             # checked per rule: one schema location can emit very many (e.g. DFA emission)
             raise GrammarLimitError(f"JSON Schema grammar exceeds {self.max_rules} rules "
                                     "(CompileLimits.max_schema_rules)")
-        base = _clean_name(hint) or self.prefix
+        base = _CLEAN_NAMES.get(hint) or _clean_name(hint) or self.prefix
+        if base not in self._used:
+            # the usual case; no earlier call made a name from ``base`` (it would be used), so
+            # there is no probe position to record (the default is 1)
+            self._used.add(base)
+            return base
         name, i = base, self._next.get(base, 1)
         while name in self._used:  # resumes where the last probe for this base stopped
             i += 1

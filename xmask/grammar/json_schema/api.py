@@ -11,7 +11,7 @@ Example::
 from __future__ import annotations
 
 import warnings
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...limits import DEFAULT_LIMITS, CompileLimits
 from ..ir import Grammar
@@ -101,7 +101,28 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
     schema = load_schema(schema)
     if max_whitespace_cnt is not None and max_whitespace_cnt < 0:
         raise ValueError("max_whitespace_cnt must be >= 0")
-    conv = Converter(schema, Layout(any_whitespace, indent, separators, max_whitespace_cnt),
+    conv = Converter(schema, _layout(any_whitespace, indent, separators, max_whitespace_cnt),
                      strict_mode=strict_mode, lenient=lenient, any_order=any_order,
                      limits=DEFAULT_LIMITS if limits is None else limits, excludes=excludes)
     return conv.run(), list(conv.ctx.report)
+
+
+def _layout(any_whitespace, indent, separators, max_whitespace_cnt) -> Layout:
+    """``Layout(...)``, shared between conversions with the same plain options (a layout is
+    never changed after construction, and building one makes its separator nodes)."""
+    plain = ((indent is None or type(indent) is int)
+             and (max_whitespace_cnt is None or type(max_whitespace_cnt) is int)
+             and (separators is None or (type(separators) is tuple and len(separators) == 2
+                                         and all(type(s) is str for s in separators))))
+    if not plain:
+        return Layout(any_whitespace, indent, separators, max_whitespace_cnt)
+    key = (bool(any_whitespace), indent, separators, max_whitespace_cnt)
+    hit = _LAYOUTS.get(key)
+    if hit is None:
+        if len(_LAYOUTS) >= 64:
+            _LAYOUTS.clear()  # bounded (option sets are few)
+        hit = _LAYOUTS[key] = Layout(any_whitespace, indent, separators, max_whitespace_cnt)
+    return hit
+
+
+_LAYOUTS: Dict[tuple, Layout] = {}

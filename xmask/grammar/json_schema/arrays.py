@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from ...errors import GrammarLimitError
-from ..ir import EPSILON, Bytes, Expr, RuleRef, make_choice, make_seq
+from ..ir import EPSILON, Bytes, Expr, Repeat, RuleRef, make_choice, make_seq
 from .atoms import AtomTable
 from .context import Context
 from .counting import counted
@@ -115,10 +115,27 @@ class Arrays:
                 alts = [x for x in (take, stop) if x is not None]
                 cur = make_choice(alts) if alts else None
             body = cur
+        return self._brackets(body, lo == 0, depth)
+
+    def gen_any_array(self, depth: int, hint: str) -> Expr:
+        """:meth:`gen_array` of the merge of no keywords (the any-value rule that every
+        schema with an unconstrained member or item has): the same expression and rule-table
+        calls, without the steps that find nothing (no prefix, no counts, no contains)."""
+        item = self.ctx.value_ref(frozenset(), depth + 1, f"{hint}_item")
+        body = None
+        if item is not None:
+            # (what counted() gives for no bounds)
+            body = make_seq([item, Repeat(make_seq([self.ctx.layout.sep(depth), item]), 0, None)])
+        return self._brackets(body, True, depth)
+
+    def _brackets(self, body: Optional[Expr], may_be_empty: bool, depth: int) -> Optional[Expr]:
+        """``[`` items ``]`` for the item sequences ``body`` (None: none), or ``[]`` when
+        ``may_be_empty``; None when neither."""
+        L = self.ctx.layout
         alts = []
         if body is not None:
             alts.append(make_seq([L.open(depth), body, L.close(depth)]))
-        if lo == 0:
+        if may_be_empty:
             alts.append(L.empty())
         if not alts:
             return None

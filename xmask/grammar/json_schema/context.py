@@ -17,13 +17,15 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ...errors import UnsupportedSchemaError
 from ...limits import DEFAULT_LIMITS, CompileLimits
-from ..ir import EPSILON, Bytes, Expr, RuleRef
+from ..ir import Bytes, Expr, RuleRef, Seq
 from ..rule_sink import RuleSink
 from .document import Document
 from .layout import Layout
 from .vocabulary import FALSE, MAX_INDENT_DEPTH
 
 __all__ = ["Context"]
+
+_MISSING = object()
 
 
 class Context:
@@ -93,16 +95,17 @@ class Context:
 
     def shared_rule(self, key, hint: str, build) -> Optional[Expr]:
         """A rule for an expression shared by content (strings, numbers, key classes)."""
-        if key in self.shared:
-            return self.shared[key]
+        hit = self.shared.get(key, _MISSING)  # (one hash of the key: keys are tuples, not cached)
+        if hit is not _MISSING:
+            return hit
         e = build()
         if e is None:
             self.shared[key] = None
             return None
-        if isinstance(e, (Bytes, RuleRef)) or e == EPSILON:
+        if isinstance(e, (Bytes, RuleRef)) or (type(e) is Seq and e.items == ()):  # (the last: e == EPSILON)
             self.shared[key] = e
             return e
         name = self.sink.fresh(hint)
         self.rules[name] = e
-        self.shared[key] = RuleRef(name)
-        return self.shared[key]
+        ref = self.shared[key] = RuleRef(name)
+        return ref

@@ -158,12 +158,14 @@ class Converter:
             e = self.strings.gen_string(m, hint)
             if e is not None:
                 alts.append(e)
+        # no atoms: any value (every unconstrained member or item), whose array and object
+        # generators skip the generic steps
         if ARR in kinds:
-            e = self.arrays.gen_array(m, depth, hint)
+            e = self.arrays.gen_array(m, depth, hint) if atoms else self.arrays.gen_any_array(depth, hint)
             if e is not None:
                 alts.append(e)
         if OBJ in kinds:
-            e = self.objects.gen_object(m, depth, hint)
+            e = self.objects.gen_object(m, depth, hint) if atoms else self.objects.gen_any_object(m, depth, hint)
             if e is not None:
                 alts.append(e)
         return make_choice(alts) if alts else None

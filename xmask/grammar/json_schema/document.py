@@ -25,6 +25,11 @@ from .vocabulary import LATER_KEYWORDS, SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLE
 
 __all__ = ["load_schema", "detect_draft", "join_uri", "escape_pointer", "Document"]
 
+# keywords that name a resource or an anchor (see Document._identify)
+_ID_KEYS = frozenset(("$id", "id", "$anchor", "$dynamicAnchor"))
+_SINGLES = frozenset(SCHEMA_SINGLES)
+_LISTS = frozenset(SCHEMA_LISTS)
+
 
 def load_schema(schema):
     """A schema given as JSON text (str/bytes), dict, bool or pydantic model, as a Python value.
@@ -112,6 +117,9 @@ class Document:
         raise InvalidSchemaError for malformed keywords (off for the converter's own objects)."""
         first = None
         stack = [(obj, base, ptr)]
+        draft = self.draft
+        later = LATER_KEYWORDS.get(draft) if check else None
+        nodes, by_id = self.nodes, self.by_id
         while stack:
             o, b, p = stack.pop()
             if o is True or o is False:
@@ -122,39 +130,28 @@ class Document:
                 if first is None:
                     raise InvalidSchemaError(f"a schema must be an object or a boolean, not {type(o).__name__}", p)
                 continue
-            if id(o) in self.by_id:
+            if id(o) in by_id:
                 if first is None:
-                    first = self.by_id[id(o)]
+                    first = by_id[id(o)]
                 continue
             orig = o
             if check:
-                check_keywords(o, p, self.draft, subschemas=False)
-                o = self.in_draft(o, p)
-            sid = o.get("$id")
-            if not isinstance(sid, str) and self.draft <= 4 and isinstance(o.get("id"), str):
-                sid = o.get("id")
-            if isinstance(sid, str):
-                if sid.startswith("#"):
-                    self.anchors[(b, sid[1:])] = o
-                else:
-                    nb, frag = urldefrag(join_uri(b, sid))
-                    b = nb
-                    self.resources.setdefault(b, o)
-                    if frag and not frag.startswith("/"):
-                        self.anchors[(b, frag)] = o
-            for key in ("$anchor", "$dynamicAnchor"):
-                if isinstance(o.get(key), str):
-                    self.anchors[(b, o[key])] = o
-            n = len(self.nodes)
-            self.nodes.append((o, b, p))
-            self.by_id[id(o)] = self.by_id[id(orig)] = n
+                check_keywords(o, p, draft, subschemas=False)
+                if later is not None and not later.isdisjoint(o):  # (in_draft keeps the others as they are)
+                    o = self.in_draft(o, p)
+            if not _ID_KEYS.isdisjoint(o):  # (most schema objects have none)
+                b = self._identify(o, b)
+            n = len(nodes)
+            nodes.append((o, b, p))
+            by_id[id(o)] = by_id[id(orig)] = n
             if first is None:
                 first = n
             if SUBSCHEMA_KEYS.isdisjoint(o):
                 continue  # a leaf schema (the usual case)
-            for k in SCHEMA_SINGLES:
-                if k in o:
-                    stack.append((o[k], b, f"{p}/{k}"))
+            if not _SINGLES.isdisjoint(o):
+                for k in SCHEMA_SINGLES:
+                    if k in o:
+                        stack.append((o[k], b, f"{p}/{k}"))
             if "items" in o:
                 it = o["items"]
                 if isinstance(it, list):
@@ -162,11 +159,12 @@ class Document:
                         stack.append((s, b, f"{p}/items/{i}"))
                 else:
                     stack.append((it, b, f"{p}/items"))
-            for k in SCHEMA_LISTS:
-                v = o.get(k)
-                if isinstance(v, list):
-                    for i, s in enumerate(v):
-                        stack.append((s, b, f"{p}/{k}/{i}"))
+            if not _LISTS.isdisjoint(o):
+                for k in SCHEMA_LISTS:
+                    v = o.get(k)
+                    if isinstance(v, list):
+                        for i, s in enumerate(v):
+                            stack.append((s, b, f"{p}/{k}/{i}"))
             for k in SCHEMA_MAPS:
                 v = o.get(k)
                 if isinstance(v, dict):
@@ -174,6 +172,26 @@ class Document:
                         if isinstance(s, (dict, bool)):
                             stack.append((s, b, f"{p}/{k}/{escape_pointer(name)}"))
         return first
+
+    def _identify(self, o: dict, b: str) -> str:
+        """Record the ``$id``/``id`` resource and the anchors that schema object ``o`` (under
+        base URI ``b``) declares; its base URI."""
+        sid = o.get("$id")
+        if not isinstance(sid, str) and self.draft <= 4 and isinstance(o.get("id"), str):
+            sid = o.get("id")
+        if isinstance(sid, str):
+            if sid.startswith("#"):
+                self.anchors[(b, sid[1:])] = o
+            else:
+                nb, frag = urldefrag(join_uri(b, sid))
+                b = nb
+                self.resources.setdefault(b, o)
+                if frag and not frag.startswith("/"):
+                    self.anchors[(b, frag)] = o
+        for key in ("$anchor", "$dynamicAnchor"):
+            if isinstance(o.get(key), str):
+                self.anchors[(b, o[key])] = o
+        return b
 
     def in_draft(self, obj: dict, ptr: str) -> dict:
         """``obj`` without the keywords its draft does not have (a copy, kept alive)."""

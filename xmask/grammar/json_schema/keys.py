@@ -230,6 +230,10 @@ class Keys:
                 body = self.emit_key_complement(declared, f"{hint}_key")
                 return None if body is None else make_seq([q, body, q])
             if d is None:
+                # (the constant only for the one key of this form per grammar: the IR serialization
+                # keeps which nodes are shared)
+                if not names_key and cls is None:
+                    return _ANY_KEY
                 return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
             body = self.emit_key_dfa(d, f"{hint}_key")
             return None if body is None else make_seq([q, body, q])
@@ -295,12 +299,16 @@ class Keys:
             e2 = pre()
             if e2 is not None:
                 rest = self.ctx.shared_rule("key_any_rest", "key_any_rest", lambda: Repeat(
-                    make_choice([CharClass(_LIT), esc_any]), 0, None))
+                    make_choice([_LIT_CLASS, esc_any]), 0, None))
                 alts.append(make_seq([e2, esc_any, rest]))
         return make_choice(alts) if alts else None
 
 
 _LIT = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))  # printable ASCII other than '"' and '\\'
+_LIT_CLASS = CharClass(_LIT)  # (in the one key_any_rest rule of a grammar)
+_QUOTE = Bytes(b'"')
+#: any key (nodes are immutable: built once, not at every object)
+_ANY_KEY = make_seq([_QUOTE, Repeat(JSON_CHAR_PERMISSIVE, 0, None), _QUOTE])
 #: a key written only literally (every character in ``_LIT``)
 _LITERAL_KEY = re.compile(r'[ !#-\[\]-~]*')
 #: any string of ``_LIT`` characters (emitted from its one-state DFA: no rules)

@@ -183,15 +183,19 @@ class Merger:
             elif k in ("extends", "disallow", "divisibleBy"):
                 m.gated.append((None, kp, f"draft-3 keyword {k} is not supported"))
             # anything else: unknown keywords are annotations
+        # (locals: objects with many properties run this loop once per name)
+        seen, declared, mentions = m.names, m.declared, m.mentions
         for key in ("properties", "required"):
             names = obj.get(key)
             if isinstance(names, (dict, list)):
+                props = key == "properties"
                 for name in names:
                     if isinstance(name, str):
-                        m.names.setdefault(name, m.mentions)
-                        if key == "properties":
-                            m.declared.setdefault(name, m.mentions)
-                        m.mentions += 1
+                        seen.setdefault(name, mentions)
+                        if props:
+                            declared.setdefault(name, mentions)
+                        mentions += 1
+        m.mentions = mentions
 
     def _merge_items(self, m: Merged, obj, n: int, p: str) -> None:
         base = self.doc.nodes[n][1]

@@ -88,10 +88,28 @@ class Objects:
                 body = self.members_any_order(members, addl, m, depth, hint)
         else:
             body = self.members_in_order(members, addl, m, depth, hint)
+        return self._braces(body, n_req == 0 and m.min_props == 0, depth)
+
+    def gen_any_object(self, m: Merged, depth: int, hint: str) -> Expr:
+        """:meth:`gen_object` of ``m``, the merge of no keywords (the any-value rule that
+        every schema with an unconstrained member or item has): the same expression and
+        rule-table calls, without the steps that find nothing (no names, one key class)."""
+        key = self.keys.key_expr([], None, (), (), m, hint)  # (what key_classes gives then)
+        addl = None
+        if key is not None:
+            val = self.ctx.value_ref(frozenset(), depth + 1, f"{hint}_addl")
+            if val is not None:
+                addl = make_seq([key, self.ctx.layout.key_sep(), val])
+        return self._braces(self.members_in_order([], addl, m, depth, hint), True, depth)
+
+    def _braces(self, body: Optional[Expr], may_be_empty: bool, depth: int) -> Optional[Expr]:
+        """``{`` members ``}`` for the member sequences ``body`` (None: none), or ``{}``
+        when ``may_be_empty``; None when neither."""
+        L = self.ctx.layout
         alts = []
         if body is not None:
             alts.append(make_seq([L.open(depth), body, L.close(depth)]))
-        if n_req == 0 and m.min_props == 0:
+        if may_be_empty:
             alts.append(L.empty())
         if not alts:
             return None

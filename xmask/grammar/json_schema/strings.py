@@ -192,7 +192,7 @@ class Strings:
             return self.build_excluded_string(key, m)
         if not (pats or fmts or not_pats or not_fmts or not_strings):
             if lo == 0 and hi is None:
-                return make_seq([q, Repeat(JSON_CHAR_PERMISSIVE, 0, None), q])
+                return _ANY_STRING_TEXT
             return make_seq([q, self.counted_chars(lo, hi), q])
         path = self.ctx.where(m)
         if len(pats) + len(fmts) == 1 and not (not_pats or not_fmts or not_strings) and lo == 0 and hi is None:
@@ -305,6 +305,11 @@ def _shared_json_encoding(key: tuple, e: Expr) -> Optional[Expr]:
 
 
 _ANY_STRING: Optional[Dfa] = None
+_QUOTE = Bytes(b'"')
+#: the JSON text of any string: the body of the one rule of the string key without constraints
+#: (built once; nodes are immutable, and the IR serialization keeps which nodes are shared, so
+#: a constant must not appear twice in one grammar where fresh nodes did)
+_ANY_STRING_TEXT = make_seq([_QUOTE, Repeat(JSON_CHAR_PERMISSIVE, 0, None), _QUOTE])
 
 
 def any_string_dfa() -> Dfa:
