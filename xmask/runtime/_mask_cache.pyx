@@ -455,6 +455,19 @@ cdef int _precompute_job(void* arg) noexcept nogil:
     return 0
 
 
+cdef bint _all_in_range(const int32_t[::1] v, intp_t hi) noexcept:
+    """Whether every value of ``v`` lies in ``0 .. hi - 1`` (a C pass over a table of a
+    possibly deserialized, untrusted automaton)."""
+    cdef intp_t k
+    cdef bint ok = True
+    with nogil:
+        for k in range(v.shape[0]):
+            if v[k] < 0 or v[k] >= hi:
+                ok = False
+                break
+    return ok
+
+
 cdef class MaskCache:
     """The token-mask cache of one compiled grammar: per state an entry, classified on demand.
 
@@ -469,8 +482,7 @@ cdef class MaskCache:
     def __init__(self, automaton, limits=None):
         cdef intp_t n = automaton.n_states
         cdef intp_t n_rules = len(automaton.rule_names)
-        cdef intp_t r, k, n_many = 0
-        cdef bint bad = False
+        cdef intp_t r, n_many = 0
         ctx_off = np.ascontiguousarray(automaton.rule_ctx_offsets, dtype=np.int64)
         ctx_states = np.ascontiguousarray(automaton.rule_ctx_flat, dtype=np.int32)
         state_rule = np.ascontiguousarray(automaton.state_rule, dtype=np.int32)
@@ -491,19 +503,9 @@ cdef class MaskCache:
                 n_many += 1
         if sr_v.shape[0] != n:
             raise ValueError("automaton context tables have the wrong size")
-        with nogil:
-            for k in range(cs_v.shape[0]):
-                if cs_v[k] < 0 or cs_v[k] >= n:
-                    bad = True
-                    break
-        if bad:
+        if not _all_in_range(cs_v, n):
             raise ValueError("a return context state is out of range")
-        with nogil:
-            for k in range(n):
-                if sr_v[k] < 0 or sr_v[k] >= n_rules:
-                    bad = True
-                    break
-        if bad:
+        if not _all_in_range(sr_v, n_rules):
             raise ValueError("a state's rule is out of range")
         follow = np.array(automaton.rule_ctx_follow, dtype=np.uint8)
         if n_many:
