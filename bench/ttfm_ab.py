@@ -100,6 +100,8 @@ def main() -> None:
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
     ap.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "ttfm_ab.json")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     files = sample_files(args.data / "maskbench", args.schemas)
     best = {"a": {}, "b": {}}
     for _ in range(args.rounds):
