@@ -9,9 +9,11 @@ fill, in thread CPU time (``time.thread_time``: the machine's other load barely 
 The script keeps each engine's fastest repetition. It uses the same MaskBench sample and
 options as ``bench_json_schema.py``. It prints the percentiles of both engines over the
 schemas both compiled, their ratios and the slowest schemas, and writes
-``bench/results/ttfm_pair.json``. No assertions.
+``bench/results/ttfm_pair.json``. No assertions.  ``--phases`` also times xmask's front end
+(schema -> Grammar) and compares it alone with llguidance's whole time to first mask: the
+bound a free automaton build (a lazy one, say) would leave.
 
-Usage:  python bench/ttfm_pair.py [--schemas 100] [--reps 2] [--files NAME,NAME...]
+Usage:  python bench/ttfm_pair.py [--schemas 100] [--reps 2] [--phases] [--files NAME,NAME...]
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ def main() -> None:
     ap.add_argument("--schemas", type=int, default=100)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
+    ap.add_argument("--phases", action="store_true",
+                    help="also time xmask's front end (schema -> Grammar) and report it alone against "
+                         "llguidance's whole time to first mask: what an automaton built for free would leave")
     ap.add_argument("--files", default="",
                     help="comma-separated MaskBench file names (without .json) instead of the sample")
     args = ap.parse_args()
@@ -49,15 +54,28 @@ def main() -> None:
     tok_path = args.data / "tokenizers" / "llama3" / "tokenizer.json"
     lltok = llguidance.LLTokenizer(str(tok_path), n_vocab=128256, eos_token=128009)
     lbm = llnp.allocate_token_bitmask(1, 128256)
+    front = {"t": 0.0}
+    if args.phases:
+        import xmask.compiler.grammar_compiler as gcm
+        convert = gcm.Grammar.from_json_schema
+
+        def timed_front(*a, **k):
+            t = clock()
+            try:
+                return convert(*a, **k)
+            finally:
+                front["t"] += clock() - t
+        gcm.Grammar.from_json_schema = staticmethod(timed_front)
     compiler.compile_json_schema({"type": "object"})  # imports and first-use memos
     rows = []
     files = ([args.data / "maskbench" / f"{name}.json" for name in args.files.split(",")]
              if args.files else sample_files(args.data / "maskbench", args.schemas))
     for f in files:
         schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
-        bx = bl = None
+        bx = bl = bf = None
         for _ in range(args.reps):
             try:
+                front["t"] = 0.0
                 t0 = clock()
                 c = compiler.compile_json_schema(schema, strict_mode=False, any_whitespace=True)
                 xmask.GrammarMatcher(c).fill_next_token_bitmask(bitmask)
@@ -65,7 +83,8 @@ def main() -> None:
             except xmask.XmaskError:
                 bx = None
                 break
-            bx = t1 - t0 if bx is None else min(bx, t1 - t0)
+            if bx is None or t1 - t0 < bx:
+                bx, bf = t1 - t0, front["t"]
             t0 = clock()
             g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
             m = llguidance.LLMatcher(lltok, g, log_level=0)
@@ -77,6 +96,8 @@ def main() -> None:
             bl = t1 - t0 if bl is None else min(bl, t1 - t0)
         if bx is not None and bl is not None:
             rows.append({"file": f.name, "xmask_ms": bx * 1e3, "llguidance_ms": bl * 1e3})
+            if args.phases:
+                rows[-1]["xmask_front_ms"] = bf * 1e3
     x = np.array([r["xmask_ms"] for r in rows])
     lg = np.array([r["llguidance_ms"] for r in rows])
     print(f"{len(rows)} schemas compiled by both; TTFM, CPU ms, fastest of {args.reps}")
@@ -86,6 +107,14 @@ def main() -> None:
         summary[f"p{p}"] = {"xmask": a, "llguidance": b, "ratio": a / b}
         print(f"p{p}: xmask {a:.2f}  llguidance {b:.2f}  xmask/llguidance {a / b:.2f}x")
     print(f"sum: xmask {x.sum():.1f}  llguidance {lg.sum():.1f}")
+    if args.phases:
+        fr = np.array([r["xmask_front_ms"] for r in rows])
+        summary["front_end_alone"] = {}
+        for p in (50, 75, 90):
+            a, b = float(np.percentile(fr, p)), float(np.percentile(lg, p))
+            summary["front_end_alone"][f"p{p}"] = {"xmask_front": a, "llguidance": b, "ratio": a / b}
+            print(f"front end alone p{p}: {a:.2f} ms, {a / b:.2f}x llguidance's whole TTFM")
+        print(f"front end share of xmask's summed TTFM: {fr.sum() / x.sum() * 100:.1f}%")
     for r in sorted(rows, key=lambda r: -r["xmask_ms"])[:10]:
         print(f"  {r['file']:<50} {r['xmask_ms']:8.2f} {r['llguidance_ms']:8.2f}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
