@@ -626,15 +626,14 @@ cdef int emit(Ctx* c, const int32_t* blk, isz m, Out* o, int32_t base) noexcept 
     return 0
 
 
-cdef int dense_table(Out* o, isz nc, IVec* trans) noexcept nogil:
-    """The emitted rows as the dense ``states x nc`` table (-1 for no target), in ``trans``."""
-    cdef isz ns = o.roff.n, g, k, k1, col, hi
+cdef void dense_table(const Out* o, isz nc, int32_t* trans) noexcept nogil:
+    """The emitted rows (``o.roff`` closed: n + 1 offsets) as the dense ``states x nc`` table
+    (-1 for no target), written to ``trans``."""
+    cdef isz ns = o.roff.n - 1, g, k, k1, col, hi
     cdef int32_t t
     cdef int32_t* row
-    if iv_push(&o.roff, <int32_t>o.rcol.n) or iv_reserve(trans, ns * nc if ns * nc else 1):
-        return -1
     for g in range(ns):
-        row = trans.d + g * nc
+        row = trans + g * nc
         k1 = o.roff.d[g + 1]
         for k in range(o.roff.d[g], k1):
             col = o.rcol.d[k]
@@ -646,8 +645,6 @@ cdef int dense_table(Out* o, isz nc, IVec* trans) noexcept nogil:
                 while col < hi:
                     row[col] = t
                     col += 1
-    trans.n = ns * nc
-    return 0
 
 
 cdef object to_array(IVec* v, object dtype):
@@ -749,14 +746,14 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
     cdef isz n_nfa = eps_off.shape[0] - 1, R = r_start.shape[0], r, m
     cdef int status = ST_OK
     cdef int32_t bad = -1
-    cdef IVec g_trans, rule_base
+    cdef IVec rule_base
+    cdef Py_buffer tbuf
     cdef int32_t* blk = NULL
     cdef isz blk_cap = 0
     cdef MinWork wk
     memset(&wk, 0, sizeof(MinWork))
     memset(&c, 0, sizeof(Ctx))
     memset(&o, 0, sizeof(Out))
-    memset(&g_trans, 0, sizeof(IVec))
     memset(&rule_base, 0, sizeof(IVec))
     cdef int n_classes = 0
     if n_nfa == 0:
@@ -825,12 +822,20 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 if status != ST_OK:
                     bad = <int32_t>r
                 r += 1
-            # (dense_table also closes o.roff: the runs' offsets, n + 1 of them)
-            if status == ST_OK and dense_table(&o, n_classes, &g_trans):
+            # close o.roff: the runs' offsets, n + 1 of them
+            if status == ST_OK and iv_push(&o.roff, <int32_t>o.rcol.n):
                 status = ST_NOMEM
         if status == ST_NOMEM:
             raise MemoryError()
-        return (status, bad, to_array(&rule_base, np.int32), take_array(&g_trans),
+        # The dense table, the largest output, is written straight into its numpy array: a
+        # kernel buffer copied out afterwards cost a second pass over it and a malloc
+        trans = np.empty((o.roff.n - 1) * n_classes if status == ST_OK else 0, dtype=np.int32)
+        if trans.shape[0]:
+            PyObject_GetBuffer(trans, &tbuf, PyBUF_WRITABLE)
+            with nogil:
+                dense_table(&o, n_classes, <int32_t*>tbuf.buf)
+            PyBuffer_Release(&tbuf)
+        return (status, bad, to_array(&rule_base, np.int32), trans,
                 to_array(&o.final, np.uint8), to_array(&o.csrc, np.int32),
                 to_array(&o.crule, np.int32), to_array(&o.cdst, np.int32),
                 (take_array(&o.roff), take_array(&o.rcol), take_array(&o.rtgt)))
@@ -849,5 +854,4 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
         free(c.ev.d); free(c.ev2.d); free(c.evend.d); free(c.cnt.d); free(c.act.d); free(c.prev.d); free(c.tmp.d); free(c.pairs.d)
         free(o.roff.d); free(o.rcol.d); free(o.rtgt.d); free(o.final.d); free(o.seen.d)
         free(o.csrc.d); free(o.crule.d); free(o.cdst.d)
-        free(g_trans.d)
         free(rule_base.d)
