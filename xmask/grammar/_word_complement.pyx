@@ -3,16 +3,25 @@
 
 Every JSON schema object that allows additional properties emits the keys other than its
 declared names; on a cold conversion this trie was a tenth of the schema -> IR time in
-Python.  The states are the trie's nodes merged by their sets of word endings (built from the
-sorted words: children come in code point order), plus the accept-all state; the output is the
-expression ``dfa_to_expr`` gives for the minimal automaton, rule names (BFS numbers) included.
+Python.  The trie's nodes are merged by their sets of word endings (built from the sorted
+words: children come in code point order); each class is emitted twice, as its part of the
+prefix trie N and of the deviation trie D, and the result is ``N | D [alphabet]*``::
+
+    words ab, b over [a-z]     N: prefixes that are not words     "a" | ""
+    root -a-> a -b-> ab        D: a prefix, then a gap character  [c-z] | "a" ([ac-z] | "b" [a-z])
+         -b-> b                   (then the one [a-z]* loop)        | "b" [a-z]
+
+One loop for all deviations: the compiler's subset construction reaches the same NFA state
+after any of them (a loop per trie node, the former shape, made one accept-all DFA state per
+node for Moore rounds to merge).  No rules: a class shared by several parents is one
+expression object under each.
 
 Example::
 
     >>> from xmask.grammar.dfa_expr import word_complement_expr
     >>> from xmask.grammar.ir import Grammar
     >>> print(Grammar({"root": word_complement_expr(["ab"], [(97, 98)], None)}))
-    root ::= "a" ("a" [ab]* | "b" [ab] [ab]* | "") | "b" [ab]* | ""
+    root ::= "a" | "" | ("a" ("a" | "b" [ab]) | "b") [ab]*
 """
 
 from cpython.ref cimport Py_INCREF
@@ -22,7 +31,7 @@ from libc.stdlib cimport free, malloc
 from xmask.grammar._ir_build cimport new_node
 from xmask.grammar._ir_nodes cimport BYTES, CHOICE, EPSILON, REF, REPEAT, SEQ
 
-from xmask.grammar.ir_expr import make_seq
+from xmask.grammar.ir_expr import make_choice, make_seq
 
 
 cdef tuple _gaps(tuple alphabet, tuple cps):
@@ -53,38 +62,48 @@ cdef tuple _gaps(tuple alphabet, tuple cps):
     return tuple(out), (out[0][0] if out else None)
 
 
-cdef object _body(Py_ssize_t c, list groups, bint acc, dict memo_lab, object plain_label,
-                  dict names, list memo):
-    """The expression of state ``c`` (``groups``: its edges grouped by target)."""
-    cdef object loop = None, label, x, tx, rest
+cdef object _label_of(object rs, dict memo_lab, object plain_label):
+    cdef object label = memo_lab.get(rs)
+    if label is None:
+        label = memo_lab[rs] = plain_label(rs)
+    return label
+
+
+cdef object _seq2(object label, object x):
+    """make_seq([label, x]) without its general loop when nothing fuses: x is built by
+    make_seq / make_choice (a Seq has no nested Seq, no adjacent or empty Bytes)."""
+    cdef object tx = type(x)
+    if tx is CHOICE or tx is REF or tx is REPEAT:
+        return new_node(SEQ, "items", (label, x))
+    if tx is SEQ and len(x.items) > 1 and not (type(x.items[0]) is BYTES and type(label) is BYTES):
+        return new_node(SEQ, "items", (label,) + x.items)
+    return make_seq([label, x])
+
+
+cdef object _body(list groups, Py_ssize_t univ, bint in_n, bint eps, const char *has,
+                  dict memo_lab, object plain_label, list memo):
+    """The expression of a class (``groups``: its edges grouped by target, ``univ`` marking
+    its gap) in the prefix trie (``in_n``: its edges to the classes with prefixes, and ""
+    when ``eps``) or in the deviation trie (its gap label alone, and its edges to the
+    classes with deviations); ``has``: which classes have any, ``memo``: their expressions
+    in that trie."""
     cdef list alts = []
     cdef Py_ssize_t t
+    cdef object label
     for t, rs_t in groups:
-        label = memo_lab.get(rs_t)
-        if label is None:
-            label = memo_lab[rs_t] = plain_label(rs_t)
-        if t == c:
-            loop = REPEAT(label, 0, None)
-            continue
-        x = new_node(REF, "name", names[t]) if t in names else memo[t]
-        tx = type(x)
-        # make_seq([label, x]) without its general loop when nothing fuses: x is built by
-        # make_seq / make_choice (a Seq has no nested Seq, no adjacent or empty Bytes)
-        if tx is CHOICE or tx is REF or tx is REPEAT:
-            alts.append(new_node(SEQ, "items", (label, x)))
-        elif tx is SEQ and len(x.items) > 1 and not (type(x.items[0]) is BYTES and type(label) is BYTES):
-            alts.append(new_node(SEQ, "items", (label,) + x.items))
-        else:
-            alts.append(make_seq([label, x]))
-    if acc:
+        if t == univ:
+            if not in_n:
+                alts.append(_label_of(rs_t, memo_lab, plain_label))
+        elif has[t]:
+            label = _label_of(rs_t, memo_lab, plain_label)
+            alts.append(_seq2(label, memo[t]))
+    if eps:
         alts.append(EPSILON)
     # make_choice(alts): no alternative is a Choice (each starts with its label)
-    rest = (alts[0] if len(alts) == 1 else new_node(CHOICE, "items", tuple(alts))) if alts else EPSILON
-    return make_seq([loop, rest]) if loop is not None else rest
+    return (alts[0] if len(alts) == 1 else new_node(CHOICE, "items", tuple(alts))) if alts else EPSILON
 
 
-def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, plain_label,
-                         dict gaps_memo):
+def word_complement_core(words, tuple alphabet, dict memo_lab, plain_label, dict gaps_memo):
     """See :func:`xmask.grammar.dfa_expr.word_complement_expr` (``memo_lab``: code point
     ranges -> label, filled with ``plain_label``; ``gaps_memo``: per alphabet, see _gaps)."""
     cdef list ws = sorted(set(words))
@@ -102,20 +121,19 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
     cdef int *last_kid = <int *> malloc((total + 1) * sizeof(int))
     cdef int *node_cp = <int *> malloc((total + 1) * sizeof(int))
     cdef char *word_end = <char *> malloc(total + 1)
-    cdef int *indeg = NULL
-    cdef int *size = NULL
-    cdef char *needs = NULL
-    cdef char *accept = NULL
+    cdef char *flags = NULL
+    cdef char *has_n
+    cdef char *has_d
     cdef dict sigs = {}
     cdef list class_kids = []
     cdef list class_word = []
     cdef list groups, g_list, rs, out_groups
-    cdef dict by_t, names, bfs
+    cdef dict by_t
     cdef tuple ks, gap, gap_ranges, sig
-    cdef object first_gap, x, tx, label, loop, rest, item
-    cdef long cp, last_cp, fg, s
+    cdef object first_gap, x, loop, item
+    cdef long cp, last_cp, fg
     cdef Py_ssize_t last_t, nk, q
-    cdef list alts, memo, queue
+    cdef list alts, memo_n, memo_d
     if (parent == NULL or path == NULL or cls == NULL or first_kid == NULL or next_sib == NULL
             or last_kid == NULL or node_cp == NULL or word_end == NULL):
         free(parent)
@@ -193,16 +211,11 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
         root = cls[0]
         univ = len(class_kids)
         n = univ + 1
-        indeg = <int *> malloc(n * sizeof(int))
-        size = <int *> malloc(n * sizeof(int))
-        needs = <char *> malloc(n)
-        accept = <char *> malloc(n)
-        if indeg == NULL or size == NULL or needs == NULL or accept == NULL:
+        flags = <char *> malloc(2 * n)
+        if flags == NULL:
             raise MemoryError()
-        for c in range(n):
-            indeg[c] = 0
-            needs[c] = 0
-            accept[c] = 1 if c == univ else (0 if class_word[c] else 1)
+        has_n = flags  # the class has prefixes (N)
+        has_d = flags + n  # the class has deviations (D)
         # each state's edges grouped by target in order of first appearance
         groups = [None] * n
         for c in range(univ):
@@ -232,7 +245,6 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
                     rs = [(cp, cp)]
                     by_t[t] = rs
                     g_list.append((t, rs))
-                    indeg[t] += 1
                 else:
                     rs = <list>x
                     if last_t == t and last_cp + 1 == cp:
@@ -243,58 +255,48 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
                 last_t = t
             if fg >= 0:
                 g_list.append((univ, gap_ranges))
-            if gap_ranges:
-                indeg[univ] += 1
             out_groups = []
             for t, x in g_list:
                 out_groups.append((t, x if type(x) is tuple else tuple(x)))
             groups[c] = out_groups
-        every = []
-        for lo, hi in alphabet:
-            if every and every[len(every) - 1][1] + 1 == lo:
-                every[len(every) - 1] = (every[len(every) - 1][0], hi)
-            else:
-                every.append((lo, hi))
-        groups[univ] = [(univ, tuple(every))] if every else []
-        if not accept[root] and not groups[root]:
-            return None
-        # sizes children first (the accept-all state first), deciding rules as dfa_to_expr
-        # does (a default label is one node)
-        any_rule = False
-        for k in range(-1, univ):
-            c = univ if k < 0 else k
-            s = 1
+        # both tries children first (no deep recursion), without rules: a class shared by
+        # several parents is one expression object under each.  (Naming the large shared ones,
+        # as dfa_to_expr does, changed 2 of 310 MaskBench automata -- the compiler inlines
+        # small rules -- and was 2-7% slower to the first mask over 100 schemas.)
+        memo_n = [None] * n
+        memo_d = [None] * n
+        for c in range(univ):
+            has_n[c] = not class_word[c]
+            has_d[c] = 0
             for t, _ in <list>groups[c]:
-                s += 2 if (t == c or needs[t]) else 1 + size[t]
-            size[c] = s
-            if indeg[c] > 1 and s > 12 and c != root:
-                needs[c] = 1
-                any_rule = True
-        names = {}
-        if any_rule:
-            if sink is None:
-                raise ValueError("this automaton needs rules; pass a RuleSink")
-            bfs = {root: 0}
-            queue = [root]
-            i = 0
-            while i < len(queue):
-                c = queue[i]
-                i += 1
-                for t, _ in <list>groups[c]:
-                    if t not in bfs:
-                        bfs[t] = len(queue)
-                        queue.append(t)
-            for c in sorted([c for c in range(n) if needs[c]], key=bfs.__getitem__):
-                names[c] = sink.fresh(f"{hint}_s{bfs[c]}")
-        memo = [None] * n
-
-        for k in range(-1, univ):  # inline parts children first (no deep recursion)
-            c = univ if k < 0 else k
-            if c not in names and c != root:
-                memo[c] = _body(c, <list>groups[c], accept[c] != 0, memo_lab, plain_label, names, memo)
-        for c, name in names.items():
-            sink.define(name, _body(c, <list>groups[c], accept[c] != 0, memo_lab, plain_label, names, memo))
-        return _body(root, <list>groups[root], accept[root] != 0, memo_lab, plain_label, names, memo)
+                if t == univ:
+                    has_d[c] = 1
+                else:
+                    has_n[c] = has_n[c] or has_n[t]
+                    has_d[c] = has_d[c] or has_d[t]
+            if c != root:
+                if has_n[c]:
+                    memo_n[c] = _body(<list>groups[c], univ, True, not class_word[c], has_n,
+                                      memo_lab, plain_label, memo_n)
+                if has_d[c]:
+                    memo_d[c] = _body(<list>groups[c], univ, False, False, has_d,
+                                      memo_lab, plain_label, memo_d)
+        # N | D [alphabet]*: the one loop every deviation reaches
+        alts = []
+        if has_n[root]:
+            alts.append(_body(<list>groups[root], univ, True, not class_word[root], has_n,
+                              memo_lab, plain_label, memo_n))
+        if has_d[root]:
+            every = []
+            for lo, hi in alphabet:
+                if every and every[len(every) - 1][1] + 1 == lo:
+                    every[len(every) - 1] = (every[len(every) - 1][0], hi)
+                else:
+                    every.append((lo, hi))
+            loop = REPEAT(_label_of(tuple(every), memo_lab, plain_label), 0, None)
+            alts.append(make_seq([_body(<list>groups[root], univ, False, False, has_d,
+                                        memo_lab, plain_label, memo_d), loop]))
+        return make_choice(alts) if alts else None
     finally:
         free(parent)
         free(path)
@@ -304,7 +306,4 @@ def word_complement_core(words, tuple alphabet, sink, str hint, dict memo_lab, p
         free(last_kid)
         free(node_cp)
         free(word_end)
-        free(indeg)
-        free(size)
-        free(needs)
-        free(accept)
+        free(flags)

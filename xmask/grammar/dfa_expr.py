@@ -270,30 +270,34 @@ def _dfa_to_expr(a: Dfa, sink: Optional[RuleSink], hint: str,
 
 
 def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = "dfa") -> Optional[Expr]:
-    """``dfa_to_expr(dfa_word_complement(words, alphabet), sink, hint)``, the same expression
-    and rules, built straight from the merged trie (the classes of :func:`~.code_point_dfa.word_classes`).
+    """The strings over ``alphabet`` other than ``words`` (the language of
+    :func:`~.code_point_dfa.dfa_word_complement`) as ``N | D [alphabet]*``: N the proper
+    prefixes of words that are not words, D a prefix of a word followed by a character that
+    continues no word, both as tries.  Returns None for the empty language.
 
     The keys of an object other than its declared names are the automaton a schema emits
-    most; its shape is known (each state goes to its children on their characters and to the
-    accept-all state on the rest of ``alphabet``), so the automaton is never built, minimized
-    and regrouped: the states are the trie's classes, numbered children first, and the BFS
-    numbers that name rules are computed only when a rule is needed (a Cython kernel,
-    :mod:`._word_complement`).
+    most.  Every string that leaves the trie goes through the one ``[alphabet]*`` loop, so
+    the compiler's subset construction makes one accept-all state for all of them (a loop
+    per trie node made one per node, merged only by minimization).  The tries are built
+    from the words' merged trie (the classes of :func:`~.code_point_dfa.word_classes`) in a
+    Cython kernel (:mod:`._word_complement`).  The emission names no rules (``sink`` and
+    ``hint`` are accepted for the callers of the other emissions; shared suffixes are shared
+    expression objects).
 
     Example::
 
         >>> from xmask.grammar.ir import Grammar
         >>> print(Grammar({"root": word_complement_expr(["ab"], [(97, 98)], None)}))
-        root ::= "a" ("a" [ab]* | "b" [ab] [ab]* | "") | "b" [ab]* | ""
+        root ::= "a" | "" | ("a" ("a" | "b" [ab]) | "b") [ab]*
     """
     alphabet = tuple(alphabet)
     if not memo_fits(sum(len(w) for w in words) >> 4):  # (records of huge word lists would be large)
-        return _complement_emit(words, alphabet, sink, hint)
+        return _complement_emit(words, alphabet)
     key = (tuple(sorted(set(words))), alphabet)
-    return _COMPLEMENT_MEMO.run(key, sink, lambda s: _complement_emit(words, alphabet, s, hint), hint)
+    return _COMPLEMENT_MEMO.run(key, sink, lambda s: _complement_emit(words, alphabet), hint)
 
 
-def _complement_emit(words, alphabet: tuple, sink: Optional[RuleSink], hint: str) -> Optional[Expr]:
+def _complement_emit(words, alphabet: tuple) -> Optional[Expr]:
     if len(_PLAIN_LABELS) > 8192:
         _PLAIN_LABELS.clear()
         _PLAIN_SIZES.clear()
@@ -302,7 +306,7 @@ def _complement_emit(words, alphabet: tuple, sink: Optional[RuleSink], hint: str
         if len(_GAPS) >= 64:
             _GAPS.clear()
         gaps_memo = _GAPS[alphabet] = {}
-    return word_complement_core(words, alphabet, sink, hint, _PLAIN_LABELS, _plain_label, gaps_memo)
+    return word_complement_core(words, alphabet, _PLAIN_LABELS, _plain_label, gaps_memo)
 
 
 _GAPS: Dict[tuple, Dict[tuple, tuple]] = {}

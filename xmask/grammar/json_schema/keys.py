@@ -281,7 +281,7 @@ class Keys:
         :data:`_LITERAL_KEY`), without building the full automaton: the escape-free keys are
         ``word_complement_expr`` over printable ASCII, and every state leads to the
         accept-all state on an escapable character, whose escape-free prefixes are any
-        printable ASCII string (the same expression, rule for rule)."""
+        printable ASCII string (the same language; the shape is ``word_complement_expr``'s)."""
         esc_any = self._key_esc_char()
         e1 = word_complement_expr(words, _LIT, self.ctx.sink, hint)
         return self._emit_key_split(e1, lambda: _ANY_LIT_EXPR, esc_any)
