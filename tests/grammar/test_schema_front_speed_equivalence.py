@@ -148,7 +148,7 @@ def general_paths(monkeypatch):
     """Switch every shortcut off (``yield``s; the converter then takes the general paths)."""
     monkeypatch.setattr(keys, "_LITERAL_KEY", re.compile(r"(?!)"))  # no word complement
     monkeypatch.setattr(code_point_dfa, "MEMO_MAX_STATES", -1)  # no memo by automaton content
-    monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
+    monkeypatch.setattr(code_point_dfa, "_ONE_PASS", False)
     monkeypatch.setattr(dfa_expr, "_acyclic_order", lambda n, grouped: None)
     monkeypatch.setattr(strings, "_shared", lambda memo, key, build: build())
     monkeypatch.setattr(numbers, "_magnitude_plain_dfa", numbers._magnitude_plain_dfa_uncached)
@@ -463,7 +463,7 @@ def test_minimize_one_pass_equals_moore(seed, monkeypatch):
     rng = random.Random(seed)
     dfas = [random_dfa(rng, rng.randint(1, 9), self_loops_only=rng.random() < 0.7) for _ in range(500)]
     fast = [canon(dfa_minimize(d)) for d in dfas]
-    monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
+    monkeypatch.setattr(code_point_dfa, "_ONE_PASS", False)
     slow = [canon(dfa_minimize(Dfa(list(d.edges), list(d.accept)))) for d in dfas]
     assert fast == slow
 
