@@ -59,6 +59,7 @@ MODULES = [
     "xmask.grammar._ir_walk",
     "xmask.grammar._word_complement",
     "xmask.grammar._subset",
+    "xmask.grammar._cp_minimize",
     "xmask._gil",
 ]
 

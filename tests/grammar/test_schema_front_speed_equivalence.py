@@ -150,7 +150,7 @@ def general_paths(monkeypatch):
     # general emission's; its language is checked against it by test_key_emission_matches_the_
     # general_automaton and test_word_complement_expr_is_the_word_complement)
     monkeypatch.setattr(code_point_dfa, "MEMO_MAX_STATES", -1)  # no memo by automaton content
-    monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
+    monkeypatch.setattr(code_point_dfa, "_ONE_PASS", False)
     monkeypatch.setattr(dfa_expr, "_acyclic_order", lambda n, grouped: None)
     monkeypatch.setattr(strings, "_shared", lambda memo, key, build: build())
     monkeypatch.setattr(numbers, "_magnitude_plain_dfa", numbers._magnitude_plain_dfa_uncached)
@@ -476,7 +476,7 @@ def test_minimize_one_pass_equals_moore(seed, monkeypatch):
     rng = random.Random(seed)
     dfas = [random_dfa(rng, rng.randint(1, 9), self_loops_only=rng.random() < 0.7) for _ in range(500)]
     fast = [canon(dfa_minimize(d)) for d in dfas]
-    monkeypatch.setattr(code_point_dfa, "_acyclic_blocks", lambda edges, accept: None)
+    monkeypatch.setattr(code_point_dfa, "_ONE_PASS", False)
     slow = [canon(dfa_minimize(Dfa(list(d.edges), list(d.accept)))) for d in dfas]
     assert fast == slow
 
