@@ -203,7 +203,8 @@ def test_explore_numbers_states_in_discovery_order_and_caps_them():
 @pytest.mark.parametrize("name", ["xmask.grammar.code_point_dfa", "xmask.grammar.dfa_expr",
                                   "xmask.grammar.rule_sink", "xmask.grammar.ir_expr",
                                   "xmask.grammar.ir", "xmask.grammar_api", "xmask._graph",
-                                  "xmask.grammar._word_complement"])
+                                  "xmask.grammar._word_complement", "xmask.grammar.cp_minimize_reference",
+                                  "xmask.grammar.edge_runs"])
 def test_module_doctests(name):
     import doctest
     import importlib
