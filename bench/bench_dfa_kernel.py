@@ -18,7 +18,6 @@ Usage:  PYTHONPATH=. python bench/bench_dfa_kernel.py --schemas 100 --save /tmp/
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import pickle
 import sys
@@ -29,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
-from bench_json_schema import sample_files  # noqa: E402
+from bench_json_schema import compile_sample  # noqa: E402
 
 clock = time.thread_time
 
@@ -49,15 +48,12 @@ def capture(data: pathlib.Path, n: int) -> list:
         calls.append((current[0], len(a[2]), a))
         return orig(*a, **k)
 
+    def label(name):  # the schema the next captured calls belong to
+        current[0] = name
+
     dfa.rule_dfas = automaton.rule_dfas = spy
     try:
-        for f in sample_files(data / "maskbench", n):
-            current[0] = f.name
-            schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
-            try:
-                compiler.compile_json_schema(schema, strict_mode=False, any_whitespace=True)
-            except xmask.XmaskError:
-                pass
+        compile_sample(xmask, compiler, data / "maskbench", n, label)
     finally:
         dfa.rule_dfas = automaton.rule_dfas = orig
     return calls

@@ -266,6 +266,20 @@ def sample_files(maskbench: pathlib.Path, n: int) -> list[pathlib.Path]:
     return [files[i * len(files) // n] for i in range(n)]
 
 
+def compile_sample(xmask, compiler, maskbench: pathlib.Path, n: int, on_file=None) -> None:
+    """Compile the ``sample_files`` schemas with :data:`XMASK_OPTIONS`, skipping those xmask
+    refuses (``xmask.XmaskError``); ``on_file(name)`` runs before each one (for the spies of
+    the tools that capture what a compile calls)."""
+    for f in sample_files(maskbench, n):
+        if on_file is not None:
+            on_file(f.name)
+        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
+        try:
+            compiler.compile_json_schema(schema, **XMASK_OPTIONS)
+        except xmask.XmaskError:
+            pass
+
+
 def load_schemas(files, tok, max_instances: int) -> list[dict]:
     out = []
     for f in files:

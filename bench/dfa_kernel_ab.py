@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import pathlib
 import sys
 import time
@@ -30,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
-from bench_json_schema import sample_files  # noqa: E402
+from bench_json_schema import compile_sample  # noqa: E402
 
 
 def load_base(base: pathlib.Path):
@@ -67,12 +66,7 @@ def capture(data: pathlib.Path, n: int) -> list:
     compiler.compile_json_schema({"type": "object"})  # fragment memos, not timed
     dfa.build_rule_dfas = spy
     try:
-        for f in sample_files(data / "maskbench", n):
-            schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
-            try:
-                compiler.compile_json_schema(schema, strict_mode=False, any_whitespace=True)
-            except xmask.XmaskError:
-                pass
+        compile_sample(xmask, compiler, data / "maskbench", n)
     finally:
         dfa.build_rule_dfas = orig
     return calls

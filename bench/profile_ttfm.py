@@ -42,39 +42,41 @@ LABELS = ["ttfm", "compile", "schema_ir", "ir->compiled", "special_lit", "token_
 IR_TO_COMPILED = ("special_lit", "token_sets", "automaton", "tables", "new_cache")
 
 
-def install_timers(acc: dict) -> None:
-    """Wrap the compile's phase functions; each adds its CPU seconds to ``acc[label]``."""
-    import xmask.compiler.grammar_compiler as gcm
-    from xmask.compiler import automaton as am, compiled as cm
+def time_calls(owner, name: str, label: str, acc: dict, static: bool = False) -> None:
+    """Wrap ``owner.name`` (``static``: a staticmethod of a class) so that each call adds its
+    CPU seconds to ``acc[label]``."""
+    fn = getattr(owner, name)
 
-    def wrap(mod, name, label):
-        fn = getattr(mod, name)
-
-        def timed(*a, **k):
-            t = clock()
-            try:
-                return fn(*a, **k)
-            finally:
-                acc[label] = acc.get(label, 0.0) + clock() - t
-        setattr(mod, name, timed)
-
-    front = gcm.Grammar.from_json_schema
-
-    def schema_ir(*a, **k):
+    def timed(*a, **k):
         t = clock()
         try:
-            return front(*a, **k)
+            return fn(*a, **k)
         finally:
-            acc["schema_ir"] = acc.get("schema_ir", 0.0) + clock() - t
-    gcm.Grammar.from_json_schema = staticmethod(schema_ir)
+            acc[label] = acc.get(label, 0.0) + clock() - t
+    setattr(owner, name, staticmethod(timed) if static else timed)
+
+
+def time_front_end(acc: dict, label: str = "schema_ir") -> None:
+    """Time the compiler's schema -> Grammar step (``Grammar.from_json_schema`` as
+    ``grammar_compiler`` calls it) into ``acc[label]``."""
+    import xmask.compiler.grammar_compiler as gcm
+
+    time_calls(gcm.Grammar, "from_json_schema", label, acc, static=True)
+
+
+def install_timers(acc: dict) -> None:
+    """Wrap the compile's phase functions; each adds its CPU seconds to ``acc[label]``."""
+    from xmask.compiler import automaton as am, compiled as cm
+
+    time_front_end(acc)
     for name, label in [("with_special_literals", "special_lit"), ("lower_token_sets", "token_sets"),
                         ("build_automaton", "automaton"), ("AutomatonTables", "tables"),
                         ("new_mask_cache", "new_cache")]:
-        wrap(cm, name, label)
+        time_calls(cm, name, label, acc)
     for label, name in [("inline", "_inline_small_rules"), ("nfa", "_build_nfas"),
                         ("dfa_rules", "_build_rule_dfas"), ("prune", "_prune_unproductive"),
                         ("analyze", "_analyze"), ("ctxwork", "_check_context_work")]:
-        wrap(am, name, "a." + label)
+        time_calls(am, name, "a." + label, acc)
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
 from bench_json_schema import LLG_JSON_OPTIONS, sample_files  # noqa: E402
+from profile_ttfm import time_front_end  # noqa: E402
 
 OUT = bj.REPO / "bench" / "results" / "ttfm_pair.json"
 clock = time.thread_time
@@ -54,18 +55,9 @@ def main() -> None:
     tok_path = args.data / "tokenizers" / "llama3" / "tokenizer.json"
     lltok = llguidance.LLTokenizer(str(tok_path), n_vocab=128256, eos_token=128009)
     lbm = llnp.allocate_token_bitmask(1, 128256)
-    front = {"t": 0.0}
+    front: dict = {}
     if args.phases:
-        import xmask.compiler.grammar_compiler as gcm
-        convert = gcm.Grammar.from_json_schema
-
-        def timed_front(*a, **k):
-            t = clock()
-            try:
-                return convert(*a, **k)
-            finally:
-                front["t"] += clock() - t
-        gcm.Grammar.from_json_schema = staticmethod(timed_front)
+        time_front_end(front, "t")
     compiler.compile_json_schema({"type": "object"})  # imports and first-use memos
     rows = []
     files = ([args.data / "maskbench" / f"{name}.json" for name in args.files.split(",")]
@@ -75,7 +67,7 @@ def main() -> None:
         bx = bl = bf = None
         for _ in range(args.reps):
             try:
-                front["t"] = 0.0
+                front.clear()
                 t0 = clock()
                 c = compiler.compile_json_schema(schema, strict_mode=False, any_whitespace=True)
                 xmask.GrammarMatcher(c).fill_next_token_bitmask(bitmask)
@@ -84,7 +76,7 @@ def main() -> None:
                 bx = None
                 break
             if bx is None or t1 - t0 < bx:
-                bx, bf = t1 - t0, front["t"]
+                bx, bf = t1 - t0, front.get("t", 0.0)
             t0 = clock()
             g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
             m = llguidance.LLMatcher(lltok, g, log_level=0)

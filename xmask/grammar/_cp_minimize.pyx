@@ -9,7 +9,7 @@ signatures, each round recomputing only the states whose successors changed bloc
 canonical renumbering (BFS from the start, edges in code point
 order, fused).  The minimal automaton's partition is unique, so any exact block computation
 gives the same canonical automaton as the Python twin
-(``code_point_dfa._dfa_minimize_reference``), which the tests compare against.
+(``cp_minimize_reference.minimize_reference``), which the tests compare against.
 
 Example::
 
@@ -20,9 +20,7 @@ Example::
 from libc.stdint cimport int32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-from xmask.compiler._ivec cimport IVec, iv_reserve
-
-from xmask.compiler._ivec cimport ints_eq, ints_hash
+from xmask.compiler._ivec cimport IVec, ints_eq, ints_hash, iv_reserve
 from xmask.runtime._intseq cimport sort_unique
 
 # code points and their interval ends (hi + 1) must fit the int32 arrays

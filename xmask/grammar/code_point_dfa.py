@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
-
 from .. import _deadline as deadline
 from ..errors import GrammarLimitError
 from ._cp_minimize import minimize_edges
