@@ -298,7 +298,7 @@ def _inline(e, rules):
     if isinstance(e, RuleRef):
         return _inline(rules[e.name], rules)
     if isinstance(e, (Seq, Choice)):
-        return type(e)(tuple(_inline(x, rules) for x in e.items))
+        return ir.node_kind(e)(tuple(_inline(x, rules) for x in e.items))  # (a WordComplement: a Choice)
     if isinstance(e, Repeat):
         return Repeat(_inline(e.item, rules), e.min, e.max)
     return e

@@ -16,7 +16,7 @@ from libc.string cimport memcpy
 
 from xmask.compiler._ivec cimport IVec, iv_reserve
 from xmask.compiler._rule_scan cimport SizeMemo
-from xmask.grammar._ir_nodes cimport BYTES, CHOICE, CLASS, REF, REPEAT, SEQ, is_node_kind
+from xmask.grammar._ir_nodes cimport BYTES, CHOICE, CLASS, REF, REPEAT, SEQ, WORDS, is_node_kind
 
 from .. import _deadline as deadline
 from .._switch_interval import switch_point
@@ -312,6 +312,8 @@ cdef class NFA:
             # waits for the GIL run (see _switch_interval), about every 0.1 ms
             self.next_switch = self.ticks + 256
             switch_point()
+        if t is WORDS:
+            return self.words(expr, start, end)
         if not is_node_kind(t):
             t = kind_of(expr)
         cdef isz cur, nxt, i, last, k, s, got
@@ -406,6 +408,75 @@ cdef class NFA:
                 memo[name] = x
         self.need = max(saved, self.need)
         return ret
+
+    cdef isz words(self, expr, isz start, isz end) except -1:
+        """Add a ``WordComplement`` (ASCII: the strings over ``expr.alphabet`` other than
+        ``expr.words``) at ``start``: the words' trie from ``start``, each node final unless it
+        ends a word, and every byte of the alphabet that continues no word leading to one loop
+        over the alphabet (final).  The trie is deterministic already; its expression (two
+        tries of nested choices, ~12 nodes a trie node) is never built."""
+        cdef tuple ws = expr.words, alphabet = expr.alphabet
+        cdef isz total = 1, n = 1, lcp, i, k, depth, node, q, loop, c, cut
+        cdef long lo, hi
+        cdef str w, prev = ""
+        for w in ws:
+            total += len(w)
+        # trie node -> NFA state, word end, first / last child, next sibling, byte
+        cdef int32_t* a = <int32_t*>malloc(7 * total * sizeof(int32_t))
+        if a == NULL:
+            raise MemoryError()
+        cdef int32_t* state = a
+        cdef int32_t* word = a + total
+        cdef int32_t* first = a + 2 * total
+        cdef int32_t* last = a + 3 * total
+        cdef int32_t* sib = a + 4 * total
+        cdef int32_t* byte = a + 5 * total
+        cdef int32_t* path = a + 6 * total  # the previous word's nodes, by depth
+        try:
+            if end < 0:
+                end = self.new()
+            state[0], word[0], first[0], last[0], path[0] = <int32_t>start, 0, -1, -1, 0
+            for w in ws:  # sorted: a node's children come in byte order
+                lcp = 0
+                k = min(len(w), len(prev))
+                while lcp < k and w[lcp] == prev[lcp]:
+                    lcp += 1
+                for depth in range(lcp, len(w)):
+                    q = path[depth]
+                    state[n], word[n], first[n], last[n], sib[n] = <int32_t>self.new(), 0, -1, -1, -1
+                    byte[n] = <int32_t>ord(w[depth])
+                    if last[q] < 0:
+                        first[q] = <int32_t>n
+                    else:
+                        sib[last[q]] = <int32_t>n
+                    last[q] = <int32_t>n
+                    path[depth + 1] = <int32_t>n
+                    n += 1
+                word[path[len(w)]] = 1
+                prev = w
+            loop = self.new()
+            for node in range(n):
+                q = state[node]
+                if not word[node]:
+                    push2(&self.eps, <int32_t>q, <int32_t>end)
+                k = first[node]
+                for lo, hi in alphabet:
+                    c = lo
+                    while c <= hi:
+                        if k >= 0 and byte[k] == c:
+                            push4(&self.byte, <int32_t>q, <int32_t>c, <int32_t>c, state[k])
+                            k = sib[k]
+                            c += 1
+                        else:  # a gap, up to the next child or the range's end
+                            cut = byte[k] - 1 if k >= 0 and byte[k] <= hi else hi
+                            push4(&self.byte, <int32_t>q, <int32_t>c, <int32_t>cut, <int32_t>loop)
+                            c = cut + 1
+            for lo, hi in alphabet:
+                push4(&self.byte, <int32_t>loop, <int32_t>lo, <int32_t>hi, <int32_t>loop)
+            push2(&self.eps, <int32_t>loop, <int32_t>end)
+            return end
+        finally:
+            free(a)
 
     cdef int paste_class(self, _Rows r, isz start, isz end, isz base) except -1:
         """Append a class's edges (``nfa.class_edges`` rows): -2 is ``start``, -1 ``end``,

@@ -1,11 +1,12 @@
 # What the compiled IR walks share (grammar._ir_walk, grammar._word_complement,
 # compiler._rule_scan, compiler._nfa_build): the node kinds as C-level constants (the walks
-# compare every node's exact type with them; set by _ir_nodes.pyx from ir_expr) and an
+# compare every node's exact type with them; set by _ir_nodes.pyx from ir_expr; WORDS, the
+# WordComplement, is a leaf to node_items and read by its fields where it matters) and an
 # address-keyed hash table (visited nodes by address: every node stays alive in the rule table
 # meanwhile, so no int object per node as with id() in a Python set).
 from libc.stdlib cimport calloc, free
 
-cdef object BYTES, SEQ, CHOICE, REF, CLASS, REPEAT, TOKENS, EPSILON
+cdef object BYTES, SEQ, CHOICE, REF, CLASS, REPEAT, TOKENS, EPSILON, WORDS
 
 
 cdef inline bint is_node_kind(object t) noexcept:

@@ -9,10 +9,10 @@ Example::
 """
 
 from xmask.grammar.ir_expr import EPSILON as _EPS
-from xmask.grammar.ir_expr import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
+from xmask.grammar.ir_expr import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet, WordComplement
 
-BYTES, SEQ, CHOICE, REF, CLASS, REPEAT, TOKENS, EPSILON = (
-    Bytes, Seq, Choice, RuleRef, CharClass, Repeat, TokenSet, _EPS)
+BYTES, SEQ, CHOICE, REF, CLASS, REPEAT, TOKENS, EPSILON, WORDS = (
+    Bytes, Seq, Choice, RuleRef, CharClass, Repeat, TokenSet, _EPS, WordComplement)
 
 # the node kinds the walks know (TokenSet: a leaf, handled apart)
 NODE_KINDS = frozenset((Bytes, Seq, RuleRef, Choice, CharClass, Repeat))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Optional, Sequence
 
 from ..errors import GrammarError
-from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet
+from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet, node_kind
 
 __all__ = ["RuleNamer", "combine_grammars", "embed_grammar", "map_leaves", "rename_refs"]
 
@@ -55,7 +55,7 @@ def map_leaves(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
         out = memo.get(id(e))
         if out is not None:
             return out
-        t = type(e)
+        t = node_kind(e)
         if t is Seq:
             out = Seq(tuple(walk(x) for x in e.items))
         elif t is Choice:

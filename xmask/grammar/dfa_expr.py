@@ -24,7 +24,8 @@ from .. import _deadline as deadline
 from .._graph import order_if_acyclic, strongly_connected_components
 from ..errors import GrammarLimitError
 from .code_point_dfa import MAX_DFA_STATES, Dfa, dfa_minimize, memo_fits
-from .ir import Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, make_choice, make_seq
+from .ir import (Bytes, CharClass, Choice, EPSILON, Expr, Repeat, RuleRef, Seq, WordComplement,
+                 make_choice, make_seq)
 from ._subset import subset_dfa
 from ._word_complement import word_complement_core
 from .emission_memo import EmissionMemo
@@ -284,6 +285,11 @@ def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = 
     ``hint`` are accepted for the callers of the other emissions; shared suffixes are shared
     expression objects).
 
+    Over an ASCII alphabet (object keys written literally: the usual case) the result is a
+    :class:`~.ir_expr.WordComplement`, which builds that expression only when something
+    other than the compiler reads it (the NFA builder makes the trie's automaton from the
+    words themselves).
+
     Example::
 
         >>> from xmask.grammar.ir import Grammar
@@ -291,10 +297,24 @@ def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = 
         root ::= "a" | "" | ("a" ("a" | "b" [ab]) | "b") [ab]*
     """
     alphabet = tuple(alphabet)
+    words = sorted(set(words))
+    if alphabet and alphabet[-1][1] < 0x80 and _within(words, alphabet):
+        return WordComplement(tuple(words), alphabet, _expand_complement)
     if not memo_fits(sum(len(w) for w in words) >> 4):  # (records of huge word lists would be large)
         return _complement_emit(words, alphabet)
-    key = (tuple(sorted(set(words))), alphabet)
+    key = (tuple(words), alphabet)
     return _COMPLEMENT_MEMO.run(key, sink, lambda s: _complement_emit(words, alphabet), hint)
+
+
+def _within(words: List[str], alphabet: tuple) -> bool:
+    """Whether every character of ``words`` lies in ``alphabet``."""
+    chars = set("".join(words))
+    return all(any(lo <= ord(c) <= hi for lo, hi in alphabet) for c in chars)
+
+
+def _expand_complement(words: Tuple[str, ...], alphabet: tuple) -> Expr:
+    # a WordComplement's expression (its alphabet is not empty: the language is not either)
+    return _complement_emit(list(words), alphabet)
 
 
 def _complement_emit(words, alphabet: tuple) -> Optional[Expr]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import RegexSyntaxError
-from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, TokenSet, intersect_ranges
+from .ir import EPSILON, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, TokenSet, intersect_ranges, node_kind
 
 __all__ = ["BUILTINS", "MacroArgs", "parse_builtin", "Ident", "TagDispatchSpec", "TokenTagDispatchSpec"]
 
@@ -182,7 +182,7 @@ def _token_ids(p, name: str, values, pos) -> List[int]:
 def json_safe(expr: Expr) -> Expr:
     """``expr`` (a rule-free regex expression) restricted to strings that need no escape in a
     JSON string."""
-    t = type(expr)
+    t = node_kind(expr)
     if t is Bytes:
         text = expr.data.decode("utf-8", "replace")
         return expr if all(ord(ch) >= 0x20 and ch not in '"\\' for ch in text) else _NOTHING

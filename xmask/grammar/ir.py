@@ -37,6 +37,7 @@ from .ir_expr import (  # noqa: F401  (re-exported: the IR is nodes + Grammar)
     RuleRef,
     Seq,
     TokenSet,
+    WordComplement,
     complement_ranges,
     intersect_ranges,
     iter_nodes,
@@ -44,6 +45,7 @@ from .ir_expr import (  # noqa: F401  (re-exported: the IR is nodes + Grammar)
     make_choice,
     make_seq,
     merge_ranges,
+    node_kind,
 )
 from .printer import grammar_to_ebnf
 
@@ -60,6 +62,7 @@ __all__ = [
     "SURROGATES",
     "Seq",
     "TokenSet",
+    "WordComplement",
     "complement_ranges",
     "intersect_ranges",
     "iter_nodes",
@@ -68,6 +71,7 @@ __all__ = [
     "grammar_from_body",
     "make_seq",
     "merge_ranges",
+    "node_kind",
 ]
 
 

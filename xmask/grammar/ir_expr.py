@@ -43,6 +43,8 @@ __all__ = [
     "RuleRef",
     "SURROGATES",
     "Seq",
+    "WordComplement",
+    "node_kind",
     "TokenSet",
     "complement_ranges",
     "intersect_ranges",
@@ -189,6 +191,70 @@ class TokenSet(_Node):
                 raise ValueError(f"bad token id {i!r}: token ids are non-negative integers")
         _set(self, "ids", ids)
         _set(self, "negated", bool(negated))
+
+
+class WordComplement(Choice):
+    """The strings over ``alphabet`` (code point ranges) other than ``words``: a ``Choice``
+    whose ``items`` are that language as a trie expression, built on first use.
+
+    A JSON schema object that allows additional properties has one for its declared names
+    (:func:`~.dfa_expr.word_complement_expr` makes them); over a MaskBench sample these
+    expressions were half of all IR nodes.  The compiled walks (the reference check, the
+    compiler's scans and size estimate, the NFA builder) read ``words`` and ``alphabet``
+    instead, so a compile never builds the expression; anything else sees a ``Choice`` (its
+    items built then) and an equal plain ``Choice`` compares and hashes equal.  Python code
+    that dispatches on exact node types uses :func:`node_kind`.
+
+    ``expand(words, alphabet)`` builds the expression (passed in by the maker: this module
+    imports no front end).  ``words``: sorted distinct strings, ``alphabet``: sorted ranges.
+
+    Example::
+
+        >>> from xmask.grammar.dfa_expr import word_complement_expr
+        >>> wc = word_complement_expr(["ab"], [(97, 98)], None)
+        >>> type(wc).__name__, wc.words, wc == Choice(wc.items)
+        ('WordComplement', ('ab',), True)
+    """
+
+    _FIELDS = ("items",)  # (equal to the plain Choice of its items, and hashed as one)
+
+    def __init__(self, words: Tuple[str, ...], alphabet: Tuple[Tuple[int, int], ...], expand):
+        _set(self, "words", words)
+        _set(self, "alphabet", alphabet)
+        _set(self, "expand", expand)
+
+    def __getattr__(self, name):
+        # only for attributes not set: ``items`` the first time, then it is an attribute too
+        if name == "items":
+            e = self.expand(self.words, self.alphabet)
+            items = e.items if type(e) is Choice else (e,)
+            _set(self, "items", items)
+            return items
+        raise AttributeError(name)
+
+    def __eq__(self, other):
+        if type(other) is WordComplement:
+            # the expression is a function of the two (and different word sets, different
+            # languages)
+            return self.words == other.words and self.alphabet == other.alphabet
+        if isinstance(other, Choice):
+            return self.items == other.items
+        return NotImplemented
+
+    __hash__ = _Node._cached_hash
+
+
+def node_kind(e) -> type:
+    """The node class whose fields ``e`` has, for code that dispatches on exact types: a
+    :class:`WordComplement` is a ``Choice``.
+
+    Example::
+
+        >>> node_kind(Seq(())) is Seq, node_kind(WordComplement((), ((97, 97),), None)) is Choice
+        (True, True)
+    """
+    t = type(e)
+    return Choice if t is WordComplement else t
 
 
 Expr = Union[Bytes, CharClass, Seq, Choice, RuleRef, Repeat, TokenSet]

@@ -35,7 +35,7 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from .ir import (Bytes, CharClass, Choice, Expr, Repeat, Seq, TokenSet, make_choice, make_seq,
-                 merge_ranges)
+                 merge_ranges, node_kind)
 from .regex import regex_to_expr
 
 __all__ = ["COMMON_TERMINALS", "common_terminal", "fold_case", "lark_regex", "LarkRegexError"]
@@ -154,7 +154,7 @@ def fold_case(expr: Expr) -> Expr:
         >>> fold_case(Bytes(b"a1"))
         Seq(items=(CharClass(ranges=((65, 65), (97, 97)), negated=False, byte_level=False), Bytes(data=b'1')))
     """
-    t = type(expr)
+    t = node_kind(expr)
     if t is Bytes:
         _, variants = _case_table()
         items: List[Expr] = []

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .._graph import strongly_connected_components
 from .ir import (EPSILON, Bytes, CharClass, Choice, Expr, Grammar, Repeat, RuleRef, Seq, TokenSet,
-                 iter_refs, make_choice, make_seq)
+                 iter_refs, make_choice, make_seq, node_kind)
 
 __all__ = ["MAX_ALTERNATIVES", "eliminate_left_recursion"]
 
@@ -75,7 +75,7 @@ class _Analysis:
                         changed = True
 
     def nullable(self, e: Expr) -> bool:
-        t = type(e)
+        t = node_kind(e)
         if t is Bytes:
             return not e.data
         if t is CharClass or t is TokenSet:
@@ -89,7 +89,7 @@ class _Analysis:
         return e.name in self.nullable_rules  # RuleRef
 
     def left_refs(self, e: Expr, out: Set[str]) -> Set[str]:
-        t = type(e)
+        t = node_kind(e)
         if t is RuleRef:
             out.add(e.name)
         elif t is Seq:

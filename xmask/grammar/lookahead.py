@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .ir import Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq
+from .ir import Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq, node_kind
 
 __all__ = ["lookahead_implied"]
 
@@ -58,7 +58,7 @@ def _contexts(rules: Dict[str, Expr]) -> Dict[str, List[tuple]]:
         stack = [(body, (_Follow(owner),))]
         while stack:
             e, cont = stack.pop()
-            t = type(e)
+            t = node_kind(e)
             if t is RuleRef:
                 out.setdefault(e.name, []).append(cont)
             elif t is Seq:
@@ -153,7 +153,7 @@ class _Prover:
         lh, lrest = la[0], la[1:]
         if h == lh and type(h) is not _Follow:
             return self.prove(lrest, rest, eaten)
-        th = type(h)
+        th = node_kind(h)
         if th is _Follow:
             # the root may also end the input: that continuation is empty, so it holds
             ctxs = self.contexts.get(h.name, ())
@@ -167,7 +167,7 @@ class _Prover:
             return one and (h.min > 0 or self.prove(la, rest, eaten))
         if th is RuleRef:
             return self.prove(la, (self.rules[h.name],) + rest, eaten)
-        tl = type(lh)
+        tl = node_kind(lh)
         if tl is Seq:
             return self.prove(lh.items + lrest, cont, eaten)
         if tl is Choice:

@@ -38,7 +38,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import GrammarError, GrammarLimitError
 from .ir import (EPSILON, MAX_CODE_POINT, SURROGATES, Bytes, CharClass, Choice, Expr, Repeat, RuleRef, Seq,
-                 TokenSet, complement_ranges, iter_refs)
+                 TokenSet, complement_ranges, iter_refs, node_kind)
 
 __all__ = ["apply_rule_attributes", "limit_rule"]
 
@@ -63,7 +63,7 @@ class _Unfolder:
         return GrammarError(f"{self.kind} on rule '{self.rule}' ({self.where}): {why}", rule=self.rule)
 
     def is_unit(self, e) -> bool:
-        t = type(e)
+        t = node_kind(e)
         if self.kind == "max_tokens":
             if t is TokenSet:
                 return True
@@ -104,7 +104,7 @@ class _Unfolder:
             if self.is_unit(h):
                 out.add(c)
                 continue
-            t = type(h)
+            t = node_kind(h)
             if t is Seq:
                 nxt = [h.items + rest]
             elif t is Choice:
@@ -281,7 +281,7 @@ def _matches_text(rules: Dict[str, Expr], rule: str) -> bool:
     stack = [rules[rule]]
     while stack:
         e = stack.pop()
-        t = type(e)
+        t = node_kind(e)
         if t is Bytes and e.data or t is CharClass:
             return True
         if t is Seq or t is Choice:
@@ -302,7 +302,7 @@ def _text_budget_never_binds(rules: Dict[str, Expr], rule: str, n: int) -> bool:
     memo: Dict[str, object] = {}
 
     def longest(e) -> Optional[int]:  # None: unbounded (a cycle or an unbounded repeat)
-        t = type(e)
+        t = node_kind(e)
         if t is Bytes:
             return len(e.data)
         if t is CharClass:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from .ir import Choice, Expr, Repeat, RuleRef, Seq, TokenSet
+from .ir import Choice, Expr, Repeat, RuleRef, Seq, TokenSet, node_kind
 from .code_point_dfa import MAX_DFA_STATES, Dfa
 from .dfa_expr import dfa_from_expr, dfa_to_expr
 from .rule_sink import RuleSink
@@ -35,7 +35,7 @@ __all__ = ["shortest_match"]
 
 
 def _inline(expr: Expr, definitions: Dict[str, Expr], active: List[str]) -> Expr:
-    t = type(expr)
+    t = node_kind(expr)
     if t is RuleRef:
         name = expr.name
         if name in active or name not in definitions:
