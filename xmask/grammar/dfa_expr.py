@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, Hashable, List, Optional, Tuple
 
 from .. import _deadline as deadline
@@ -307,9 +308,18 @@ def word_complement_expr(words, alphabet, sink: Optional[RuleSink], hint: str = 
 
 
 def _within(words: List[str], alphabet: tuple) -> bool:
-    """Whether every character of ``words`` lies in ``alphabet``."""
-    chars = set("".join(words))
-    return all(any(lo <= ord(c) <= hi for lo, hi in alphabet) for c in chars)
+    """Whether every character of ``words`` lies in ``alphabet`` (one compiled class per
+    alphabet: the keys of every object are checked)."""
+    pattern = _ALPHABET_PATTERNS.get(alphabet)
+    if pattern is None:
+        if len(_ALPHABET_PATTERNS) >= 64:
+            _ALPHABET_PATTERNS.clear()
+        pattern = _ALPHABET_PATTERNS[alphabet] = re.compile(
+            "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in alphabet) + "]*")
+    return all(pattern.fullmatch(w) for w in words)
+
+
+_ALPHABET_PATTERNS: Dict[tuple, "re.Pattern"] = {}
 
 
 def _expand_complement(words: Tuple[str, ...], alphabet: tuple) -> Expr:
