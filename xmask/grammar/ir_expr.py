@@ -43,9 +43,8 @@ __all__ = [
     "RuleRef",
     "SURROGATES",
     "Seq",
-    "WordComplement",
-    "node_kind",
     "TokenSet",
+    "WordComplement",
     "complement_ranges",
     "intersect_ranges",
     "iter_nodes",
@@ -53,6 +52,7 @@ __all__ = [
     "make_choice",
     "make_seq",
     "merge_ranges",
+    "node_kind",
 ]
 
 
