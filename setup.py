@@ -50,6 +50,7 @@ MODULES = [
     "xmask.compiler._state_merge",
     "xmask.compiler._minimize",
     "xmask.compiler._determinize",
+    "xmask.compiler._rule_dfas",
     "xmask.compiler._analysis",
     "xmask.compiler._rule_graph",
     "xmask.compiler._rule_scan",

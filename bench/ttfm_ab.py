@@ -7,7 +7,8 @@ worker process per tree (``PYTHONPATH=<tree>``) and hands them the schemas of th
 ``bench_json_schema.py`` sample one at a time, alternately (A then B on even schemas, B then A
 on odd ones), so a load change hits both trees alike.  Each worker compiles each schema once,
 cold as in the bench (``strict_mode=False, any_whitespace=True``, compile cache off, Llama-3),
-creates a matcher and fills the first mask, and reports the thread CPU time of that and of the
+creates a matcher and fills the first mask, and reports the thread CPU time (``--clock wall``:
+the elapsed time, which counts work on helper threads) of that and of the
 front end (schema -> grammar IR) alone.  ``--rounds N`` repeats the whole sample in fresh
 workers and keeps, per schema, the fastest of the N cold runs of each tree; the two workers of
 a round are started in turn (the one started second measured 4-6% faster in an A/A run), so N
@@ -17,7 +18,7 @@ Prints p50 / p75 / p90 / p99 / sum of both trees and their ratio, the median per
 and the schemas that moved most.  Writes ``bench/results/ttfm_ab.json``.  No assertions.
 
 Usage:  python bench/ttfm_ab.py --a /path/to/base/tree --b /path/to/new/tree [--schemas 100]
-        [--rounds 4]
+        [--rounds 4] [--clock wall] [--threads-a 1 --threads-b 2]
 """
 
 from __future__ import annotations
@@ -45,27 +46,30 @@ sys.path.insert(0, sys.argv[3])  # the tree first: python -c also puts the curre
 import bench_json as bj
 import xmask
 from xmask.grammar_api import Grammar
-_, _, compiler, bitmask = bj.xmask_llama3(pathlib.Path(sys.argv[2]))
+clock = time.perf_counter if sys.argv[4] == "wall" else time.thread_time
+_, info, compiler, bitmask = bj.xmask_llama3(pathlib.Path(sys.argv[2]))
+if sys.argv[5] != "default":
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False, max_threads=int(sys.argv[5]))
 compiler.compile_json_schema({"type": "object"})  # imports and first-use memos
 front = Grammar.from_json_schema
 spent = [0.0]
 def timed(*a, **k):
-    t = time.thread_time()
+    t = clock()
     try:
         return front(*a, **k)
     finally:
-        spent[0] += time.thread_time() - t
+        spent[0] += clock() - t
 Grammar.from_json_schema = staticmethod(timed)
 print(json.dumps({"ready": xmask.__file__}), flush=True)
 for line in sys.stdin:
     with open(line.strip(), encoding="utf-8") as fh:
         schema = json.load(fh)["schema"]
     spent[0] = 0.0
-    t0 = time.thread_time()
+    t0 = clock()
     try:
         c = compiler.compile_json_schema(schema, strict_mode=False, any_whitespace=True)
         xmask.GrammarMatcher(c).fill_next_token_bitmask(bitmask)
-        out = {"ttfm": time.thread_time() - t0, "front": spent[0]}
+        out = {"ttfm": clock() - t0, "front": spent[0]}
     except xmask.XmaskError as e:
         out = {"error": type(e).__name__}
     print(json.dumps(out), flush=True)
@@ -75,9 +79,11 @@ for line in sys.stdin:
 class Worker:
     """One tree's worker process (``PYTHONPATH=tree``)."""
 
-    def __init__(self, tree: pathlib.Path, data: pathlib.Path):
+    def __init__(self, tree: pathlib.Path, data: pathlib.Path, clock: str = "cpu",
+                 max_threads=None):
         env = dict(os.environ, PYTHONPATH=str(tree))
-        self.p = subprocess.Popen([sys.executable, "-c", WORKER, str(HERE), str(data), str(tree)],
+        self.p = subprocess.Popen([sys.executable, "-c", WORKER, str(HERE), str(data), str(tree),
+                                   clock, str(max_threads or "default")],
                                   env=env, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True)
         ready = json.loads(self.p.stdout.readline())
@@ -100,6 +106,13 @@ def main() -> None:
     ap.add_argument("--schemas", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="cpu: the compiling thread's CPU time (steadier on a loaded machine); "
+                         "wall: elapsed time, which counts helper threads' work as the caller "
+                         "waits for it (the two trees never run at once)")
+    ap.add_argument("--threads-a", type=int, default=None,
+                    help="GrammarCompiler max_threads of tree A (default: the compiler's)")
+    ap.add_argument("--threads-b", type=int, default=None, help="the same for tree B")
     ap.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "ttfm_ab.json")
     args = ap.parse_args()
     if args.rounds < 1:
@@ -112,7 +125,8 @@ def main() -> None:
         first, second = ("a", "b") if rnd % 2 == 0 else ("b", "a")
         workers = {}
         for tag in (first, second):
-            workers[tag] = Worker((args.a if tag == "a" else args.b).resolve(), args.data)
+            workers[tag] = Worker((args.a if tag == "a" else args.b).resolve(), args.data,
+                                  args.clock, args.threads_a if tag == "a" else args.threads_b)
         for i, f in enumerate(files):
             for tag in ("ab" if i % 2 == 0 else "ba"):
                 r = workers[tag].run(f)

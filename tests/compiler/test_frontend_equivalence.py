@@ -141,7 +141,7 @@ def test_deadline_is_checked_in_the_kernel():
     with no time left it stops with status 3, which ``dfa.rule_dfas`` turns into the deadline
     error; an expired deadline is also caught before the NFA is built."""
     from xmask import _deadline
-    from xmask.compiler._determinize import build_rule_dfas
+    from xmask.compiler._rule_dfas import build_rule_dfas
     from xmask.compiler._nfa_build import NFA
     from xmask.compiler.nfa import byte_classes
 

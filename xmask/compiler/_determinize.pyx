@@ -1,78 +1,34 @@
-"""Compile-time kernel: per-rule subset construction, then minimization, GIL released.
+"""Compile-time kernel: one rule's subset construction, GIL released.
 
 Input is every rule's Thompson NFA as flat CSR arrays (epsilon edges, byte edges as inclusive
-byte ranges with the grammar's byte classes, call edges as (callee rule, target)).  Each rule is
-determinized (a DFA state is the sorted list of NFA states of an epsilon closure that have an
-outgoing edge, plus the rule's end), minimized (``_minimize``: Moore rounds, capped by a work
-budget like the Python twin in ``dfa_reference``), and appended to one global numbering.  DFA
-states are numbered in discovery order (classes ascending, then callees ascending), minimized
-blocks by first appearance, so the start state of each rule is its first state.
+byte ranges with the grammar's byte classes, call edges as (callee rule, target)), in a
+:c:type:`Ctx` (``_determinize.pxd``).  :c:func:`determinize` builds one rule's DFA (a DFA state
+is the sorted list of NFA states of an epsilon closure that have an outgoing edge, plus the
+rule's end); ``_rule_dfas`` runs it over every rule, minimizes each result and appends it to
+one global numbering.  DFA states are numbered in discovery order (classes ascending, then
+callees ascending), so the start state of each rule is its first state.
 
 Work follows the edges, not the classes: a DFA state's row is built from its NFA states' sorted
 byte edges (``row_of``) and kept as runs of classes with one target (a row has ~7 runs for ~90
 classes) through minimization, until the dense ``states x classes`` table is written once at
 the end.
 
-Limits are reported, not raised (no GIL here): ``status`` 1 = more DFA states than
-``max_states`` (``total_so_far`` + this rule's), 2 = the subsets hold more than ``held_cap`` NFA
-states, 3 = the deadline passed, 4 = out of memory, 5 = the kernel's tables would pass
-``mem_cap`` bytes (checked before each new DFA state and subset is stored, so the cap holds by
-construction); ``bad_rule`` names the rule.
+Limits are reported, not raised (no GIL here), as a status: ST_STATES = more DFA states than
+``max_states`` (``total_so_far`` + this rule's), ST_HELD = the subsets hold more than
+``held_cap`` NFA states, ST_DEADLINE = the deadline passed, ST_NOMEM = out of memory,
+ST_MEMORY = the kernel's tables would pass ``mem_cap`` bytes (checked before each new DFA state
+and subset is stored, so the cap holds by construction).
 """
 
-import numpy as np
-
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, malloc, free, qsort, realloc
-
-from cython.view cimport array as cvarray
-from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy, memset
 
 from xmask.runtime._intseq cimport cmp_i64, insertion_sort, sort_unique
 from xmask.compiler._ivec cimport IVec, LVec, ints_eq, ints_hash, iv_reserve, iv_push, lv_reserve, lv_push
-from xmask.compiler._minimize cimport MinWork, Moore, merged_runs, minimize_dfa, minwork_free
-
-ctypedef Py_ssize_t isz
-
-cdef extern from *:
-    """
-    #ifdef _WIN32
-    #include <windows.h>
-    static double xm_now(void) {
-        LARGE_INTEGER f, c;
-        QueryPerformanceFrequency(&f); QueryPerformanceCounter(&c);
-        return (double)c.QuadPart / (double)f.QuadPart;
-    }
-    #else
-    #include <time.h>
-    static double xm_now(void) {
-        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    }
-    #endif
-    """
-    double xm_now() nogil
-
-cdef enum:
-    ST_OK = 0
-    ST_STATES = 1
-    ST_HELD = 2
-    ST_DEADLINE = 3
-    ST_NOMEM = 4
-    ST_MEMORY = 5
 
 
 # ------------------------------------------------------- map: int32 sequence -> int32 value
-
-cdef struct SeqMap:
-    int32_t* slots   # entry index, -1 = empty
-    isz cap          # power of two
-    IVec pool        # keys, concatenated
-    LVec off         # entry i's key is pool[off[i] : off[i + 1]]
-    IVec val
-    LVec hsh
-
 
 cdef int sm_init(SeqMap* m, isz hint) noexcept nogil:
     """An empty map sized for about ``hint`` entries of a few ints each."""
@@ -161,63 +117,6 @@ cdef int sm_put(SeqMap* m, const int32_t* k, isz n, uint64_t h, int32_t v) noexc
 
 
 # ------------------------------------------------------------------------------ the context
-
-cdef struct Ctx:
-    # NFA (CSR)
-    const int32_t* eps_off
-    const int32_t* eps_dst
-    const int32_t* b_off
-    const int32_t* b_lo  # byte edges as inclusive byte ranges, classes by bclass
-    const int32_t* b_hi
-    const uint8_t* bclass
-    const int32_t* b_dst
-    const int32_t* c_off
-    const int32_t* c_rule
-    const int32_t* c_dst
-    isz nc
-    int32_t end
-    # limits
-    int64_t max_states
-    int64_t held_cap
-    int64_t total_so_far
-    int64_t budget
-    double deadline       # xm_now() value, or < 0 for none
-    int64_t mem_cap       # bytes the tables below may hold (<= 0: none)
-    int64_t mem_base      # bytes of the rules emitted so far (global tables)
-    # closure scratch
-    int32_t* mark
-    # singleton raw target sets {t} -> DFA state, valid when one_gen[t] == gen (the rule
-    # being determinized): the common case of target(), answered without hashing
-    int32_t* one_val
-    int32_t* one_gen
-    int32_t gen
-    int32_t stamp
-    IVec stack
-    IVec clos
-    # per-rule DFA under construction; state d's row is the runs run_off[d] .. run_off[d + 1]
-    # (first class, target or -1), covering the classes 0 .. nc in order, adjacent runs
-    # differing in target
-    SeqMap index         # subset -> DFA state (entry i <-> state i)
-    SeqMap memo          # raw target set -> DFA state
-    IVec run_off
-    IVec run_col
-    IVec run_tgt
-    IVec finals
-    IVec call_src
-    IVec call_rule
-    IVec call_dst
-    int64_t held
-    # per-state scratch
-    IVec cur
-    LVec ev              # byte edge events of the state being expanded (row_of)
-    LVec ev2             # sort_keys' scratch
-    LVec evend           # row_sweep: the edges' ends
-    IVec cnt
-    int32_t* acnt        # NFA state -> live edges to it at the sweep position (zero between rows)
-    IVec act             # the raw targets live at the sweep position, ascending
-    IVec prev            # the last non-empty target set row_of looked up
-    LVec pairs
-    IVec tmp
 
 
 cdef int closure(Ctx* c, const int32_t* raw, isz nraw) noexcept nogil:
@@ -571,287 +470,3 @@ cdef int calls_of(Ctx* c, isz d, const int32_t* sub, isz nsub) noexcept nogil:
             return ST_NOMEM
         g = j
     return ST_OK
-
-
-# -------------------------------------------------------------------------------- assembly
-
-cdef struct Out:
-    # the rules emitted so far, global numbering: state g's row is the runs
-    # roff[g] .. roff[g + 1] of (rcol, rtgt), spread into the dense table once at the end
-    IVec roff
-    IVec rcol
-    IVec rtgt
-    IVec final
-    IVec csrc
-    IVec crule
-    IVec cdst
-    IVec seen
-
-
-cdef int emit(Ctx* c, const int32_t* blk, isz m, Out* o, int32_t base) noexcept nogil:
-    """Append the quotient DFA (blocks ``blk``, ``m`` of them) to ``o``: each block's row is
-    its first state's (blocks are numbered by first appearance, so they come in order)."""
-    cdef isz n = c.finals.n, i, k, b, nb = 0
-    cdef int32_t* seen
-    if (iv_reserve(&o.seen, m) or iv_reserve(&o.rcol, o.rcol.n + c.run_col.n)
-            or iv_reserve(&o.rtgt, o.rtgt.n + c.run_col.n) or iv_reserve(&o.roff, o.roff.n + m)
-            or iv_reserve(&o.final, o.final.n + m)):
-        return -1
-    seen = o.seen.d
-    for b in range(m):
-        seen[b] = -1
-    for i in range(n):
-        b = blk[i]
-        if seen[b] >= 0:
-            continue
-        seen[b] = <int32_t>i
-        nb += 1
-        o.roff.d[o.roff.n] = <int32_t>o.rcol.n
-        o.roff.n += 1
-        # two targets merged into one block: one run
-        o.rcol.n += merged_runs(c.run_col.d, c.run_tgt.d, c.run_off.d[i], c.run_off.d[i + 1],
-                                blk, base, o.rcol.d + o.rcol.n, o.rtgt.d + o.rcol.n, 1)
-        o.final.d[o.final.n] = c.finals.d[i]
-        o.final.n += 1
-        if nb == m:
-            break
-    o.rtgt.n = o.rcol.n
-    for k in range(c.call_src.n):
-        i = c.call_src.d[k]
-        if seen[blk[i]] != i:
-            continue
-        if (iv_push(&o.csrc, blk[i] + base) or iv_push(&o.crule, c.call_rule.d[k])
-                or iv_push(&o.cdst, blk[c.call_dst.d[k]] + base)):
-            return -1
-    return 0
-
-
-cdef void dense_table(const Out* o, isz nc, int32_t* trans) noexcept nogil:
-    """The emitted rows (``o.roff`` closed: n + 1 offsets) as the dense ``states x nc`` table
-    (-1 for no target), written to ``trans``."""
-    cdef isz ns = o.roff.n - 1, g, k, k1, col, hi
-    cdef int32_t t
-    cdef int32_t* row
-    for g in range(ns):
-        row = trans + g * nc
-        k1 = o.roff.d[g + 1]
-        for k in range(o.roff.d[g], k1):
-            col = o.rcol.d[k]
-            hi = o.rcol.d[k + 1] if k + 1 < k1 else nc
-            t = o.rtgt.d[k]
-            if t < 0:
-                memset(row + col, 0xFF, (hi - col) * sizeof(int32_t))
-            else:
-                while col < hi:
-                    row[col] = t
-                    col += 1
-
-
-cdef object to_array(IVec* v, object dtype):
-    """A copy of ``v`` as a new int32 or uint8 (``dtype``) numpy array.  Written through the
-    buffer protocol: a typed memoryview and an ``astype`` per array cost ~0.5 us, and a compile
-    copies out eight arrays."""
-    cdef Py_buffer buf
-    cdef isz i
-    cdef uint8_t* u
-    cdef bint narrow = dtype is not np.int32
-    out = np.empty(v.n, dtype=np.uint8 if narrow else np.int32)
-    if v.n == 0:
-        return out
-    PyObject_GetBuffer(out, &buf, PyBUF_WRITABLE)
-    if narrow:
-        u = <uint8_t*>buf.buf
-        for i in range(v.n):
-            u[i] = <uint8_t>v.d[i]
-    else:
-        memcpy(buf.buf, v.d, v.n * sizeof(int32_t))
-    PyBuffer_Release(&buf)
-    return out
-
-
-cdef object take_array(IVec* v):
-    """``v``'s data as an int32 numpy array: a small one copied (``v`` keeps its buffer, which
-    its owner frees), a large one without a copy (the buffer, shrunk to its length, is handed
-    to the array, which frees it; ``v`` is left empty)."""
-    cdef int32_t* p
-    cdef cvarray holder
-    if v.n == 0:
-        return np.empty(0, dtype=np.int32)
-    if v.n <= 65536:
-        # a small grammar's arrays: a copy (memcpy of at most 256 KB) costs less than wrapping
-        # the buffer (a cvarray and the buffer protocol, ~1.5 us per array of every compile)
-        return to_array(v, np.int32)
-    p = <int32_t*>realloc(v.d, v.n * sizeof(int32_t))
-    if p == NULL:
-        p = v.d  # keeping the larger block is fine
-    holder = cvarray(shape=(v.n,), itemsize=sizeof(int32_t), format="i", mode="c",
-                     allocate_buffer=False)
-    holder.data = <char*>p
-    holder.callback_free_data = free
-    v.d = NULL
-    v.n = v.cap = 0
-    return np.asarray(holder)
-
-
-cdef int presize(Ctx* c, Out* o, MinWork* wk, isz n_nfa, isz n_edges, isz n_calls) noexcept nogil:
-    """Reserve the growing arrays for a small grammar at once (a rule's DFA rarely has more
-    states than the grammar has NFA states, its rows more runs than twice the edges): growing
-    each from empty costs ~150 reallocs.  Capped: a large grammar's arrays grow as needed (a
-    large first reservation is fresh memory, slower to touch than a heap block grown into)."""
-    cdef isz hs = min(n_nfa, 1024) + 16, he = 2 * min(n_edges, 1024) + 16
-    cdef Moore* mo = &wk.mo
-    if (iv_reserve(&c.stack, hs) or iv_reserve(&c.clos, hs) or iv_reserve(&c.cur, 256)
-            or iv_reserve(&c.run_off, hs + 1) or iv_reserve(&c.run_col, he)
-            or iv_reserve(&c.run_tgt, he) or iv_reserve(&c.finals, hs)
-            or iv_reserve(&c.call_src, n_calls + 16) or iv_reserve(&c.call_rule, n_calls + 16)
-            or iv_reserve(&c.call_dst, n_calls + 16) or lv_reserve(&c.ev, 256)
-            or lv_reserve(&c.ev2, 256) or iv_reserve(&c.cnt, 258) or iv_reserve(&c.act, 128)
-            or iv_reserve(&c.prev, 128) or lv_reserve(&c.pairs, 64) or iv_reserve(&c.tmp, 64)
-            or iv_reserve(&o.roff, hs + 1) or iv_reserve(&o.rcol, he) or iv_reserve(&o.rtgt, he)
-            or iv_reserve(&o.final, hs) or iv_reserve(&o.seen, hs)
-            or iv_reserve(&o.csrc, n_calls + 16) or iv_reserve(&o.crule, n_calls + 16)
-            or iv_reserve(&o.cdst, n_calls + 16)
-            or iv_reserve(&wk.callees, 64) or iv_reserve(&wk.arena, 11 * hs + 3)
-            or iv_reserve(&wk.rev_src, he + n_calls + 1) or iv_reserve(&mo.dirty, hs)
-            or iv_reserve(&mo.newid, 2 * hs) or iv_reserve(&mo.spos, 2 * hs + 1)
-            or iv_reserve(&mo.blocks, hs) or iv_reserve(&mo.reps, hs)
-            or iv_reserve(&mo.changed, hs) or iv_reserve(&mo.sig, 4 * he + 2 * hs)
-            or iv_reserve(&mo.slots, 4 * hs + 16) or iv_reserve(&mo.gsize, 2 * hs)):
-        return -1
-    return 0
-
-
-def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
-                    const int32_t[::1] b_off, const int32_t[::1] b_lo, const int32_t[::1] b_hi,
-                    const int32_t[::1] b_dst, const int32_t[::1] c_off, const int32_t[::1] c_rule,
-                    const int32_t[::1] c_dst, const int32_t[::1] r_start, const int32_t[::1] r_end,
-                    const uint8_t[::1] byte_class, int64_t max_states, int64_t held_cap, int64_t total_so_far,
-                    int64_t budget, double seconds_left, int64_t mem_cap=0):
-    """Determinize and minimize every rule (NFA in CSR form, byte edges as inclusive byte
-    ranges, ``byte_class`` (uint8[256], numbered by first byte) the grammar's byte classes).
-
-    Returns ``(status, bad_rule, rule_base, trans, finals, call_src, call_rule, call_dst,
-    runs)``:
-    rule ``r`` owns global states ``rule_base[r] .. rule_base[r + 1]`` (its start first),
-    ``trans`` is ``n x n_classes`` (global targets, -1 none; ``n_classes`` =
-    ``max(byte_class) + 1``), ``finals`` uint8, and the calls
-    are (global state, callee rule index, global return state) triples; ``runs`` is
-    ``(run_off, run_col, run_tgt)``, the rows of ``trans`` as the kernel built them: state
-    ``s``'s row is the runs ``run_off[s] .. run_off[s + 1]`` (first class, target or -1),
-    covering the classes in order, adjacent runs differing in target (the passes that read
-    every row read these instead of the dense table).
-    """
-    cdef Ctx c
-    cdef Out o
-    cdef isz n_nfa = eps_off.shape[0] - 1, R = r_start.shape[0], r, m
-    cdef int status = ST_OK
-    cdef int32_t bad = -1
-    cdef IVec rule_base
-    cdef Py_buffer tbuf
-    cdef int32_t* blk = NULL
-    cdef isz blk_cap = 0
-    cdef MinWork wk
-    memset(&wk, 0, sizeof(MinWork))
-    memset(&c, 0, sizeof(Ctx))
-    memset(&o, 0, sizeof(Out))
-    memset(&rule_base, 0, sizeof(IVec))
-    cdef int n_classes = 0
-    if n_nfa == 0:
-        raise ValueError("empty NFA")
-    if byte_class.shape[0] != 256:
-        raise ValueError("byte_class must have 256 entries")
-    for r in range(256):
-        if byte_class[r] + 1 > n_classes:
-            n_classes = byte_class[r] + 1
-    c.bclass = &byte_class[0]
-    c.eps_off = &eps_off[0]
-    c.eps_dst = &eps_dst[0] if eps_dst.shape[0] else NULL
-    c.b_off = &b_off[0]
-    c.b_lo = &b_lo[0] if b_lo.shape[0] else NULL
-    c.b_hi = &b_hi[0] if b_hi.shape[0] else NULL
-    c.b_dst = &b_dst[0] if b_dst.shape[0] else NULL
-    c.c_off = &c_off[0]
-    c.c_rule = &c_rule[0] if c_rule.shape[0] else NULL
-    c.c_dst = &c_dst[0] if c_dst.shape[0] else NULL
-    c.nc = n_classes
-    c.max_states = max_states
-    c.held_cap = held_cap
-    c.total_so_far = total_so_far
-    c.budget = budget
-    c.mem_cap = mem_cap
-    c.mark = <int32_t*>calloc(n_nfa, sizeof(int32_t))
-    c.one_val = <int32_t*>malloc(n_nfa * sizeof(int32_t))
-    c.one_gen = <int32_t*>calloc(n_nfa, sizeof(int32_t))
-    c.acnt = <int32_t*>calloc(n_nfa, sizeof(int32_t))
-    try:
-        with nogil:
-            c.deadline = xm_now() + seconds_left if seconds_left >= 0 else -1.0
-            if (c.mark == NULL or c.one_val == NULL or c.one_gen == NULL or c.acnt == NULL
-                    or sm_init(&c.index, min(n_nfa, 1024))
-                    or sm_init(&c.memo, min(n_nfa, 1024) // 4)
-                    or presize(&c, &o, &wk, n_nfa, b_lo.shape[0], c_rule.shape[0])
-                    or iv_reserve(&rule_base, R + 1) or iv_push(&rule_base, 0)):
-                status = ST_NOMEM
-            r = 0
-            while status == ST_OK and r < R:
-                c.end = r_end[r]
-                status = determinize(&c, r_start[r])
-                if status == ST_OK:
-                    if c.finals.n > blk_cap:
-                        free(blk)
-                        blk_cap = c.finals.n * 2
-                        blk = <int32_t*>malloc(blk_cap * sizeof(int32_t))
-                        if blk == NULL:
-                            status = ST_NOMEM
-                if status == ST_OK:
-                    m = minimize_dfa(c.finals.n, c.nc, c.run_off.d, c.run_col.d, c.run_tgt.d,
-                                     c.finals.d, c.call_src.d, c.call_rule.d, c.call_dst.d,
-                                     c.call_rule.n, c.budget, blk, &wk)
-                    if m < 0 or emit(&c, blk, m, &o, rule_base.d[rule_base.n - 1]):
-                        status = ST_NOMEM
-                if status == ST_OK:
-                    c.total_so_far += m
-                    # emitted rules: their rows, then the dense table and the other arrays
-                    # copied out at the end
-                    c.mem_base = 4 * (o.roff.n + o.rcol.n + o.rtgt.n + o.roff.n * n_classes) \
-                        + 2 * 4 * (o.final.n + o.csrc.n + o.crule.n + o.cdst.n)
-                    if mem_cap > 0 and c.mem_base > mem_cap:
-                        status = ST_MEMORY
-                    if iv_push(&rule_base, rule_base.d[rule_base.n - 1] + <int32_t>m):
-                        status = ST_NOMEM
-                if status != ST_OK:
-                    bad = <int32_t>r
-                r += 1
-            # close o.roff: the runs' offsets, n + 1 of them
-            if status == ST_OK and iv_push(&o.roff, <int32_t>o.rcol.n):
-                status = ST_NOMEM
-        if status == ST_NOMEM:
-            raise MemoryError()
-        # The dense table, the largest output, is written straight into its numpy array: a
-        # kernel buffer copied out afterwards cost a second pass over it and a malloc
-        trans = np.empty((o.roff.n - 1) * n_classes if status == ST_OK else 0, dtype=np.int32)
-        if trans.shape[0]:
-            PyObject_GetBuffer(trans, &tbuf, PyBUF_WRITABLE)
-            with nogil:
-                dense_table(&o, n_classes, <int32_t*>tbuf.buf)
-            PyBuffer_Release(&tbuf)
-        return (status, bad, to_array(&rule_base, np.int32), trans,
-                to_array(&o.final, np.uint8), to_array(&o.csrc, np.int32),
-                to_array(&o.crule, np.int32), to_array(&o.cdst, np.int32),
-                (take_array(&o.roff), take_array(&o.rcol), take_array(&o.rtgt)))
-    finally:
-        free(c.mark)
-        free(c.one_val)
-        free(c.one_gen)
-        free(c.acnt)
-        free(blk)
-        minwork_free(&wk)
-        sm_free(&c.index)
-        sm_free(&c.memo)
-        free(c.stack.d); free(c.clos.d); free(c.finals.d)
-        free(c.run_off.d); free(c.run_col.d); free(c.run_tgt.d)
-        free(c.call_src.d); free(c.call_rule.d); free(c.call_dst.d); free(c.cur.d)
-        free(c.ev.d); free(c.ev2.d); free(c.evend.d); free(c.cnt.d); free(c.act.d); free(c.prev.d); free(c.tmp.d); free(c.pairs.d)
-        free(o.roff.d); free(o.rcol.d); free(o.rtgt.d); free(o.final.d); free(o.seen.d)
-        free(o.csrc.d); free(o.crule.d); free(o.cdst.d)
-        free(rule_base.d)

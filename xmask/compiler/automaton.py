@@ -283,13 +283,14 @@ def _byte_classes(arrays) -> np.ndarray:
     return byte_classes(arrays)
 
 
-def _build_rule_dfas(arrays, byte_class, starts, ends, names, limits, reference):
-    return rule_dfas(arrays, byte_class, starts, ends, names, limits, 0, reference, runs=True)
+def _build_rule_dfas(arrays, byte_class, starts, ends, names, limits, reference, threads=1):
+    return rule_dfas(arrays, byte_class, starts, ends, names, limits, 0, reference, runs=True,
+                     threads=threads)
 
 
 def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(), *,
                     reference: bool = False, token_rules: Sequence[str] = (),
-                    refs=None) -> Automaton:
+                    refs=None, threads: int = 1) -> Automaton:
     """Compile ``grammar`` into an :class:`Automaton` (raises GrammarError on left recursion).
 
     ``reference=True`` determinizes and minimizes with the slow pure-Python twin (tests
@@ -297,6 +298,8 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     the names of the grammar's token rules, in token-set order (``token_rules.py``); each
     stays a called rule whose placeholder byte edge becomes a token edge.  ``refs``: every
     rule's ``distinct_refs`` when the caller has them already (``special_literals``' scan).
+    ``threads``: how many threads a large grammar's rule DFAs may be built on (the automaton
+    does not depend on it).
     """
     budgets = grammar.budgets
     if grammar.root in budgets:
@@ -314,7 +317,7 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     byte_class = _byte_classes(arrays)
     n_classes = int(byte_class[255]) + 1  # classes are byte ranges numbered in byte order
     rule_base, table, finals, csrc, crule, cdst, runs = _build_rule_dfas(
-        arrays, byte_class, starts, ends, names, limits, reference)
+        arrays, byte_class, starts, ends, names, limits, reference, threads)
     n_states = int(rule_base[-1])
     if n_states > limits.max_states:
         raise GrammarLimitError(f"grammar needs {n_states} automaton states (limit {limits.max_states}, "

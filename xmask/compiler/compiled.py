@@ -16,7 +16,7 @@ from .grammar_source import source_grammar
 from .special_literals import with_special_literals
 from .token_rules import lower_token_sets, token_set_bits
 from .mask_cache import (
-    cache_records, cache_summary, new_mask_cache, precompute_mask_cache,
+    cache_records, cache_summary, new_mask_cache, precompute_mask_cache, usable_cpus,
 )
 
 
@@ -63,7 +63,8 @@ class CompiledGrammar:
             else (lowered, [])
         automaton = build_automaton(
             lowered, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits),
-            token_rules=[name for name, _ in token_rules], refs=refs or None)
+            token_rules=[name for name, _ in token_rules], refs=refs or None,
+            threads=min(max_threads, usable_cpus()))
         automaton.token_bits = token_set_bits(token_rules, tokenizer_info.vocab_size)
         at = AutomatonTables(automaton)
         cache = new_mask_cache(automaton, limits)

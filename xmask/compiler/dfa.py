@@ -1,6 +1,6 @@
 """NFA -> one minimal DFA per rule, in one global numbering (Cython kernel, GIL released).
 
-:func:`rule_dfas` runs ``_determinize.build_rule_dfas`` (or, with ``reference=True``, the slow
+:func:`rule_dfas` runs ``_rule_dfas.build_rule_dfas`` (or, with ``reference=True``, the slow
 pure-Python twin in :mod:`dfa_reference`) and turns its status codes into the compile limit
 errors, each naming the rule.
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _deadline as deadline
 from ..errors import GrammarLimitError
-from ._determinize import build_rule_dfas
+from ._rule_dfas import build_rule_dfas
 from .dfa_reference import MINIMIZE_BUDGET, rule_dfas_reference, states_limit, subset_limit
 from .nfa import NfaArrays, byte_classes
 
@@ -35,14 +35,16 @@ _ST_STATES, _ST_HELD, _ST_DEADLINE, _ST_MEMORY = 1, 2, 3, 5
 
 
 def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limits,
-              total_so_far: int = 0, reference: bool = False, runs: bool = False):
+              total_so_far: int = 0, reference: bool = False, runs: bool = False,
+              threads: int = 1):
     """Minimal DFA of each rule ``r`` (NFA states ``starts[r]`` -> ``ends[r]``).
 
     Returns ``(rule_base, trans, finals, call_src, call_rule, call_dst)``: rule ``r`` owns
     states ``rule_base[r] .. rule_base[r + 1]`` (its start first); ``trans`` is
     ``n_states x n_classes`` (targets, -1 none); calls are (state, callee rule, return state).
     ``runs=True`` appends ``trans``'s rows as runs ``(run_off, run_col, run_tgt)`` (see
-    ``_determinize.build_rule_dfas``; None with ``reference``).
+    ``_rule_dfas.build_rule_dfas``; None with ``reference``).  ``threads``: how many threads a
+    large grammar's rules may be built on (the result is the same on any number).
     """
     if reference:
         out = rule_dfas_reference(arr, byte_class, starts, ends, names, limits, total_so_far)
@@ -59,7 +61,7 @@ def rule_dfas(arr: NfaArrays, byte_class: np.ndarray, starts, ends, names, limit
         np.asarray(starts, dtype=i32), np.asarray(ends, dtype=i32),
         np.ascontiguousarray(byte_class, dtype=np.uint8),
         limits.max_states, limits.max_nfa_states, total_so_far, MINIMIZE_BUDGET, left,
-        getattr(limits, "max_memory_bytes", 0))
+        getattr(limits, "max_memory_bytes", 0), threads)
     if status == _ST_STATES:
         states_limit(limits.max_states, names[bad])
     if status == _ST_HELD:
