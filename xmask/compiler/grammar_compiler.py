@@ -41,7 +41,9 @@ class GrammarCompiler:
     called from more than 32 places is classified per (state, return state) pair; pairs no
     token can tell apart share one walk, and a grammar needing more than
     ``mask_cache.MAX_PAIR_WALKS`` walks or ``mask_cache.MAX_PAIRS`` pairs leaves them to the
-    fills that meet them).  Masks are identical in both modes.
+    fills that meet them).  Masks are identical in both modes.  In either mode a large
+    grammar's per-rule automata are built on up to ``max_threads`` threads (the caller and
+    helpers, GIL released; the automaton does not depend on the count).
 
     ``cache_limit_bytes`` bounds the in-memory cache (least recently used grammars are evicted
     first; -1: unbounded, XGrammar's default; xmask's default is ``DEFAULT_CACHE_LIMIT_BYTES`` =
