@@ -119,14 +119,24 @@ def test_state_limit_fires_as_on_one_thread():
 
 
 def test_memory_limit_fires_as_on_one_thread():
+    """Memory caps from far too small to ample: the same error or automaton on two threads.
+    Near the cap (half of it for the threads' tables together) the grammar is rebuilt on one
+    thread, so the threads never hold more than one thread would."""
     g = many_rules_grammar(12)
     kinds = set()
+    rebuilt_ok = joined_ok = 0
     for cap in (1 << 10, 1 << 14, 1 << 16, 1 << 18, 1 << 19, 1 << 20, 1 << 22, 1 << 30):
         lim = am.AutomatonLimits(max_memory_bytes=cap)
         one = outcome(g, lim, 1)
+        before = threaded_builds()
         assert outcome(g, lim, 2) == one, cap
+        after = threaded_builds()
         kinds.add(one[0])
+        if one[0] == "ok":
+            rebuilt_ok += after[1] - before[1]
+            joined_ok += after[0] - before[0]
     assert kinds == {"ok", "error"}
+    assert rebuilt_ok >= 1 and joined_ok >= 1  # a tight cap that fits: built on one thread
 
 
 def test_concurrent_compiles_agree():

@@ -15,7 +15,9 @@ Limits are reported, not raised (no GIL here): ``status`` 1 = more DFA states th
 would pass ``mem_cap`` bytes; ``bad_rule`` names the rule.  A chunk sees only its own rules'
 states and memory, so the joined result is kept only when one thread's run, replayed from the
 chunks' per-rule figures, could not have hit a limit; otherwise (and when a chunk hit one) the
-rules are built again on one thread, which reports the limit exactly as it always has.
+rules are built again on one thread, which reports the limit exactly as it always has.  The
+threads together keep within one thread's memory cap (see ``Job``): a grammar near the cap is
+built on one thread.
 """
 
 import numpy as np
@@ -264,17 +266,18 @@ cdef void worker_free(Worker* w) noexcept nogil:
 
 
 cdef int run_rules(Worker* w, Out* o, IVec* rule_base, IVec* peak, int64_t* scratch,
-                   const int32_t* r_start, const int32_t* r_end, isz r0, isz r1,
-                   int32_t* bad) noexcept nogil:
+                   int64_t* shared, int64_t shared_cap, const int32_t* r_start,
+                   const int32_t* r_end, isz r0, isz r1, int32_t* bad) noexcept nogil:
     """Rules ``r0 .. r1`` determinized, minimized and appended to ``o`` (numbered from
     ``rule_base``'s last entry, one entry pushed per rule); returns a status (``bad`` = the
     failing rule).  ``peak`` (unless NULL): each rule's DFA states before minimization, and
     ``scratch`` the most bytes one rule's construction held (``held_bytes`` less the tables'
-    capacities), the figures a chunk's caller replays the limits from."""
+    capacities), the figures a chunk's caller replays the limits from; ``shared`` (unless
+    NULL): the emitted tables' bytes of every thread, which may not pass ``shared_cap`` (> 0)."""
     cdef Ctx* c = &w.c
     cdef int status = ST_OK
     cdef isz r = r0, m = 0
-    cdef int64_t s
+    cdef int64_t s, before
     while status == ST_OK and r < r1:
         c.end = r_end[r]
         status = determinize(c, r_start[r])
@@ -300,8 +303,12 @@ cdef int run_rules(Worker* w, Out* o, IVec* rule_base, IVec* peak, int64_t* scra
                 status = ST_NOMEM
         if status == ST_OK:
             c.total_so_far += m
+            before = c.mem_base
             c.mem_base = out_bytes(o, c.nc)
             if c.mem_cap > 0 and c.mem_base > c.mem_cap:
+                status = ST_MEMORY
+            if shared != NULL and shared_cap > 0 and (
+                    xa_fetch_add(shared, c.mem_base - before) + c.mem_base - before > shared_cap):
                 status = ST_MEMORY
             if iv_push(rule_base, rule_base.d[rule_base.n - 1] + <int32_t>m):
                 status = ST_NOMEM
@@ -339,6 +346,13 @@ cdef struct Job:
     int64_t n_chunks
     int64_t next         # the next chunk to take (atomic)
     int64_t failed       # chunks that hit a limit (atomic): the others stop
+    # Memory: the threads together stay within one thread's cap.  Every chunk's tables (each
+    # kept until the join, which copies them once more) within half of it, each thread's
+    # construction within its share of the other half; a chunk past either is rebuilt on one
+    # thread, which applies the cap exactly.
+    int64_t out_total    # bytes of the tables emitted by all chunks so far (atomic)
+    int64_t out_cap
+    int64_t thread_cap
 
 
 cdef void job_loop(Job* j, Worker* w) noexcept nogil:
@@ -351,11 +365,12 @@ cdef void job_loop(Job* j, Worker* w) noexcept nogil:
         ch = &j.chunks[j.order[k]]
         w.c.total_so_far = j.proto.total_so_far
         w.c.mem_base = 0
+        w.c.mem_cap = j.thread_cap
         if iv_push(&ch.base, 0):
             ch.status = ST_NOMEM
         else:
-            ch.status = run_rules(w, &ch.o, &ch.base, &ch.peak, &ch.scratch, j.r_start,
-                                  j.r_end, ch.r0, ch.r1, &ch.bad)
+            ch.status = run_rules(w, &ch.o, &ch.base, &ch.peak, &ch.scratch, &j.out_total,
+                                  j.out_cap, j.r_start, j.r_end, ch.r0, ch.r1, &ch.bad)
         ch.index_cap = w.c.index.cap
         ch.memo_cap = w.c.memo.cap
         if ch.status != ST_OK:
@@ -479,6 +494,9 @@ cdef int run_parallel(Worker* w, const Ctx* proto, int threads, const int32_t* r
     j.n_calls = n_calls
     j.r_start = r_start
     j.r_end = r_end
+    if proto.mem_cap > 0:
+        j.out_cap = max(<int64_t>1, proto.mem_cap // 2)
+        j.thread_cap = max(<int64_t>1, proto.mem_cap // (2 * threads))
     j.n_chunks = cut_chunks(j.chunks, want, r_start, R, n_nfa)
     for k in range(j.n_chunks):
         j.chunks[k].status = -1
@@ -592,8 +610,8 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 if presize_out(&o, n_nfa, n_edges, n_calls):
                     status = ST_NOMEM
                 else:
-                    status = run_rules(&w, &o, &rule_base, NULL, NULL, &r_start[0], &r_end[0],
-                                       0, R, &bad)
+                    status = run_rules(&w, &o, &rule_base, NULL, NULL, NULL, 0, &r_start[0],
+                                       &r_end[0], 0, R, &bad)
             # close o.roff: the runs' offsets, n + 1 of them
             if status == ST_OK and iv_push(&o.roff, <int32_t>o.rcol.n):
                 status = ST_NOMEM
