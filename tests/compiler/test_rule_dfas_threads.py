@@ -175,3 +175,27 @@ def test_forked_child_builds_on_fresh_helpers():
     finally:
         os.close(read)
         os.waitpid(pid, 0)
+
+
+
+def test_deadline_holds_on_threads():
+    """The kernel's own deadline check (no time left) stops a build on two threads with the
+    deadline status, as on one thread; with time left both build the same tables."""
+    from xmask.compiler._rule_dfas import build_rule_dfas
+    from xmask.compiler.nfa import byte_classes
+
+    g = many_rules_grammar(41)
+    inl = am._inline_small_rules(g, am.AutomatonLimits(), never=())
+    names = am._reachable_rules(inl)
+    arr, starts, ends = am._build_nfas(inl, names, am.AutomatonLimits(), False)
+    args = (arr.eps_off, arr.eps_dst, arr.b_off, arr.b_lo, arr.b_hi, arr.b_dst, arr.c_off,
+            arr.c_rule, arr.c_dst, np.asarray(starts, "i4"), np.asarray(ends, "i4"),
+            byte_classes(arr), 10**6, 10**7, 0, 10**6)
+    joined, rebuilt = threaded_builds()
+    assert build_rule_dfas(*args, 0.0, 0, 2)[0] == 3
+    assert threaded_builds() == (joined, rebuilt + 1)  # the chunks stopped: rebuilt, stopped
+    one = build_rule_dfas(*args, -1.0, 0, 1)
+    two = build_rule_dfas(*args, -1.0, 0, 2)
+    assert one[0] == two[0] == 0 and threaded_builds()[0] == joined + 1
+    for a, b in zip(one[2:8], two[2:8]):
+        assert np.array_equal(a, b)
