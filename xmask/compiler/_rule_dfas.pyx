@@ -30,9 +30,9 @@ from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.string cimport memcpy, memset
 
 from xmask.compiler._assist cimport xa_begin, xa_end, xa_fetch_add
-from xmask.compiler._determinize cimport (Ctx, ST_MEMORY, ST_NOMEM, ST_OK, ST_STATES,
+from xmask.compiler._determinize cimport (Ctx, ST_MEMORY, ST_NOMEM, ST_OK,
                                           determinize, sm_free, sm_init, xm_now)
-from xmask.compiler._ivec cimport IVec, LVec, iv_push, iv_reserve, lv_reserve
+from xmask.compiler._ivec cimport IVec, iv_push, iv_reserve, lv_reserve
 from xmask.compiler._minimize cimport MinWork, Moore, merged_runs, minimize_dfa, minwork_free
 
 ctypedef Py_ssize_t isz
