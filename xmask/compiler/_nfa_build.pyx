@@ -17,6 +17,7 @@ from libc.string cimport memcpy
 from xmask.compiler._ivec cimport IVec, iv_reserve
 from xmask.compiler._rule_scan cimport SizeMemo
 from xmask.grammar._ir_nodes cimport BYTES, CHOICE, CLASS, REF, REPEAT, SEQ, WORDS, is_node_kind
+from xmask.grammar._word_trie cimport WordTrie, trie_build, trie_free
 
 from .. import _deadline as deadline
 from .._switch_interval import switch_point
@@ -415,60 +416,36 @@ cdef class NFA:
         ends a word, and every byte of the alphabet that continues no word leading to one loop
         over the alphabet (final).  The trie is deterministic already; its expression (two
         tries of nested choices, ~12 nodes a trie node) is never built."""
-        cdef tuple ws = expr.words, alphabet = expr.alphabet
-        cdef isz total = 1, n = 1, lcp, i, k, depth, node, q, loop, c, cut
+        cdef tuple alphabet = expr.alphabet
+        cdef isz node, q, loop, c, cut, k
         cdef long lo, hi
-        cdef str w, prev = ""
-        for w in ws:
-            total += len(w)
-        # trie node -> NFA state, word end, first / last child, next sibling, byte
-        cdef int32_t* a = <int32_t*>malloc(7 * total * sizeof(int32_t))
-        if a == NULL:
-            raise MemoryError()
-        cdef int32_t* state = a
-        cdef int32_t* word = a + total
-        cdef int32_t* first = a + 2 * total
-        cdef int32_t* last = a + 3 * total
-        cdef int32_t* sib = a + 4 * total
-        cdef int32_t* byte = a + 5 * total
-        cdef int32_t* path = a + 6 * total  # the previous word's nodes, by depth
+        cdef WordTrie trie
+        cdef int32_t* state = NULL  # trie node -> NFA state
         try:
+            trie_build(expr.words, &trie)
+            state = <int32_t*>malloc(trie.n * sizeof(int32_t))
+            if state == NULL:
+                raise MemoryError()
             if end < 0:
                 end = self.new()
-            state[0], word[0], first[0], last[0], path[0] = <int32_t>start, 0, -1, -1, 0
-            for w in ws:  # sorted: a node's children come in byte order
-                lcp = 0
-                k = min(len(w), len(prev))
-                while lcp < k and w[lcp] == prev[lcp]:
-                    lcp += 1
-                for depth in range(lcp, len(w)):
-                    q = path[depth]
-                    state[n], word[n], first[n], last[n], sib[n] = <int32_t>self.new(), 0, -1, -1, -1
-                    byte[n] = <int32_t>ord(w[depth])
-                    if last[q] < 0:
-                        first[q] = <int32_t>n
-                    else:
-                        sib[last[q]] = <int32_t>n
-                    last[q] = <int32_t>n
-                    path[depth + 1] = <int32_t>n
-                    n += 1
-                word[path[len(w)]] = 1
-                prev = w
+            state[0] = <int32_t>start
+            for node in range(1, trie.n):  # (preorder: the order the states were always made)
+                state[node] = <int32_t>self.new()
             loop = self.new()
-            for node in range(n):
+            for node in range(trie.n):
                 q = state[node]
-                if not word[node]:
+                if not trie.word_end[node]:
                     push2(&self.eps, <int32_t>q, <int32_t>end)
-                k = first[node]
+                k = trie.first_kid[node]
                 for lo, hi in alphabet:
                     c = lo
                     while c <= hi:
-                        if k >= 0 and byte[k] == c:
+                        if k >= 0 and trie.cp[k] == c:
                             push4(&self.byte, <int32_t>q, <int32_t>c, <int32_t>c, state[k])
-                            k = sib[k]
+                            k = trie.next_sib[k]
                             c += 1
                         else:  # a gap, up to the next child or the range's end
-                            cut = byte[k] - 1 if k >= 0 and byte[k] <= hi else hi
+                            cut = trie.cp[k] - 1 if k >= 0 and trie.cp[k] <= hi else hi
                             push4(&self.byte, <int32_t>q, <int32_t>c, <int32_t>cut, <int32_t>loop)
                             c = cut + 1
             for lo, hi in alphabet:
@@ -476,7 +453,8 @@ cdef class NFA:
             push2(&self.eps, <int32_t>loop, <int32_t>end)
             return end
         finally:
-            free(a)
+            trie_free(&trie)
+            free(state)
 
     cdef int paste_class(self, _Rows r, isz start, isz end, isz base) except -1:
         """Append a class's edges (``nfa.class_edges`` rows): -2 is ``start``, -1 ``end``,

@@ -27,6 +27,7 @@ from xmask.grammar._ir_nodes cimport (
     BYTES, CHOICE, CLASS, REF, SEQ, TOKENS, WORDS, PtrMap, is_node_kind, node_items, pm_free,
     pm_init, pm_mark, pm_put, pm_slot,
 )
+from xmask.grammar._word_trie cimport trie_nodes
 
 from .._switch_interval import switch_point
 from ..grammar._ir_nodes import kind_of
@@ -265,23 +266,14 @@ cdef class SizeMemo:
         return _size(expr, sizes, cap, &self.memo, self.keep)
 
 
-cdef isz _words_size(tuple words):
+cdef isz _words_size(tuple words) except -1:
     # A WordComplement's size: an estimate of its expression's (which a compile never builds),
     # so that the inliner decides as it did when keys were that expression.  Fitted over the
     # key lists of a 300-schema MaskBench sample: 12 per trie node, -9 per word, +14, within
     # 1.1% of the expression's size for 90% of them (over 1,010 MaskBench schemas, one
     # inlining decision changed: lists whose subtries repeat, which the expression shares,
     # are overestimated).
-    cdef isz nodes = 0, k, lcp
-    cdef str w, prev = ""
-    for w in words:  # (sorted: a word's new trie nodes are the ones past the previous one's)
-        lcp = 0
-        k = min(len(w), len(prev))
-        while lcp < k and w[lcp] == prev[lcp]:
-            lcp += 1
-        nodes += len(w) - lcp
-        prev = w
-    return max(1, 12 * nodes - 9 * len(words) + 14)
+    return max(1, 12 * (trie_nodes(words) - 1) - 9 * len(words) + 14)
 
 
 cdef isz _size(expr, dict sizes, isz cap, PtrMap* memo, list keep) except -1:

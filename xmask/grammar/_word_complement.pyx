@@ -30,6 +30,7 @@ from libc.stdlib cimport free, malloc
 
 from xmask.grammar._ir_build cimport new_node
 from xmask.grammar._ir_nodes cimport BYTES, CHOICE, EPSILON, REF, REPEAT, SEQ
+from xmask.grammar._word_trie cimport WordTrie, trie_build, trie_free
 
 from xmask.grammar.ir_expr import make_choice, make_seq
 
@@ -107,20 +108,15 @@ def word_complement_core(words, tuple alphabet, dict memo_lab, plain_label, dict
     """See :func:`xmask.grammar.dfa_expr.word_complement_expr` (``memo_lab``: code point
     ranges -> label, filled with ``plain_label``; ``gaps_memo``: per alphabet, see _gaps)."""
     cdef list ws = sorted(set(words))
-    cdef Py_ssize_t nw = len(ws), total = 0, k, i, j, depth, lcp, nn, c, t, n, univ, root, g
-    cdef str w, prev = ""
-    for w in ws:
-        total += len(w)
-    # the trie in preorder from the sorted words: node 0 is the root, a node's children follow
-    # it in code point order
-    cdef int *parent = <int *> malloc((total + 1) * sizeof(int))
-    cdef int *path = <int *> malloc((total + 2) * sizeof(int))
-    cdef int *cls = <int *> malloc((total + 1) * sizeof(int))
-    cdef int *first_kid = <int *> malloc((total + 1) * sizeof(int))
-    cdef int *next_sib = <int *> malloc((total + 1) * sizeof(int))
-    cdef int *last_kid = <int *> malloc((total + 1) * sizeof(int))
-    cdef int *node_cp = <int *> malloc((total + 1) * sizeof(int))
-    cdef char *word_end = <char *> malloc(total + 1)
+    cdef Py_ssize_t nw = len(ws), k, i, j, nn, c, t, n, univ, root, g
+    # the trie in preorder from the sorted words (_word_trie): node 0 is the root, a node's
+    # children follow it in code point order
+    cdef WordTrie trie
+    cdef int* first_kid
+    cdef int* next_sib
+    cdef int* node_cp
+    cdef char* word_end
+    cdef int *cls = NULL
     cdef char *flags = NULL
     cdef char *has_n
     cdef char *has_d
@@ -134,48 +130,13 @@ def word_complement_core(words, tuple alphabet, dict memo_lab, plain_label, dict
     cdef long cp, last_cp, fg
     cdef Py_ssize_t last_t, nk, q
     cdef list alts, memo_n, memo_d
-    if (parent == NULL or path == NULL or cls == NULL or first_kid == NULL or next_sib == NULL
-            or last_kid == NULL or node_cp == NULL or word_end == NULL):
-        free(parent)
-        free(path)
-        free(cls)
-        free(first_kid)
-        free(next_sib)
-        free(last_kid)
-        free(node_cp)
-        free(word_end)
-        raise MemoryError()
     try:
-        nn = 1
-        parent[0] = -1
-        node_cp[0] = 0
-        word_end[0] = 0
-        first_kid[0] = last_kid[0] = next_sib[0] = -1
-        path[0] = 0
-        depth = 0
-        for w in ws:
-            lcp = 0
-            k = min(len(w), len(prev))
-            while lcp < k and w[lcp] == prev[lcp]:
-                lcp += 1
-            depth = lcp
-            for i in range(lcp, len(w)):
-                q = path[depth]
-                parent[nn] = q
-                node_cp[nn] = ord(w[i])
-                word_end[nn] = 0
-                first_kid[nn] = last_kid[nn] = next_sib[nn] = -1
-                # children are made in code point order (the words are sorted)
-                if last_kid[q] < 0:
-                    first_kid[q] = nn
-                else:
-                    next_sib[last_kid[q]] = nn
-                last_kid[q] = nn
-                depth += 1
-                path[depth] = nn
-                nn += 1
-            word_end[path[len(w)]] = 1
-            prev = w
+        trie_build(ws, &trie)
+        nn = trie.n
+        first_kid, next_sib, node_cp, word_end = trie.first_kid, trie.next_sib, trie.cp, trie.word_end
+        cls = <int *> malloc(nn * sizeof(int))
+        if cls == NULL:
+            raise MemoryError()
         # classes children first (reverse preorder); a class's signature is the flat tuple
         # (is_word, cp1, class1, cp2, class2, ...) of its first node, kept as its kids
         for i in range(nn - 1, -1, -1):
@@ -298,12 +259,6 @@ def word_complement_core(words, tuple alphabet, dict memo_lab, plain_label, dict
                                         memo_lab, plain_label, memo_d), loop]))
         return make_choice(alts) if alts else None
     finally:
-        free(parent)
-        free(path)
+        trie_free(&trie)
         free(cls)
-        free(first_kid)
-        free(next_sib)
-        free(last_kid)
-        free(node_cp)
-        free(word_end)
         free(flags)
