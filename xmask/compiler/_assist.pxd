@@ -3,16 +3,15 @@
 #   many were offered (0 when another compile holds the helpers or no thread could start: the
 #   caller then does all the work itself).
 # * xa_end(): withdraw the offer and wait for the helpers that took it to return.
-# * xa_fetch_add(p, k): atomic ``old = *p; *p += k; return old``.
 #
-# fn must share its work through an atomic counter, so whoever is free takes the next piece:
-# the caller runs fn too and never waits for a helper that has not started (a helper woken
-# late finds nothing left and returns at once).  Why not the warm-up pool (runtime/_workers):
-# its threads run at a lower OS priority and its caller only waits; a compile on the path to
-# a first mask wants a helper at the caller's priority, and none at all on a busy machine
-# (the caller's own work is never delayed by one).  Helpers never touch Python objects and so
+# fn must share its work through an atomic counter (xm_fetch_add, runtime/_atomic.pxd), so
+# whoever is free takes the next piece: the caller runs fn too and never waits for a helper
+# that has not started (a helper woken late finds nothing left and returns at once).  Why not
+# the warm-up pool (runtime/_workers): its threads run at a lower OS priority and its caller
+# only waits; a compile on the path to a first mask wants a helper at the caller's priority,
+# and none at all on a busy machine (the caller's own work is never delayed by one).  Helpers
+# never touch Python objects and so
 # need no thread state.  After a fork the child starts new helpers.
-from libc.stdint cimport int64_t
 
 
 cdef extern from *:
@@ -22,13 +21,9 @@ cdef extern from *:
     #if defined(_WIN32)
     static int xa_begin(xa_fn fn, void* arg, int n) { (void)fn; (void)arg; (void)n; return 0; }
     static void xa_end(void) {}
-    static int64_t xa_fetch_add(volatile int64_t* p, int64_t k) { int64_t o = *p; *p += k; return o; }
     #else
     #include <pthread.h>
     #include <unistd.h>
-    static int64_t xa_fetch_add(volatile int64_t* p, int64_t k) {
-        return __atomic_fetch_add(p, k, __ATOMIC_ACQ_REL);
-    }
     static pthread_mutex_t xa_owner = PTHREAD_MUTEX_INITIALIZER;  /* one compile at a time */
     static pthread_mutex_t xa_lock = PTHREAD_MUTEX_INITIALIZER;   /* the fields below */
     static pthread_cond_t xa_work = PTHREAD_COND_INITIALIZER;
@@ -108,4 +103,3 @@ cdef extern from *:
     ctypedef void (*xa_fn)(void* arg) noexcept nogil
     int xa_begin(xa_fn fn, void* arg, int n) noexcept nogil
     void xa_end() noexcept nogil
-    int64_t xa_fetch_add(int64_t* p, int64_t k) noexcept nogil

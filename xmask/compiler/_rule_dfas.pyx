@@ -29,11 +29,12 @@ from cython.view cimport array as cvarray
 from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.string cimport memcpy, memset
 
-from xmask.compiler._assist cimport xa_begin, xa_end, xa_fetch_add
+from xmask.compiler._assist cimport xa_begin, xa_end
 from xmask.compiler._determinize cimport (Ctx, ST_MEMORY, ST_NOMEM, ST_OK,
                                           determinize, sm_free, sm_init, xm_now)
 from xmask.compiler._ivec cimport IVec, iv_push, iv_reserve, lv_reserve
 from xmask.compiler._minimize cimport MinWork, Moore, merged_runs, minimize_dfa, minwork_free
+from xmask.runtime._atomic cimport xm_fetch_add
 
 ctypedef Py_ssize_t isz
 
@@ -308,7 +309,7 @@ cdef int run_rules(Worker* w, Out* o, IVec* rule_base, IVec* peak, int64_t* scra
             if c.mem_cap > 0 and c.mem_base > c.mem_cap:
                 status = ST_MEMORY
             if shared != NULL and shared_cap > 0 and (
-                    xa_fetch_add(shared, c.mem_base - before) + c.mem_base - before > shared_cap):
+                    xm_fetch_add(shared, c.mem_base - before) + c.mem_base - before > shared_cap):
                 status = ST_MEMORY
             if iv_push(rule_base, rule_base.d[rule_base.n - 1] + <int32_t>m):
                 status = ST_NOMEM
@@ -358,8 +359,8 @@ cdef struct Job:
 cdef void job_loop(Job* j, Worker* w) noexcept nogil:
     cdef int64_t k
     cdef Chunk* ch
-    while xa_fetch_add(&j.failed, 0) == 0:
-        k = xa_fetch_add(&j.next, 1)
+    while xm_fetch_add(&j.failed, 0) == 0:
+        k = xm_fetch_add(&j.next, 1)
         if k >= j.n_chunks:
             return
         ch = &j.chunks[j.order[k]]
@@ -374,14 +375,14 @@ cdef void job_loop(Job* j, Worker* w) noexcept nogil:
         ch.index_cap = w.c.index.cap
         ch.memo_cap = w.c.memo.cap
         if ch.status != ST_OK:
-            xa_fetch_add(&j.failed, 1)
+            xm_fetch_add(&j.failed, 1)
 
 
 cdef void job_help(void* arg) noexcept nogil:
     """A helper thread's share of the job (nothing when the caller already took every chunk)."""
     cdef Job* j = <Job*>arg
     cdef Worker w
-    if xa_fetch_add(&j.next, 0) >= j.n_chunks:
+    if xm_fetch_add(&j.next, 0) >= j.n_chunks:
         return
     if worker_init(&w, j.proto, j.n_nfa, j.n_edges, j.n_calls) == 0:
         job_loop(j, &w)
@@ -595,10 +596,10 @@ def build_rule_dfas(const int32_t[::1] eps_off, const int32_t[::1] eps_dst,
                 status = run_parallel(&w, &proto, threads, &r_start[0], &r_end[0], R, n_nfa,
                                       n_edges, n_calls, &o, &rule_base)
                 if status == ST_OK:
-                    xa_fetch_add(&joined_builds, 1)
+                    xm_fetch_add(&joined_builds, 1)
                 elif status == -2:
                     # one thread, from scratch: its limits and errors exactly as always
-                    xa_fetch_add(&rebuilt_builds, 1)
+                    xm_fetch_add(&rebuilt_builds, 1)
                     out_free(&o)
                     worker_free(&w)
                     rule_base.n = 1

@@ -31,7 +31,8 @@ from xmask.errors import GrammarLimitError
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint64_t, intp_t
 from xmask.runtime._atomic cimport xm_flag_try, xm_flag_release, xm_yield
 from xmask.runtime._clock cimport monotonic_seconds
-from xmask.runtime._workers cimport xm_pool_run, xm_fetch_add
+from xmask.runtime._atomic cimport xm_fetch_add
+from xmask.runtime._workers cimport xm_pool_run
 from xmask.runtime._tables cimport AutomatonC, VocabC, AutomatonTables, VocabTables
 from xmask.runtime._token_equivalence cimport agree_depth
 from xmask.runtime._cache_entry cimport CacheEntryC, entry_new, entry_seal, entry_equal

@@ -6,7 +6,7 @@
 #   exception is stored in *error (a new reference; NULL when none).
 # * xm_lower_priority(): the calling thread yields the CPU to the process's other threads
 #   (Linux: nice +10 for this thread only; elsewhere nothing).
-# * xm_fetch_add(p, k): atomic ``old = *p; *p += k; return old``.
+# (the chunk counter shared by the threads: xm_fetch_add, runtime/_atomic.pxd)
 #
 # Why a pool of our own: its threads run at a lower OS priority (a server thread that wakes
 # up while they classify gets a core at once, and they still use every idle core), which must
@@ -33,7 +33,6 @@ cdef extern from *:
         (void)fn; (void)arg; (void)n; *error = NULL; return 0;
     }
     static void xm_lower_priority(void) {}
-    static int64_t xm_fetch_add(volatile int64_t* p, int64_t k) { int64_t o = *p; *p += k; return o; }
     #else
     #include <pthread.h>
     #include <unistd.h>
@@ -48,9 +47,6 @@ cdef extern from *:
         int cur = getpriority(PRIO_PROCESS, (id_t)tid);
         setpriority(PRIO_PROCESS, (id_t)tid, cur + 10 > 19 ? 19 : cur + 10);
     #endif
-    }
-    static int64_t xm_fetch_add(volatile int64_t* p, int64_t k) {
-        return __atomic_fetch_add(p, k, __ATOMIC_RELAXED);
     }
 
     static pthread_mutex_t xm_pool_run_lock = PTHREAD_MUTEX_INITIALIZER;  /* one call at a time */
@@ -153,4 +149,3 @@ cdef extern from *:
     ctypedef int (*xm_job_fn)(void* arg) noexcept nogil
     int xm_pool_run(xm_job_fn fn, void* arg, int n, PyObject** error) noexcept nogil
     void xm_lower_priority() noexcept nogil
-    int64_t xm_fetch_add(int64_t* p, int64_t k) noexcept nogil
