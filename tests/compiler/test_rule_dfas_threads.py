@@ -51,21 +51,14 @@ def outcome(grammar: Grammar, limits: am.AutomatonLimits, threads: int):
     return ("ok",) + tuple(np.asarray(getattr(a, k)).tobytes() for k in ARRAYS)
 
 
+def grammar_nfa(grammar: Grammar):
+    """The grammar's NFA as ``build_automaton`` makes it: ``(arrays, starts, ends)``."""
+    inl = am._inline_small_rules(grammar, am.AutomatonLimits(), never=())
+    return am._build_nfas(inl, am._reachable_rules(inl), am.AutomatonLimits(), False)
+
+
 def nfa_size(grammar: Grammar) -> int:
-    got = {}
-    real = am._build_nfas
-
-    def spy(*a):
-        out = real(*a)
-        got["n"] = len(out[0].eps_off) - 1
-        return out
-
-    am._build_nfas = spy
-    try:
-        am.build_automaton(grammar, threads=1)
-    finally:
-        am._build_nfas = real
-    return got["n"]
+    return grammar_nfa(grammar)[0].n
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -184,10 +177,7 @@ def test_deadline_holds_on_threads():
     from xmask.compiler._rule_dfas import build_rule_dfas
     from xmask.compiler.nfa import byte_classes
 
-    g = many_rules_grammar(41)
-    inl = am._inline_small_rules(g, am.AutomatonLimits(), never=())
-    names = am._reachable_rules(inl)
-    arr, starts, ends = am._build_nfas(inl, names, am.AutomatonLimits(), False)
+    arr, starts, ends = grammar_nfa(many_rules_grammar(41))
     args = (arr.eps_off, arr.eps_dst, arr.b_off, arr.b_lo, arr.b_hi, arr.b_dst, arr.c_off,
             arr.c_rule, arr.c_dst, np.asarray(starts, "i4"), np.asarray(ends, "i4"),
             byte_classes(arr), 10**6, 10**7, 0, 10**6)
