@@ -10,8 +10,9 @@
 # the warm-up pool (runtime/_workers): its threads run at a lower OS priority and its caller
 # only waits; a compile on the path to a first mask wants a helper at the caller's priority,
 # and none at all on a busy machine (the caller's own work is never delayed by one).  Helpers
-# never touch Python objects and so
-# need no thread state.  After a fork the child starts new helpers.
+# never touch Python objects and so need no thread state.  After a fork the child starts new
+# helpers.
+cimport xmask.runtime._spawn  # xm_spawn, used by the C below
 
 
 cdef extern from *:
@@ -55,8 +56,6 @@ cdef extern from *:
     }
 
     static int xa_begin(xa_fn fn, void* arg, int n) {
-        pthread_t t;
-        pthread_attr_t attr;
         if (n <= 0 || pthread_mutex_trylock(&xa_owner) != 0)
             return 0;
         if (xa_pid != getpid()) {
@@ -67,12 +66,7 @@ cdef extern from *:
             pthread_cond_init(&xa_work, NULL);
             pthread_cond_init(&xa_done, NULL);
         }
-        if (xa_threads < n && pthread_attr_init(&attr) == 0) {
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            while (xa_threads < n && pthread_create(&t, &attr, xa_main, NULL) == 0)
-                xa_threads++;
-            pthread_attr_destroy(&attr);
-        }
+        xa_threads = xm_spawn(xa_main, xa_threads, n);
         if (n > xa_threads)
             n = xa_threads;
         if (n <= 0) {

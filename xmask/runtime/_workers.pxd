@@ -19,6 +19,8 @@
 # states).
 from cpython.ref cimport PyObject
 
+cimport xmask.runtime._spawn  # xm_spawn, used by the C below
+
 from xmask.runtime._types cimport int64_t
 
 
@@ -102,8 +104,6 @@ cdef extern from *:
     }
 
     static int xm_pool_run(xm_job_fn fn, void* arg, int n, PyObject** error) {
-        pthread_t t;
-        pthread_attr_t attr;
         *error = NULL;
         if (pthread_mutex_trylock(&xm_pool_run_lock) != 0)
             return 0;
@@ -117,12 +117,7 @@ cdef extern from *:
             pthread_cond_init(&xm_pool_work, NULL);
             pthread_cond_init(&xm_pool_done, NULL);
         }
-        if (xm_pool_threads < n && pthread_attr_init(&attr) == 0) {
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            while (xm_pool_threads < n && pthread_create(&t, &attr, xm_pool_main, NULL) == 0)
-                xm_pool_threads++;
-            pthread_attr_destroy(&attr);
-        }
+        xm_pool_threads = xm_spawn(xm_pool_main, xm_pool_threads, n);
         if (n > xm_pool_threads)
             n = xm_pool_threads;
         if (n > 0) {
