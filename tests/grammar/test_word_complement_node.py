@@ -173,3 +173,17 @@ def test_python_walks_that_dispatch_on_exact_types_read_it_as_a_choice():
         .compile_lark(lark)
     assert xmask.GrammarMatcher(compiled).accept_string('{"n": 1},{"n": 2, "m": []}')
     assert not xmask.GrammarMatcher(compiled).accept_string('{"n": 1, "n": 2}')
+
+
+def test_reference_walk_does_not_expand_and_finds_what_the_expansion_holds():
+    """``iter_refs`` does not enter a WordComplement (its expression holds no reference, as
+    the compiler's own scans assume); ``iter_nodes`` still visits the expression by default."""
+    from xmask.grammar.ir import RuleRef, Seq, iter_nodes, iter_refs
+
+    wc = dfa_expr.word_complement_expr(["ab", "b", ""], keys._LIT, None)
+    expr = Seq((RuleRef("x"), wc, RuleRef("y")))
+    assert sorted(iter_refs(expr)) == ["x", "y"]
+    assert "items" not in wc.__dict__
+    assert not [n for n in iter_nodes(Choice(wc.items)) if type(n) is RuleRef]
+    inside = list(iter_nodes(expr))
+    assert "items" in wc.__dict__ and len(inside) > 4

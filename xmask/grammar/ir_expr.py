@@ -270,11 +270,13 @@ from ._ir_build import bind as _bind_nodes, make_choice, make_seq  # noqa: E402
 _bind_nodes(Seq, Bytes, Choice, EPSILON)
 
 
-def iter_nodes(expr: Expr) -> Iterator[Expr]:
+def iter_nodes(expr: Expr, *, into_words: bool = True) -> Iterator[Expr]:
     """Yield every distinct sub-expression object of ``expr`` (itself included), each once.
 
     Sub-expression objects shared inside ``expr`` are visited once: converters share them
-    freely, and walking such a DAG as a tree can take exponential time.
+    freely, and walking such a DAG as a tree can take exponential time.  ``into_words=False``
+    does not enter a :class:`WordComplement` (nor build its expression): a walk that looks
+    for what only rules hold, such as references, finds nothing there.
 
     Example::
 
@@ -287,6 +289,8 @@ def iter_nodes(expr: Expr) -> Iterator[Expr]:
         e = stack.pop()
         yield e
         if isinstance(e, (Seq, Choice)):
+            if not into_words and type(e) is WordComplement:
+                continue
             items = e.items
         elif isinstance(e, Repeat):
             items = (e.item,)
@@ -300,8 +304,9 @@ def iter_nodes(expr: Expr) -> Iterator[Expr]:
 
 def iter_refs(expr: Expr) -> Iterator[str]:
     """Yield the rule names referenced inside ``expr`` (a name may repeat; shared
-    sub-expressions are visited once, see :func:`iter_nodes`)."""
-    for e in iter_nodes(expr):
+    sub-expressions are visited once, see :func:`iter_nodes`; a ``WordComplement`` holds none
+    and is not expanded)."""
+    for e in iter_nodes(expr, into_words=False):
         if isinstance(e, RuleRef):
             yield e.name
 
