@@ -66,7 +66,8 @@ class CacheStats(list):
     ``memory`` maps each part of ``memory_size_bytes`` to its bytes (``automaton``: byte classes,
     transitions, flags and calls; ``context_tables``; ``state_index``; ``dedup_table``;
     ``entry_headers``; ``entry_payloads``, the sum of the records' ``stored_bytes``;
-    ``pair_entries``, the entries a long bounded string's character tail gets per position), so
+    ``pair_entries``, the entries of (state, return state) pairs: a long bounded string's
+    character tail per position, and states whose own entry leaves many tokens uncertain), so
     ``sum(stats.memory.values()) == stats.totals["memory_size_bytes"]``.  ``totals`` also counts
     ``states``, distinct ``entries``, ``shared_states`` and ``shared_bytes`` (payload the
     sharing saves).  One snapshot: while other threads fill, a later call may show more.
@@ -197,6 +198,12 @@ MAX_PAIR_WALKS = 20_000
 MAX_PAIRS = 1_000_000
 
 
+#: Pairs of states with many uncertain tokens (``MaskCache.gated_pairs``) a warm-up classifies
+#: at most (beyond, fills classify them on first use): each walks only its state's uncertain
+#: tokens (~10-30 us), so about a second.
+MAX_GATED_PAIRS = 50_000
+
+
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask where the OS has one)."""
     try:
@@ -219,7 +226,8 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     each chunk of walks (about 1% of them, at least a few per thread: one C call per chunk
     keeps the threads busy)."""
     tops = top_states(automaton)
-    if cache.summary()[0] == len(tops) and not has_pairs(cache, automaton):
+    if (cache.summary()[0] == len(tops) and not has_pairs(cache, automaton)
+            and not len(cache.gated_pairs(MAX_GATED_PAIRS)[0])):
         if progress is not None:
             progress(0, 0)
         return  # all classified (by fills or an earlier call): nothing to walk
@@ -253,6 +261,13 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     cache.share(members, rep[members])
     if len(shared[0]):
         cache.share_pairs(*shared)
+    # then the pairs fills classify from a state's own entry (many uncertain tokens: a
+    # string's closing quote and what follows), each a walk of those tokens only
+    gated_states, gated_rets = cache.gated_pairs(MAX_GATED_PAIRS)
+    if len(gated_states) and not cache.precompute(
+            automaton_tables, vocab_tables, gated_states, threads,
+            limit[0] if limit is not None else 0.0, rets=gated_rets):
+        deadline.check(limit)
 
 
 def _pair_rules(cache: MaskCache, automaton, tops):

@@ -55,3 +55,11 @@ cdef CacheEntryC* classify_entry_from(ClassifyScratch* s, const AutomatonC* a, c
                                       int32_t state, const int32_t* ctx, intp_t n_ctx,
                                       const uint8_t* follow, const CacheEntryC* base,
                                       intp_t same_len) except? NULL nogil
+# The overlay of `state` over a frame at `ret` on the state's own entry `own` (classified with
+# no frame under it): own's accepted and rejected verdicts hold over any frame, so only its
+# uncertain tokens are walked, from both frames; the overlay holds the ids of those the frames
+# accept and the positions still uncertain
+cdef CacheEntryC* classify_pair_from(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                                     int32_t state, int32_t ret, const int32_t* ctx,
+                                     intp_t n_ctx, const uint8_t* follow,
+                                     const CacheEntryC* own) except NULL nogil

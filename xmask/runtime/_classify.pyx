@@ -22,7 +22,10 @@ from libc.stdlib cimport malloc, calloc, free, qsort
 from libc.string cimport memset, memcpy
 
 from xmask.runtime._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, word_t, intp_t
-from xmask.runtime._cache_entry cimport CacheEntryC, entry_from_sets, entry_accepted_bits
+from xmask.runtime._cache_entry cimport (
+    CacheEntryC, entry_new, entry_seal, entry_from_sets, entry_accepted_bits,
+)
+from xmask.runtime._types cimport XM_KIND_ACCEPTED
 from xmask.runtime._tables cimport (
     AutomatonC, VocabC, AutomatonTables, PLAIN_UTF8_STATES, PLAIN_UTF8_NONE, plain_utf8_step,
 )
@@ -656,6 +659,40 @@ cdef CacheEntryC* classify_entry_from(ClassifyScratch* s, const AutomatonC* a, c
         qsort(s.unc, <size_t>n_unc, sizeof(int32_t), cmp_i32)
     return entry_from_sets(v, s.acc, n_acc, s.marks, _count_bits(s.marks, v.n_words), s.unc,
                            n_unc)
+
+
+cdef CacheEntryC* classify_pair_from(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,
+                                     int32_t state, int32_t ret, const int32_t* ctx,
+                                     intp_t n_ctx, const uint8_t* follow,
+                                     const CacheEntryC* own) except NULL nogil:
+    """The overlay of ``state`` over a frame at ``ret`` on ``own``, the state's entry with no
+    frame under it: an accepted-ids entry whose ids are the tokens ``own`` leaves uncertain that
+    the two frames accept, and whose uncertain positions are those still undecided.  Both walks
+    are sound for every stack with ``state`` on top, so a token ``own`` accepts (a path within
+    the rule) or rejects (no context at all) keeps its verdict: a fill takes ``own``'s accepted
+    set, adds these ids and checks only these uncertain tokens.  Only ``own``'s uncertain
+    tokens are walked (what one fill's check of them costs), and the overlay holds only them
+    (``own``'s accepted set is not copied per caller)."""
+    cdef intp_t n_acc = 0, n_unc = 0, k
+    cdef bint ctx_has_ctx = _walk_start(s, a, state, ret, ctx, n_ctx)
+    cdef CacheEntryC* e
+    cdef int32_t* data
+    _start_classify(s, state)
+    if own.n_unc > s.unc_cap:
+        _grow_i32(&s.unc, &s.unc_cap, own.n_unc)
+    _walk_longest(s, a, v, own.unc, own.n_unc, False, follow, ctx_has_ctx, &n_acc, &n_unc)
+    e = entry_new(XM_KIND_ACCEPTED, n_acc, n_unc, n_acc, 0)
+    data = <int32_t*>e.data
+    for k in range(n_acc):
+        data[k] = v.sorted_ids[s.acc[k]]
+    if n_acc > 1:
+        qsort(data, <size_t>n_acc, sizeof(int32_t), cmp_i32)
+    if n_unc > 1:
+        qsort(s.unc, <size_t>n_unc, sizeof(int32_t), cmp_i32)
+    if n_unc:
+        memcpy(<int32_t*>e.unc, s.unc, <size_t>n_unc * sizeof(int32_t))
+    entry_seal(e)
+    return e
 
 
 cdef CacheEntryC* classify_entry(ClassifyScratch* s, const AutomatonC* a, const VocabC* v,

@@ -39,7 +39,8 @@ from xmask.runtime._stack_budget cimport stack_budget_filter, stack_budget_alive
 from xmask.runtime._guard cimport GuardC, guarded_step, guarded_token_step
 from xmask.runtime._cache_entry cimport CacheEntryC
 from xmask.runtime._mask_cache cimport (
-    MaskCacheC, cache_entry, cache_peek, cache_pair_slot, cache_pair_peek, cache_pair_entry,
+    MaskCacheC, cache_entry, cache_peek, cache_pair_slot, cache_ret_slot, cache_pair_peek,
+    cache_pair_entry,
 )
 from xmask.runtime._fill_spent cimport (
     SpentScratch, spent_top, spent_fast_usable, spent_fast_top_memo, spent_scratch_free,
@@ -246,24 +247,34 @@ cdef inline bint _bytes_top(const AutomatonC* a, const StackC* st, int32_t node)
     return (a.flags[st.node_state[node]] & XM_FLAG_HAS_BYTES) != 0
 
 
-cdef inline intp_t _pair_slot(MaskCacheC* c, const StackC* st, int32_t node) noexcept nogil:
-    # A top in a rule whose callers the cache does not walk (a long bounded string's shared
-    # character tail), over a plain frame: its entry is the (state, return state) pair's
-    # (mask_cache: exact for that frame); -1: the state's own entry.
-    cdef int32_t parent
-    if c.pair_rows == NULL:
-        return -1
-    parent = st.node_parent[node]
-    if parent < 2 or st.node_state[parent] < 0:
+cdef inline intp_t _many_pair_slot(MaskCacheC* c, const StackC* st, int32_t node) noexcept nogil:
+    # The pair slot of a top in a rule whose callers the cache does not walk (a long bounded
+    # string's shared character tail) over a plain frame, else -1.
+    cdef int32_t parent = st.node_parent[node]
+    if not c.has_many or parent < 2 or st.node_state[parent] < 0:
         return -1
     return cache_pair_slot(c, st.node_state[node], st.node_state[parent])
+
+
+cdef inline intp_t _gated_pair_slot(MaskCacheC* c, const StackC* st, int32_t node,
+                                    const CacheEntryC* own) noexcept nogil:
+    # The pair slot of a top over a plain frame whose own entry `own` leaves at least
+    # pair_min_unc tokens uncertain, in a rule whose callers the cache walks (the others' pairs
+    # are whole entries: _many_pair_slot), else -1 (MaskCacheC.pair_blocks).
+    cdef int32_t parent = st.node_parent[node]
+    cdef int32_t r = c.state_rule[st.node_state[node]]
+    if (own == NULL or c.pair_min_unc < 0 or own.n_unc < c.pair_min_unc or parent < 2
+            or st.node_state[parent] < 0 or c.ctx_off[r + 1] - c.ctx_off[r] > c.max_ctx_walk):
+        return -1
+    return cache_ret_slot(c, st.node_state[node], st.node_state[parent])
 
 
 cdef inline const CacheEntryC* _top_entry(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                                           const StackC* st, int32_t node,
                                           double* deadline) except NULL nogil:
-    # The entry a fill uses for top `node` (classified first if needed).
-    cdef intp_t slot = _pair_slot(c, st, node)
+    # The entry a fill uses for top `node` (classified first if needed): a many-caller pair's
+    # or the state's own (a gated pair only overlays it: _top_overlay).
+    cdef intp_t slot = _many_pair_slot(c, st, node)
     if slot >= 0:
         return cache_pair_entry(c, a, v, st.node_state[node], st.node_state[st.node_parent[node]],
                                 slot, deadline)
@@ -273,10 +284,40 @@ cdef inline const CacheEntryC* _top_entry(MaskCacheC* c, const AutomatonC* a, co
 cdef inline const CacheEntryC* _top_peek(MaskCacheC* c, const StackC* st,
                                          int32_t node) noexcept nogil:
     # The entry a fill uses for top `node` if classified, else NULL.
-    cdef intp_t slot = _pair_slot(c, st, node)
+    cdef intp_t slot = _many_pair_slot(c, st, node)
     if slot >= 0:
         return cache_pair_peek(c, st.node_state[node], slot)
     return cache_peek(c, st.node_state[node])
+
+
+cdef inline const CacheEntryC* _top_overlay(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
+                                            const StackC* st, int32_t node,
+                                            const CacheEntryC* own,
+                                            double* deadline) except? NULL nogil:
+    # The overlay of top `node` on its entry `own` (a gated pair: ids own leaves uncertain that
+    # the frame under the top accepts, and the tokens still uncertain; classified first if
+    # needed, see _classify.classify_pair_from), or NULL: own alone.
+    cdef intp_t slot = _gated_pair_slot(c, st, node, own)
+    if slot < 0:
+        return NULL
+    return cache_pair_entry(c, a, v, st.node_state[node], st.node_state[st.node_parent[node]],
+                            slot, deadline, own)
+
+
+cdef inline const CacheEntryC* _unc_source(MaskCacheC* c, const StackC* st, int32_t node,
+                                           const CacheEntryC* own, bint* pending) noexcept nogil:
+    # The entry whose uncertain tokens a fill checks for top `node` with entry `own`: its
+    # overlay if classified, else own (`pending`: an overlay is due but not classified yet).
+    cdef intp_t slot = _gated_pair_slot(c, st, node, own)
+    cdef const CacheEntryC* ov
+    pending[0] = False
+    if slot < 0:
+        return own
+    ov = cache_pair_peek(c, st.node_state[node], slot)
+    if ov == NULL:
+        pending[0] = True
+        return own
+    return ov
 
 
 cdef enum:
@@ -347,6 +388,7 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
     cdef const CacheEntryC* e
     cdef int32_t covered[MAX_COVERED]
     cdef intp_t n_cov
+    cdef bint pending
     if j.exact or (st.node_live != NULL and _any_spent(st)):
         return (j.v.n_sorted + row_pass) * _work_scale(j)  # (every candidate is walked)
     n_cov = _covered_tops(st, j.a, covered)
@@ -361,9 +403,10 @@ cdef intp_t fill_cost(FillJob* j) noexcept nogil:
             if e == NULL:
                 cost += j.v.n_sorted
                 continue
-            cost += e.n_unc + 16
             if e.kind != XM_KIND_ACCEPTED:
                 cost += row_pass
+            e = _unc_source(j.c, st, node, e, &pending)  # (pending: a walk of e's uncertain)
+            cost += e.n_unc + 16
     return cost * _work_scale(j)
 
 
@@ -379,13 +422,19 @@ cdef bint fill_classifies(FillJob* j) noexcept nogil:
     cdef intp_t i, n_cov = 0
     cdef int32_t node
     cdef int32_t covered[MAX_COVERED]
+    cdef const CacheEntryC* e
+    cdef bint pending = False
     if not j.exact and not (st.node_live != NULL and _any_spent(st)):
         n_cov = _covered_tops(st, j.a, covered)
     for i in range(st.set_start[st.depth - 1], st.set_start[st.depth]):
         node = st.tops[i]
+        if node == 0 or not _bytes_top(j.a, st, node):
+            continue
+        e = _top_peek(j.c, st, node)
+        if e != NULL:
+            _unc_source(j.c, st, node, e, &pending)  # (an overlay to classify)
         # (with token budgets a spent fill uses the state's own entry: either may be classified)
-        if node != 0 and _bytes_top(j.a, st, node) and (
-                _top_peek(j.c, st, node) == NULL
+        if (e == NULL or pending
                 or (st.node_live != NULL and cache_peek(j.c, st.node_state[node]) == NULL)):
             if n_cov and _listed(covered, n_cov, node):
                 continue
@@ -411,8 +460,9 @@ cdef int fill_job(FillJob* j) except -1 nogil:
     cdef int32_t node
     cdef const int32_t* ids
     cdef const CacheEntryC* e
+    cdef const CacheEntryC* ov
     cdef const CacheEntryC* single = NULL
-    cdef bint can_end = False
+    cdef bint can_end = False, pending
     cdef double deadline = 0.0  # of the lazy classifications this fill makes (one for all)
     cdef intp_t pos_words = (v.n_sorted + 31) >> 5
     cdef xm_fill_tls* tls
@@ -475,8 +525,13 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                 n_spent += 1
                 continue
             n_real += 1
-            n_unc += e.n_unc
-            single = e
+            # (a spent fill keeps to own entries, as its second pass below)
+            ov = NULL if spent else _top_overlay(c, j.a, v, st, node, e, &deadline)
+            single = e if ov == NULL else ov  # (whose uncertain tokens are checked)
+            n_unc += single.n_unc
+            if ov != NULL:
+                for k in range(ov.n_data):  # (own's uncertain tokens the frame accepts)
+                    bitset_set(row, ov.data[k])
             ids = e.data
             if e.kind == XM_KIND_ACCEPTED:
                 for k in range(e.n_data):
@@ -503,8 +558,9 @@ cdef int fill_job(FillJob* j) except -1 nogil:
                         spent and (not fast or spent_top(st, node))) or (
                         n_cov and _listed(covered, n_cov, node)):
                     continue
-                # classified by the pass above
-                e = cache_peek(c, st.node_state[node]) if spent else _top_peek(c, st, node)
+                # classified by the pass above (overlays included)
+                e = cache_peek(c, st.node_state[node]) if spent else _unc_source(
+                    c, st, node, _top_peek(c, st, node), &pending)
                 for k in range(e.n_unc):
                     bitset_set(pos_bits, e.unc[k])
             _check_uncertain(st, j.a, v, row, NULL, 0, pos_bits, pos_words, j.guard)

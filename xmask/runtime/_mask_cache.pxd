@@ -53,13 +53,23 @@ ctypedef struct MaskCacheC:
     double max_seconds           # max_compile_seconds (shared by the states one fill classifies)
     int64_t peak_tops            # largest top set one classification met
     int64_t peak_bytes           # most parse-stack bytes one classification held
-    # Entries of (state, return state) pairs, for the states of a rule whose callers are not
-    # walked (more than max_ctx_walk return states): pair_rows[state] is NULL or a row with one
-    # slot per return state of the rule (ctx_states order), each NULL or a published entry
-    # (deduplicated among themselves, in pair_store).  A callee state on top of the stack over a
-    # frame at its return state r is classified with that frame: an exact entry where the
-    # state's own (callers unknown) would leave most tokens uncertain.
-    CacheEntryC*** pair_rows     # [n_states], rows allocated on first use (owned)
+    # Entries of (state, return state) pairs: the pair row of a state is NULL or a row with one
+    # slot per return state of the state's rule (ctx_states order), each NULL or a published
+    # entry (deduplicated among themselves, in pair_store).  A state on top of the stack over a
+    # frame at one of its return states r is classified with that frame: an exact entry for that
+    # caller where the state's own would leave many tokens uncertain.  Fills use them for the
+    # states of a rule whose callers are not walked (more than max_ctx_walk return states:
+    # has_many), and for a state whose own entry has at least pair_min_unc uncertain tokens (-1:
+    # never): the tokens that end the rule (a string's closing quote and what follows it) are
+    # uncertain in the own entry, whatever its callers accept, and checking them costs every fill
+    # ~100 ns each.  Rows hang in blocks of PAIR_BLOCK states (pair_row_peek), allocated on first
+    # use, so a grammar pays for the states it pairs, not 8 bytes for each of its states.
+    intp_t pair_min_unc
+    bint has_many                # some rule has more than max_ctx_walk return states
+    CacheEntryC**** pair_blocks  # [n_pair_blocks] NULL or PAIR_BLOCK rows (owned, published
+                                 # with xm_store_release, like the rows)
+    intp_t n_pair_blocks
+    int64_t pair_block_bytes     # the allocated blocks' bytes
     intp_t n_pairs               # pair entries published
     EntryStore pair_store        # their distinct entries (apart: cache_stats counts states')
     int64_t pair_row_bytes       # the rows' bytes
@@ -71,6 +81,7 @@ ctypedef struct MaskCacheC:
 
 cdef enum:
     SPENT_MEMO_MAX = 64
+    PAIR_BLOCK_SHIFT = 8         # pair rows per block: 1 << PAIR_BLOCK_SHIFT
 
 
 cdef const SpentMemoC* cache_spent_memo_find(MaskCacheC* c, int32_t state,
@@ -82,7 +93,8 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
                                        int32_t state, double* deadline) except NULL nogil
 cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
                                             const VocabC* v, int32_t state, int32_t ret,
-                                            intp_t slot, double* deadline) except NULL nogil
+                                            intp_t slot, double* deadline,
+                                            const CacheEntryC* own=*) except NULL nogil
 
 
 cdef inline const CacheEntryC* cache_entry(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
@@ -100,13 +112,12 @@ cdef inline const CacheEntryC* cache_peek(MaskCacheC* c, int32_t state) noexcept
     return <const CacheEntryC*>xm_load_acquire(<void**>&c.entry[state])
 
 
-cdef inline intp_t cache_pair_slot(const MaskCacheC* c, int32_t state, int32_t ret) noexcept nogil:
-    # The slot of (state, ret) in the state's pair row, or -1: the state's rule walks its
-    # callers (its own entry is exact enough) or ret is not one of its return states.
+cdef inline intp_t cache_ret_slot(const MaskCacheC* c, int32_t state, int32_t ret) noexcept nogil:
+    # The slot of `ret` among the return states of the state's rule (its pair row), or -1.
     cdef int32_t r = c.state_rule[state]
     cdef intp_t lo = c.ctx_off[r], hi = c.ctx_off[r + 1], mid
     cdef intp_t base = lo
-    if hi - lo <= c.max_ctx_walk or ret < 0:
+    if ret < 0:
         return -1
     while lo < hi:  # ctx_states of a rule are sorted
         mid = (lo + hi) >> 1
@@ -119,10 +130,29 @@ cdef inline intp_t cache_pair_slot(const MaskCacheC* c, int32_t state, int32_t r
     return -1
 
 
+cdef inline intp_t cache_pair_slot(const MaskCacheC* c, int32_t state, int32_t ret) noexcept nogil:
+    # The slot of (state, ret) in the state's pair row when the state's rule has more return
+    # states than a walk follows, or -1: its own entry walks its callers, or ret is not one of
+    # its return states.  (Fills also pair states with many uncertain tokens: pair_min_unc.)
+    cdef int32_t r = c.state_rule[state]
+    if c.ctx_off[r + 1] - c.ctx_off[r] <= c.max_ctx_walk:
+        return -1
+    return cache_ret_slot(c, state, ret)
+
+
+cdef inline CacheEntryC** pair_row_peek(MaskCacheC* c, int32_t state) noexcept nogil:
+    # The state's pair row if one was allocated, else NULL.
+    cdef CacheEntryC*** block = <CacheEntryC***>xm_load_acquire(
+        <void**>&c.pair_blocks[state >> PAIR_BLOCK_SHIFT])
+    if block == NULL:
+        return NULL
+    return <CacheEntryC**>xm_load_acquire(<void**>&block[state & ((1 << PAIR_BLOCK_SHIFT) - 1)])
+
+
 cdef inline const CacheEntryC* cache_pair_peek(MaskCacheC* c, int32_t state,
                                                intp_t slot) noexcept nogil:
     # The entry of (state, the return state in `slot`) if classified, else NULL.
-    cdef CacheEntryC** row = <CacheEntryC**>xm_load_acquire(<void**>&c.pair_rows[state])
+    cdef CacheEntryC** row = pair_row_peek(c, state)
     if row == NULL:
         return NULL
     return <const CacheEntryC*>xm_load_acquire(<void**>&row[slot])
@@ -130,13 +160,14 @@ cdef inline const CacheEntryC* cache_pair_peek(MaskCacheC* c, int32_t state,
 
 cdef inline const CacheEntryC* cache_pair_entry(MaskCacheC* c, const AutomatonC* a,
                                                 const VocabC* v, int32_t state, int32_t ret,
-                                                intp_t slot, double* deadline) except NULL nogil:
-    # The entry of `state` over a frame at `ret` (slot: cache_pair_slot >= 0), classified first
-    # if no thread has yet.
+                                                intp_t slot, double* deadline,
+                                                const CacheEntryC* own=NULL) except NULL nogil:
+    # The entry of `state` over a frame at `ret` (slot: a pair slot), classified first if no
+    # thread has yet (from the state's own entry `own`, when given: classify_pair_from).
     cdef const CacheEntryC* e = cache_pair_peek(c, state, slot)
     if e != NULL:
         return e
-    return cache_classify_pair(c, a, v, state, ret, slot, deadline)
+    return cache_classify_pair(c, a, v, state, ret, slot, deadline, own)
 
 
 cdef class MaskCache:

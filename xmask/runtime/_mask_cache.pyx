@@ -38,6 +38,7 @@ from xmask.runtime._token_equivalence cimport agree_depth
 from xmask.runtime._cache_entry cimport CacheEntryC, entry_new, entry_seal, entry_equal
 from xmask.runtime._classify cimport (
     ClassifyScratch, scratch_init, scratch_free, classify_entry, classify_entry_from,
+    classify_pair_from,
 )
 
 # A rule called from more than this many places (the shared character tail of long bounded
@@ -46,10 +47,19 @@ from xmask.runtime._classify cimport (
 # as if its callers were unknown.  Walking on in every caller at once would cost that many stack
 # steps per byte and decide almost nothing (some caller reads almost anything).  Instead, a
 # fill that meets such a state on top of the stack over a plain frame classifies the pair
-# (state, the frame's state) once (MaskCacheC.pair_rows): an exact entry for that caller, so
+# (state, the frame's state) once (MaskCacheC.pair_blocks): an exact entry for that caller, so
 # the tokens the state's own entry would leave uncertain are not checked at every fill.  A
 # cache reads the value when it is built.
 cdef intp_t _max_ctx_walk = 32
+# A state whose own entry leaves at least this many tokens uncertain is classified, on top of
+# the stack over a plain frame, with that frame too (MaskCacheC.pair_min_unc; -1: never).  Its
+# own entry's uncertain tokens are mostly the ones that end its rule (a string's closing quote
+# and what follows): the real stack checks them at every fill (~75-100 ns each, Llama-3), where
+# the pair's entry accepts or rejects most of them.  The pair is classified from the own entry
+# (classify_pair_from: only its uncertain tokens are walked, ~ the cost of one fill's check), so
+# a fill pays that once per (state, caller) met instead of at every visit.  A cache reads the
+# value when it is built.
+cdef intp_t _pair_min_unc = 16
 
 
 def set_max_ctx_walk(n):
@@ -63,6 +73,21 @@ def set_max_ctx_walk(n):
     global _max_ctx_walk
     old = _max_ctx_walk
     _max_ctx_walk = int(n)
+    return old
+
+
+def set_pair_min_uncertain(n):
+    """Set from how many uncertain tokens in its own entry a state on top of the stack over a
+    plain frame uses the entry of (state, that frame's state) instead, for caches built
+    afterwards (-1: never; tests: 0 pairs every such state); returns the previous value.
+
+    Example::
+
+        >>> old = set_pair_min_uncertain(0); _ = set_pair_min_uncertain(old)
+    """
+    global _pair_min_unc
+    old = _pair_min_unc
+    _pair_min_unc = int(n)
     return old
 
 
@@ -220,20 +245,37 @@ cdef void _share(MaskCacheC* c, int32_t state, CacheEntryC* e) noexcept nogil:
     _unlock(c)
 
 
+cdef CacheEntryC** _pair_row_locked(MaskCacheC* c, int32_t state) noexcept nogil:
+    # The state's pair row (lock held), allocated (with its block) on first use; NULL when out
+    # of memory.
+    cdef CacheEntryC** row
+    cdef intp_t n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
+    cdef CacheEntryC*** block = c.pair_blocks[state >> PAIR_BLOCK_SHIFT]
+    if block == NULL:
+        block = <CacheEntryC***>calloc(<size_t>1 << PAIR_BLOCK_SHIFT, sizeof(CacheEntryC**))
+        if block == NULL:
+            return NULL
+        c.pair_block_bytes += (<int64_t>1 << PAIR_BLOCK_SHIFT) * <int64_t>sizeof(void*)
+        xm_store_release(<void**>&c.pair_blocks[state >> PAIR_BLOCK_SHIFT], block)
+    row = block[state & ((1 << PAIR_BLOCK_SHIFT) - 1)]
+    if row == NULL:
+        row = <CacheEntryC**>calloc(<size_t>(n_slots if n_slots > 0 else 1), sizeof(CacheEntryC*))
+        if row == NULL:
+            return NULL
+        c.pair_row_bytes += 8 * n_slots
+        xm_store_release(<void**>&block[state & ((1 << PAIR_BLOCK_SHIFT) - 1)], row)
+    return row
+
+
 cdef int _share_pair(MaskCacheC* c, int32_t state, intp_t slot, CacheEntryC* e) except -1 nogil:
     # Give the pair (state, slot) an already registered pair entry (unless it has one).
     cdef CacheEntryC** row
-    cdef intp_t n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
     _lock(c)
-    row = c.pair_rows[state]
+    row = _pair_row_locked(c, state)
     if row == NULL:
-        row = <CacheEntryC**>calloc(<size_t>n_slots, sizeof(CacheEntryC*))
-        if row == NULL:
-            _unlock(c)
-            with gil:
-                raise MemoryError()
-        c.pair_row_bytes += 8 * n_slots
-        xm_store_release(<void**>&c.pair_rows[state], row)
+        _unlock(c)
+        with gil:
+            raise MemoryError()
     if row[slot] == NULL:
         xm_store_release(<void**>&row[slot], e)
         c.n_pairs += 1
@@ -344,15 +386,16 @@ cdef const CacheEntryC* cache_classify(MaskCacheC* c, const AutomatonC* a, const
 
 cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
                                             const VocabC* v, int32_t state, int32_t ret,
-                                            intp_t slot, double* deadline) except NULL nogil:
+                                            intp_t slot, double* deadline,
+                                            const CacheEntryC* own=NULL) except NULL nogil:
     # Classify `state` over a frame at `ret` (pair slot `slot` of the state's row): the walk
-    # starts with both frames, and continues into the callers of ret's rule.
+    # starts with both frames, and continues into the callers of ret's rule.  With `own` (the
+    # state's own entry) only its uncertain tokens are walked (classify_pair_from).
     cdef ClassifyScratch s
     cdef CacheEntryC* e
     cdef CacheEntryC** row
     cdef int32_t r = c.state_rule[ret]
     cdef intp_t n_ctx = c.ctx_off[r + 1] - c.ctx_off[r]
-    cdef intp_t n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
     if n_ctx > c.max_ctx_walk:
         n_ctx = -1
     if deadline[0] <= 0 and c.max_seconds > 0:
@@ -361,22 +404,22 @@ cdef const CacheEntryC* cache_classify_pair(MaskCacheC* c, const AutomatonC* a,
     try:
         _check_cache_memory(c)
         _limit_scratch(&s, c, deadline[0])
-        e = classify_entry(&s, a, v, state, ret, c.ctx_states + c.ctx_off[r], n_ctx,
-                           c.follow + 256 * <intp_t>r)
+        if own != NULL:
+            e = classify_pair_from(&s, a, v, state, ret, c.ctx_states + c.ctx_off[r], n_ctx,
+                                   c.follow + 256 * <intp_t>r, own)
+        else:
+            e = classify_entry(&s, a, v, state, ret, c.ctx_states + c.ctx_off[r], n_ctx,
+                               c.follow + 256 * <intp_t>r)
     finally:
         scratch_free(&s)
     _lock(c)
     _note_peaks_locked(&s, c)
-    row = c.pair_rows[state]
+    row = _pair_row_locked(c, state)
     if row == NULL:
-        row = <CacheEntryC**>calloc(<size_t>n_slots, sizeof(CacheEntryC*))
-        if row == NULL:
-            _unlock(c)
-            free(e)
-            with gil:
-                raise MemoryError()
-        c.pair_row_bytes += 8 * n_slots
-        xm_store_release(<void**>&c.pair_rows[state], row)
+        _unlock(c)
+        free(e)
+        with gil:
+            raise MemoryError()
     return _publish_locked(c, &row[slot], &c.pair_store, &c.n_pairs, e)
 
 
@@ -384,10 +427,11 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                            const int32_t* states, const int32_t* rets, intp_t n,
                            double deadline, char* status) except -1 nogil:
     # Classify states[0:n] that have no entry yet or, with rets, the (states[i], rets[i])
-    # pairs (rules whose callers a walk does not follow, see cache_pair_slot); status: 1 =
-    # past the deadline.
+    # pairs (rules whose callers a walk does not follow, see cache_pair_slot, and states whose
+    # own entry has many uncertain tokens, see gated_pairs); status: 1 = past the deadline.
     cdef ClassifyScratch s
     cdef intp_t i, slot
+    cdef const CacheEntryC* own
     cdef double dl
     scratch_init(&s, v)
     try:
@@ -402,9 +446,15 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                     _publish(c, states[i], _classify_with(&s, c, a, v, states[i], deadline))
                 continue
             slot = cache_pair_slot(c, states[i], rets[i])
+            own = NULL
+            if slot < 0:  # a pair of a state with many uncertain tokens (from its own entry)
+                own = cache_peek(c, states[i])
+                if own == NULL or c.pair_min_unc < 0 or own.n_unc < c.pair_min_unc:
+                    continue
+                slot = cache_ret_slot(c, states[i], rets[i])
             if slot >= 0 and cache_pair_peek(c, states[i], slot) == NULL:
                 dl = deadline
-                cache_classify_pair(c, a, v, states[i], rets[i], slot, &dl)
+                cache_classify_pair(c, a, v, states[i], rets[i], slot, &dl, own)
     finally:
         scratch_free(&s)
     return 0
@@ -469,6 +519,86 @@ cdef bint _all_in_range(const int32_t[::1] v, intp_t hi) noexcept:
     return ok
 
 
+cdef intp_t _gated_pairs_into(MaskCacheC* c, int32_t* states, int32_t* rets,
+                              intp_t cap) noexcept nogil:
+    # The unclassified pairs of MaskCache.gated_pairs: counted, and with `states` stored into
+    # states / rets (at most cap).
+    cdef intp_t s, k, n = 0
+    cdef int32_t r
+    cdef const CacheEntryC* e
+    for s in range(c.n_states):
+        e = cache_peek(c, <int32_t>s)
+        r = c.state_rule[s]
+        if e == NULL or e.n_unc < c.pair_min_unc or c.ctx_off[r + 1] - c.ctx_off[r] > c.max_ctx_walk:
+            continue
+        for k in range(c.ctx_off[r], c.ctx_off[r + 1]):
+            if cache_pair_peek(c, <int32_t>s, k - c.ctx_off[r]) != NULL:
+                continue
+            if states != NULL:
+                if n == cap:
+                    return n
+                states[n] = <int32_t>s
+                rets[n] = c.ctx_states[k]
+            n += 1
+    return n
+
+
+cdef struct PairRef:
+    # one classified (state, return-state slot) pair and its entry (export)
+    int32_t state
+    intp_t slot
+    const CacheEntryC* entry
+
+
+cdef intp_t _pair_refs_locked(MaskCacheC* c, PairRef** out) noexcept nogil:
+    # The classified pairs in (state, slot) order into a new array *out (lock held; the caller
+    # frees it); their count, -1 when out of memory.
+    cdef intp_t b, r, k, n = 0, state, n_slots
+    cdef CacheEntryC*** block
+    cdef CacheEntryC** row
+    cdef PairRef* refs
+    out[0] = NULL
+    if c.n_pairs == 0:
+        return 0
+    refs = <PairRef*>malloc(<size_t>c.n_pairs * sizeof(PairRef))
+    if refs == NULL:
+        return -1
+    for b in range(c.n_pair_blocks):
+        block = c.pair_blocks[b]
+        if block == NULL:
+            continue
+        for r in range(1 << PAIR_BLOCK_SHIFT):
+            row = block[r]
+            state = (b << PAIR_BLOCK_SHIFT) + r
+            if row == NULL or state >= c.n_states:
+                continue
+            n_slots = c.ctx_off[c.state_rule[state] + 1] - c.ctx_off[c.state_rule[state]]
+            for k in range(n_slots):
+                if row[k] != NULL and n < c.n_pairs:
+                    refs[n].state = <int32_t>state
+                    refs[n].slot = k
+                    refs[n].entry = row[k]
+                    n += 1
+    out[0] = refs
+    return n
+
+
+cdef CacheEntryC* _loaded_entry(intp_t k, const uint8_t[::1] kind, const int64_t[::1] eo,
+                                const int64_t[::1] el, const int64_t[::1] uo,
+                                const int64_t[::1] ul, const int64_t[::1] na,
+                                const int64_t[::1] nr, const int32_t[::1] data,
+                                const int32_t[::1] unc) except NULL:
+    # Entry k of export()-style arrays (MaskCache.load), sealed and unowned.
+    cdef CacheEntryC* e = entry_new(kind[k], el[k], ul[k], na[k], nr[k])
+    cdef intp_t i
+    for i in range(el[k]):
+        (<int32_t*>e.data)[i] = data[eo[k] + i]
+    for i in range(ul[k]):
+        (<int32_t*>e.unc)[i] = unc[uo[k] + i]
+    entry_seal(e)
+    return e
+
+
 cdef class MaskCache:
     """The token-mask cache of one compiled grammar: per state an entry, classified on demand.
 
@@ -529,6 +659,7 @@ cdef class MaskCache:
         cdef const int32_t[::1] sr = self.arrays["state_rule"]
         self.c.n_states = n
         self.c.max_ctx_walk = _max_ctx_walk
+        self.c.pair_min_unc = _pair_min_unc
         if limits is not None:  # a CompileLimits: bounds on each state's classification
             self.c.max_tops = limits.max_classify_tops
             self.c.max_bytes = limits.max_compile_memory_bytes
@@ -542,13 +673,16 @@ cdef class MaskCache:
         if self.c.entry == NULL or self.c.last_of_rule == NULL:
             raise MemoryError()
         memset(self.c.last_of_rule, 0xFF, <size_t>(n_rules if n_rules > 0 else 1) * sizeof(int32_t))
-        if n_many:  # states whose entries may be classified with the frame they return to
-            self.c.pair_rows = <CacheEntryC***>calloc(<size_t>n, sizeof(CacheEntryC**))
-            if self.c.pair_rows == NULL:
-                raise MemoryError()
+        self.c.has_many = n_many > 0  # states classified with the frame they return to
+        self.c.n_pair_blocks = (n >> PAIR_BLOCK_SHIFT) + 1
+        self.c.pair_blocks = <CacheEntryC****>calloc(<size_t>self.c.n_pair_blocks,
+                                                     sizeof(void*))
+        if self.c.pair_blocks == NULL:
+            raise MemoryError()
 
     def __dealloc__(self):
-        cdef intp_t k
+        cdef intp_t k, b, r
+        cdef CacheEntryC*** block
         for k in range(self.c.n_spent_memo):
             free(self.c.spent_memo[k])
         free(self.c.spent_memo)
@@ -556,10 +690,14 @@ cdef class MaskCache:
         _store_free(&self.c.pair_store)
         free(self.c.entry)
         free(self.c.last_of_rule)
-        if self.c.pair_rows != NULL:
-            for k in range(self.c.n_states):
-                free(self.c.pair_rows[k])
-            free(self.c.pair_rows)
+        if self.c.pair_blocks != NULL:
+            for b in range(self.c.n_pair_blocks):
+                block = self.c.pair_blocks[b]
+                if block != NULL:
+                    for r in range(1 << PAIR_BLOCK_SHIFT):
+                        free(block[r])
+                    free(block)
+            free(self.c.pair_blocks)
 
     def __reduce__(self):
         raise TypeError("MaskCache is not picklable; serialize its CompiledGrammar instead")
@@ -635,6 +773,32 @@ cdef class MaskCache:
         if bad >= 0:
             raise ValueError(f"state {r[bad]} is not classified")
 
+    def gated_pairs(self, limit=-1):
+        """``(states, rets)``: the (state, return state) pairs a fill classifies from the
+        state's own entry (MaskCacheC.pair_min_unc: a classified state whose entry leaves that
+        many tokens uncertain, of a rule whose callers a walk follows), each such state paired
+        with every return state of its rule, the pairs not classified yet (int32 arrays); empty
+        when there are more than ``limit`` (>= 0) of them.  The warm-up classifies them after
+        the states.
+
+        Example::
+
+            >>> states, rets = cache.gated_pairs()                        # doctest: +SKIP
+        """
+        cdef intp_t n, m
+        empty = np.zeros(0, dtype=np.int32)
+        if self.c.pair_min_unc < 0:
+            return empty, empty
+        n = _gated_pairs_into(&self.c, NULL, NULL, 0)
+        if n == 0 or 0 <= limit < n:
+            return empty, empty
+        states = np.empty(n, dtype=np.int32)
+        rets = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] sv = states
+        cdef int32_t[::1] rv = rets
+        m = _gated_pairs_into(&self.c, &sv[0], &rv[0], n)  # (fills may classify some meanwhile)
+        return states[:m], rets[:m]
+
     def share_pairs(self, states, rets, from_states, from_rets):
         """Give each pair ``(states[i], rets[i])`` without an entry the entry of the pair
         ``(from_states[i], from_rets[i])`` (which must be classified): pairs that classify
@@ -653,7 +817,7 @@ cdef class MaskCache:
         self._check_states(rt)
         self._check_states(fs)
         self._check_states(fr)
-        if n and self.c.pair_rows == NULL:
+        if n and not self.c.has_many:
             raise ValueError("this cache has no pair entries")
         with nogil:  # (hundreds of thousands of pairs for a long bounded string)
             for i in range(n):
@@ -705,10 +869,10 @@ cdef class MaskCache:
         """Bytes held, by part (one consistent snapshot): ``entry_payloads`` (token ids and
         uncertain positions of the distinct entries, and the masks memoized for the last token
         of a token budget), ``entry_headers``, ``state_index`` (the
-        per-state entry pointers), ``dedup_table``, ``context_tables`` (return contexts,
-        follow sets, state rules) and, for a grammar with a rule whose callers are not walked,
-        ``pair_entries`` (the entries of (state, return state) pairs, MaskCacheC.pair_rows,
-        with their rows and table).  Entries only grow, so equal results before and after an
+        per-state entry pointers, and one pointer per block of pair rows), ``dedup_table``, ``context_tables`` (return contexts,
+        follow sets, state rules) and, for a grammar with a rule whose callers are not walked or
+        once a fill paired a state with its frame, ``pair_entries`` (the entries of (state,
+        return state) pairs, MaskCacheC.pair_blocks, with their rows, blocks and table).  Entries only grow, so equal results before and after an
         ``export()`` describe that export."""
         cdef int64_t payload, headers, index, table, pairs
         # (MaskCacheC.last_of_rule: one int per rule)
@@ -716,16 +880,16 @@ cdef class MaskCache:
         _lock(&self.c)  # plain C reads only under the lock (see summary)
         payload = self.c.store.bytes + self.c.spent_memo_bytes
         headers = self.c.store.n_owned * <int64_t>sizeof(CacheEntryC)
-        index = self.c.n_states * <int64_t>sizeof(void*) + rule_index
+        index = (self.c.n_states + self.c.n_pair_blocks) * <int64_t>sizeof(void*) + rule_index
         table = self.c.store.table_cap * <int64_t>sizeof(void*)
-        pairs = _store_bytes(&self.c.pair_store) + self.c.pair_row_bytes
-        if self.c.pair_rows != NULL:
-            pairs += self.c.n_states * <int64_t>sizeof(void*)
+        pairs = (_store_bytes(&self.c.pair_store) + self.c.pair_row_bytes
+                 + self.c.pair_block_bytes)
+        has_pairs = self.c.has_many or self.c.pair_block_bytes > 0
         _unlock(&self.c)
         parts = {"entry_payloads": payload, "entry_headers": headers, "state_index": index,
                  "dedup_table": table,
                  "context_tables": sum(a.nbytes for a in self.arrays.values())}
-        if self.c.pair_rows != NULL:
+        if has_pairs:
             parts["pair_entries"] = pairs
         return parts
 
@@ -733,24 +897,34 @@ cdef class MaskCache:
         """A snapshot as flat arrays: ``state_entry`` (entry index, -1 = not classified),
         ``entry_kind``, ``entry_off``/``entry_len`` (range in ``data``), ``unc_off``/``unc_len``
         (range in ``unc``), ``entry_accepted``/``entry_rejected`` (token counts), ``data``,
-        ``unc``.  Entries are numbered in state order of first use."""
+        ``unc``, and the classified (state, return state) pairs as ``pair_state`` /
+        ``pair_slot`` (the return state's place in the state's rule's return states) /
+        ``pair_entry``.  Entries are numbered in order of first use: states in state order,
+        then pairs in (state, slot) order."""
         cdef intp_t n = self.c.n_states, s, k, m = 0, dlen = 0, ulen = 0
         cdef const CacheEntryC* e
         cdef CacheEntryC** snap = <CacheEntryC**>malloc(<size_t>(n if n > 0 else 1)
                                                         * sizeof(CacheEntryC*))
         if snap == NULL:
             raise MemoryError()
+        cdef PairRef* pairs = NULL
+        cdef intp_t n_pairs = 0, p
         # entries are immutable and live as long as the cache: copy the pointers under the
         # lock (no Python code there, see summary), read the entries after it
         _lock(&self.c)
         memcpy(snap, self.c.entry, <size_t>n * sizeof(CacheEntryC*))
+        n_pairs = _pair_refs_locked(&self.c, &pairs)
         _unlock(&self.c)
+        if n_pairs < 0:
+            free(snap)
+            raise MemoryError()
         try:
             state_entry = np.full(n, -1, dtype=np.int32)
+            pair_cols = np.empty((3, n_pairs), dtype=np.int32)  # state, slot, entry
             index = {}
             firsts = []
-            for s in range(n):
-                e = snap[s]
+            for p in range(n + n_pairs):
+                e = snap[p] if p < n else pairs[p - n].entry
                 if e == NULL:
                     continue
                 key = <size_t>e
@@ -760,9 +934,15 @@ cdef class MaskCache:
                     firsts.append(key)
                     dlen += e.n_data
                     ulen += e.n_unc
-                state_entry[s] = k
+                if p < n:
+                    state_entry[p] = k
+                else:
+                    pair_cols[0, p - n] = pairs[p - n].state
+                    pair_cols[1, p - n] = <int32_t>pairs[p - n].slot
+                    pair_cols[2, p - n] = k
         finally:
             free(snap)
+            free(pairs)
         m = len(firsts)
         kind = np.empty(m, dtype=np.uint8)
         cols = {name: np.empty(m, dtype=np.int64) for name in
@@ -786,7 +966,9 @@ cdef class MaskCache:
                 unc[ulen:ulen + e.n_unc] = <int32_t[:e.n_unc]><int32_t*>e.unc
             dlen += e.n_data
             ulen += e.n_unc
-        out = {"state_entry": state_entry, "entry_kind": kind, "data": data, "unc": unc}
+        out = {"state_entry": state_entry, "entry_kind": kind, "data": data, "unc": unc,
+               "pair_state": pair_cols[0].copy(), "pair_slot": pair_cols[1].copy(),
+               "pair_entry": pair_cols[2].copy()}
         out.update(cols)
         return out
 
@@ -805,8 +987,9 @@ cdef class MaskCache:
         unc_a = np.ascontiguousarray(arrays["unc"], dtype=np.int32)
         cdef const int32_t[::1] data = data_a if data_a.size else np.zeros(1, np.int32)
         cdef const int32_t[::1] unc = unc_a if unc_a.size else np.zeros(1, np.int32)
-        cdef intp_t m = kind.shape[0], k, s, i
+        cdef intp_t m = kind.shape[0], k, s, i, slot
         cdef CacheEntryC* e
+        cdef CacheEntryC** row
         cdef const CacheEntryC* got
         if se.shape[0] != self.c.n_states:
             raise ValueError("state_entry has the wrong length")
@@ -822,13 +1005,31 @@ cdef class MaskCache:
             if k >= m:
                 raise ValueError(f"state {s} names entry {k} of {m}")
             if made[k] == 0:
-                e = entry_new(kind[k], el[k], ul[k], na[k], nr[k])
-                for i in range(el[k]):
-                    (<int32_t*>e.data)[i] = data[eo[k] + i]
-                for i in range(ul[k]):
-                    (<int32_t*>e.unc)[i] = unc[uo[k] + i]
-                entry_seal(e)
+                e = _loaded_entry(k, kind, eo, el, uo, ul, na, nr, data, unc)
                 got = _publish(&self.c, <int32_t>s, e)
                 made[k] = <size_t>got
             else:
                 _share(&self.c, <int32_t>s, <CacheEntryC*><size_t>made[k])
+        ps = np.ascontiguousarray(arrays.get("pair_state", np.zeros(0, np.int32)), dtype=np.int32)
+        pl = np.ascontiguousarray(arrays.get("pair_slot", np.zeros(0, np.int32)), dtype=np.int32)
+        pe = np.ascontiguousarray(arrays.get("pair_entry", np.zeros(0, np.int32)), dtype=np.int32)
+        if not (ps.shape[0] == pl.shape[0] == pe.shape[0]):
+            raise ValueError("pair_state, pair_slot and pair_entry differ in length")
+        for i in range(ps.shape[0]):
+            s, slot, k = ps[i], pl[i], pe[i]
+            if not (0 <= s < self.c.n_states and 0 <= k < m
+                    and 0 <= slot < self.c.ctx_off[self.c.state_rule[s] + 1]
+                    - self.c.ctx_off[self.c.state_rule[s]]):
+                raise ValueError(f"pair {i} (state {s}, slot {slot}, entry {k}) is out of range")
+            if made[k] == 0:
+                e = _loaded_entry(k, kind, eo, el, uo, ul, na, nr, data, unc)
+                _lock(&self.c)
+                row = _pair_row_locked(&self.c, <int32_t>s)
+                if row == NULL:
+                    _unlock(&self.c)
+                    free(e)
+                    raise MemoryError()
+                got = _publish_locked(&self.c, &row[slot], &self.c.pair_store, &self.c.n_pairs, e)
+                made[k] = <size_t>got
+            else:
+                _share_pair(&self.c, <int32_t>s, slot, <CacheEntryC*><size_t>made[k])

@@ -53,6 +53,9 @@ _CACHE_ARRAYS = {
     "state_entry": _I4, "entry_kind": _U1, "entry_off": _I8, "entry_len": _I8, "unc_off": _I8,
     "unc_len": _I8, "data": _I4, "unc": _I4, "entry_accepted": _I8, "entry_rejected": _I8,
 }
+# (state, return state) pair entries (MaskCache.export): absent in documents of caches without
+# them, so older documents read as before
+_PAIR_ARRAYS = {"pair_state": _I4, "pair_slot": _I4, "pair_entry": _I4}
 
 
 # ---------------------------------------------------------------------------------- automaton
@@ -211,9 +214,13 @@ def automaton_from_body(body: Any, where: str) -> Automaton:
 
 
 def mask_cache_to_body(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
-    """``MaskCache.export()`` arrays as JSON fields."""
-    return {name: encode_array(np.asarray(arrays[name], dtype=dt))
+    """``MaskCache.export()`` arrays as JSON fields (the pair arrays only when there are pairs)."""
+    body = {name: encode_array(np.asarray(arrays[name], dtype=dt))
             for name, dt in _CACHE_ARRAYS.items()}
+    if len(arrays.get("pair_state", ())):
+        body.update((name, encode_array(np.asarray(arrays[name], dtype=dt)))
+                    for name, dt in _PAIR_ARRAYS.items())
+    return body
 
 
 def mask_cache_from_body(body: Any, where: str, automaton: Automaton,
@@ -268,4 +275,28 @@ def mask_cache_from_body(body: Any, where: str, automaton: Automaton,
     ids = arr["data"][np.cumsum(span[:-1]) > 0]
     _check_range(ids, 0, vocab_size, w + "data")
     _check_range(arr["unc"], 0, n_sorted, w + "unc")
+    _read_pairs(body, where, automaton, n_entries, arr)
     return arr
+
+
+def _read_pairs(body, where: str, automaton: Automaton, n_entries: int, arr: dict) -> None:
+    # The optional (state, return state) pair arrays into `arr`, validated: top-capable states,
+    # slots within the state's rule's return states, entries in range, each pair once.
+    w = where + "."
+    if not isinstance(body, dict) or not any(name in body for name in _PAIR_ARRAYS):
+        return
+    for name, dt in _PAIR_ARRAYS.items():
+        arr[name] = get_array(body, name, where, dt)
+    states, slots = arr["pair_state"], arr["pair_slot"]
+    for name in ("pair_slot", "pair_entry"):
+        _check_len(arr[name], states.shape[0], w + name)
+    _check_range(states, 0, automaton.n_states, w + "pair_state")
+    _check_range(arr["pair_entry"], 0, n_entries, w + "pair_entry")
+    if ((automaton.flags[states] & FLAG_HAS_BYTES) == 0).any():
+        raise format_error(w + "pair_state", "a state that cannot be a stack top has a pair entry")
+    ctx_off = np.asarray(automaton.rule_ctx_offsets, dtype=np.int64)
+    rule = np.asarray(automaton.state_rule, dtype=np.int64)[states]
+    if ((slots < 0) | (slots >= ctx_off[rule + 1] - ctx_off[rule])).any():
+        raise format_error(w + "pair_slot", "a pair's slot is not a return state of its rule")
+    if len(np.unique(states.astype(np.int64) * (1 << 32) + slots)) != states.shape[0]:
+        raise format_error(w + "pair_slot", "a (state, slot) pair is listed twice")
