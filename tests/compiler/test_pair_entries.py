@@ -6,8 +6,8 @@ plain frame, with that frame too: only the own entry's uncertain tokens are walk
 frames, and later fills use that (state, return state) entry.  Masks must not change: on
 Llama-3, Qwen2.5 (padded) and Llama-2, the built-in JSON grammar, GBNF grammars and MaskBench
 schemas give bit-identical masks with pairs off, on for every state (threshold 0), at the
-default threshold and in eager mode (the warm-up classifies the pairs), and equal the slow
-reference.
+default threshold and in eager mode (the warm-up classifies the states, fills the overlays),
+and equal the slow reference; overlays survive serialization.
 """
 
 import base64
@@ -22,7 +22,6 @@ from lazy_walks import case_docs, compile_case, tok, walk_modes
 pytest.importorskip("tokenizers")
 
 import xmask  # noqa: E402
-from xmask.compiler import mask_cache  # noqa: E402
 from xmask.runtime import _mask_cache  # noqa: E402
 from xmask.serialization.format import dump_document  # noqa: E402
 
@@ -110,40 +109,41 @@ def test_pairs_leave_fewer_tokens_to_check_and_stay_classified():
     assert c_on._mask_cache.memory_parts() == before
 
 
-def test_a_warm_up_classifies_the_pairs_unless_there_are_too_many(monkeypatch):
+def test_a_warm_up_leaves_the_overlays_to_the_fills():
+    """The warm-up classifies every state; the overlays (one walk of a state's uncertain
+    tokens per frame, what one fill's check of them costs) are made by the fills that meet
+    them: they classify no state, the masks equal a lazy grammar's."""
     t = tok("llama3")
-    case = "mb-Github_medium---o27154"
-    ids = t.encode(case_docs(case)[0])
-    warm = compiled_with(t, case, 0, precompute=True)
-    assert len(warm._mask_cache.gated_pairs()[0]) == 0  # nothing left to classify
+    case = "builtin-json"
+    warm = compiled_with(t, case, DEFAULT, precompute=True)
+    lazy = compiled_with(t, case, DEFAULT)
+    summary = warm.cache_summary()
+    assert summary["pending"] == 0
     before = warm._mask_cache.memory_parts()
-    m = xmask.GrammarMatcher(warm)
-    bm = t.bitmask(1)
-    for tid in ids:
-        m.fill_next_token_bitmask(bm)
-        assert m.accept_token(tid)
-    assert warm._mask_cache.memory_parts() == before  # no fill classified anything
-
-    monkeypatch.setattr(mask_cache, "MAX_GATED_PAIRS", 1)
-    capped = compiled_with(t, case, 0, precompute=True)
-    assert capped.cache_summary()["pending"] == 0  # every state, still
-    left = capped._mask_cache.gated_pairs()
-    assert len(left[0]) > 1 and len(left[0]) == len(left[1])
-    before = capped._mask_cache.memory_parts()
-    m, ref = xmask.GrammarMatcher(capped), xmask.GrammarMatcher(warm)
+    assert before.get("pair_entries", 0) == 0
     bm = t.bitmask(2)
-    for tid in ids:
-        m.fill_next_token_bitmask(bm, 0)
-        ref.fill_next_token_bitmask(bm, 1)
-        assert np.array_equal(bm[0], bm[1])
-        assert m.accept_token(tid) and ref.accept_token(tid)
-    assert pair_bytes(capped) > before.get("pair_entries", 0)  # the fills classified them
+    for doc in case_docs(case):
+        m, ref = xmask.GrammarMatcher(warm), xmask.GrammarMatcher(lazy)
+        for tid in t.encode(doc):
+            m.fill_next_token_bitmask(bm, 0)
+            ref.fill_next_token_bitmask(bm, 1)
+            assert np.array_equal(bm[0], bm[1])
+            assert m.accept_token(tid) and ref.accept_token(tid)
+    assert warm.cache_summary() == summary  # no state classified by a fill
+    after = warm._mask_cache.memory_parts()
+    assert after.pop("pair_entries") > 0
+    assert after == before
 
 
 def test_pairs_survive_serialization_and_bad_pairs_are_refused():
     t = tok("llama3")
     case = "builtin-json"
     warm = compiled_with(t, case, DEFAULT, precompute=True)
+    ids = t.encode(case_docs(case)[0])
+    m = xmask.GrammarMatcher(warm)
+    for tid in ids:  # (the fills make the overlays)
+        m.fill_next_token_bitmask(t.bitmask(1))
+        assert m.accept_token(tid)
     exported = warm._mask_cache.export()
     assert len(exported["pair_state"]) > 0
     text = warm.serialize_json()
@@ -155,7 +155,7 @@ def test_pairs_survive_serialization_and_bad_pairs_are_refused():
     before = clone._mask_cache.memory_parts()
     m, ref = xmask.GrammarMatcher(clone), xmask.GrammarMatcher(warm)
     bm = t.bitmask(2)
-    for tid in t.encode(case_docs(case)[0]):
+    for tid in ids:
         m.fill_next_token_bitmask(bm, 0)
         ref.fill_next_token_bitmask(bm, 1)
         assert np.array_equal(bm[0], bm[1])

@@ -195,13 +195,20 @@ def test_warmed_up_masks_equal_lazy_and_reference(tokenizer, name, n, ascii_only
     before = {}
     for mode in ("eager", "precomputed"):
         assert compiled[mode].cache_summary()["pending"] == 0
-        before[mode] = compiled[mode]._mask_cache.memory_parts()
+        before[mode] = compiled[mode].cache_summary(), _without_pairs(compiled[mode])
     # every step: eager == lazy == precomputed; the reference every 60th step and at the ends
     checked = walk_modes(t, compiled, t.encode(doc), f"[{tokenizer} {name}]", every=60)
     assert checked > 5
-    # the warm-up left nothing (not even a pair mid-character) to the fills
+    # the warm-up left no state to the fills (pairs mid-character: test_precompute_helpers;
+    # the overlays of states with many uncertain tokens are the fills' own: test_pair_entries)
     for mode in ("eager", "precomputed"):
-        assert compiled[mode]._mask_cache.memory_parts() == before[mode]
+        assert (compiled[mode].cache_summary(), _without_pairs(compiled[mode])) == before[mode]
+
+
+def _without_pairs(compiled):
+    parts = compiled._mask_cache.memory_parts()
+    parts.pop("pair_entries", None)
+    return parts
 
 
 def test_warm_up_walks_do_not_grow_with_max_length(llama3):

@@ -198,12 +198,6 @@ MAX_PAIR_WALKS = 20_000
 MAX_PAIRS = 1_000_000
 
 
-#: Pairs of states with many uncertain tokens (``MaskCache.gated_pairs``) a warm-up classifies
-#: at most (beyond, fills classify them on first use): each walks only its state's uncertain
-#: tokens (~10-30 us), so about a second.
-MAX_GATED_PAIRS = 50_000
-
-
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask where the OS has one)."""
     try:
@@ -226,8 +220,7 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     each chunk of walks (about 1% of them, at least a few per thread: one C call per chunk
     keeps the threads busy)."""
     tops = top_states(automaton)
-    if (cache.summary()[0] == len(tops) and not has_pairs(cache, automaton)
-            and not len(cache.gated_pairs(MAX_GATED_PAIRS)[0])):
+    if cache.summary()[0] == len(tops) and not has_pairs(cache, automaton):
         if progress is not None:
             progress(0, 0)
         return  # all classified (by fills or an earlier call): nothing to walk
@@ -261,13 +254,9 @@ def precompute_mask_cache(cache: MaskCache, automaton, automaton_tables, vocab_t
     cache.share(members, rep[members])
     if len(shared[0]):
         cache.share_pairs(*shared)
-    # then the pairs fills classify from a state's own entry (many uncertain tokens: a
-    # string's closing quote and what follows), each a walk of those tokens only
-    gated_states, gated_rets = cache.gated_pairs(MAX_GATED_PAIRS)
-    if len(gated_states) and not cache.precompute(
-            automaton_tables, vocab_tables, gated_states, threads,
-            limit[0] if limit is not None else 0.0, rets=gated_rets):
-        deadline.check(limit)
+    # (the overlays of states with many uncertain tokens stay with the fills: each walks those
+    # tokens once, what one fill's check of them costs, MaskCacheC.pair_min_unc; warming up
+    # every (state, return state) of them made the warm-up 1.3x slower, 2.3x at p50)
 
 
 def _pair_rules(cache: MaskCache, automaton, tops):

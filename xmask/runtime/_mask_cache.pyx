@@ -427,11 +427,10 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                            const int32_t* states, const int32_t* rets, intp_t n,
                            double deadline, char* status) except -1 nogil:
     # Classify states[0:n] that have no entry yet or, with rets, the (states[i], rets[i])
-    # pairs (rules whose callers a walk does not follow, see cache_pair_slot, and states whose
-    # own entry has many uncertain tokens, see gated_pairs); status: 1 = past the deadline.
+    # pairs (rules whose callers a walk does not follow, see cache_pair_slot); status: 1 =
+    # past the deadline.
     cdef ClassifyScratch s
     cdef intp_t i, slot
-    cdef const CacheEntryC* own
     cdef double dl
     scratch_init(&s, v)
     try:
@@ -446,15 +445,9 @@ cdef int _precompute_chunk(MaskCacheC* c, const AutomatonC* a, const VocabC* v,
                     _publish(c, states[i], _classify_with(&s, c, a, v, states[i], deadline))
                 continue
             slot = cache_pair_slot(c, states[i], rets[i])
-            own = NULL
-            if slot < 0:  # a pair of a state with many uncertain tokens (from its own entry)
-                own = cache_peek(c, states[i])
-                if own == NULL or c.pair_min_unc < 0 or own.n_unc < c.pair_min_unc:
-                    continue
-                slot = cache_ret_slot(c, states[i], rets[i])
             if slot >= 0 and cache_pair_peek(c, states[i], slot) == NULL:
                 dl = deadline
-                cache_classify_pair(c, a, v, states[i], rets[i], slot, &dl, own)
+                cache_classify_pair(c, a, v, states[i], rets[i], slot, &dl)
     finally:
         scratch_free(&s)
     return 0
@@ -517,30 +510,6 @@ cdef bint _all_in_range(const int32_t[::1] v, intp_t hi) noexcept:
                 ok = False
                 break
     return ok
-
-
-cdef intp_t _gated_pairs_into(MaskCacheC* c, int32_t* states, int32_t* rets,
-                              intp_t cap) noexcept nogil:
-    # The unclassified pairs of MaskCache.gated_pairs: counted, and with `states` stored into
-    # states / rets (at most cap).
-    cdef intp_t s, k, n = 0
-    cdef int32_t r
-    cdef const CacheEntryC* e
-    for s in range(c.n_states):
-        e = cache_peek(c, <int32_t>s)
-        r = c.state_rule[s]
-        if e == NULL or e.n_unc < c.pair_min_unc or c.ctx_off[r + 1] - c.ctx_off[r] > c.max_ctx_walk:
-            continue
-        for k in range(c.ctx_off[r], c.ctx_off[r + 1]):
-            if cache_pair_peek(c, <int32_t>s, k - c.ctx_off[r]) != NULL:
-                continue
-            if states != NULL:
-                if n == cap:
-                    return n
-                states[n] = <int32_t>s
-                rets[n] = c.ctx_states[k]
-            n += 1
-    return n
 
 
 cdef struct PairRef:
@@ -772,32 +741,6 @@ cdef class MaskCache:
                 _share(&self.c, m[i], e)
         if bad >= 0:
             raise ValueError(f"state {r[bad]} is not classified")
-
-    def gated_pairs(self, limit=-1):
-        """``(states, rets)``: the (state, return state) pairs a fill classifies from the
-        state's own entry (MaskCacheC.pair_min_unc: a classified state whose entry leaves that
-        many tokens uncertain, of a rule whose callers a walk follows), each such state paired
-        with every return state of its rule, the pairs not classified yet (int32 arrays); empty
-        when there are more than ``limit`` (>= 0) of them.  The warm-up classifies them after
-        the states.
-
-        Example::
-
-            >>> states, rets = cache.gated_pairs()                        # doctest: +SKIP
-        """
-        cdef intp_t n, m
-        empty = np.zeros(0, dtype=np.int32)
-        if self.c.pair_min_unc < 0:
-            return empty, empty
-        n = _gated_pairs_into(&self.c, NULL, NULL, 0)
-        if n == 0 or 0 <= limit < n:
-            return empty, empty
-        states = np.empty(n, dtype=np.int32)
-        rets = np.empty(n, dtype=np.int32)
-        cdef int32_t[::1] sv = states
-        cdef int32_t[::1] rv = rets
-        m = _gated_pairs_into(&self.c, &sv[0], &rv[0], n)  # (fills may classify some meanwhile)
-        return states[:m], rets[:m]
 
     def share_pairs(self, states, rets, from_states, from_rets):
         """Give each pair ``(states[i], rets[i])`` without an entry the entry of the pair
