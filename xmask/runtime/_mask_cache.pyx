@@ -811,12 +811,13 @@ cdef class MaskCache:
     def memory_parts(self):
         """Bytes held, by part (one consistent snapshot): ``entry_payloads`` (token ids and
         uncertain positions of the distinct entries, and the masks memoized for the last token
-        of a token budget), ``entry_headers``, ``state_index`` (the
-        per-state entry pointers, and one pointer per block of pair rows), ``dedup_table``, ``context_tables`` (return contexts,
-        follow sets, state rules) and, for a grammar with a rule whose callers are not walked or
-        once a fill paired a state with its frame, ``pair_entries`` (the entries of (state,
-        return state) pairs, MaskCacheC.pair_blocks, with their rows, blocks and table).  Entries only grow, so equal results before and after an
-        ``export()`` describe that export."""
+        of a token budget), ``entry_headers``, ``state_index`` (the per-state entry pointers,
+        and one pointer per block of pair rows), ``dedup_table``, ``context_tables`` (return
+        contexts, follow sets, state rules) and, for a grammar with a rule whose callers are
+        not walked or once a fill paired a state with its frame, ``pair_entries`` (the entries
+        of (state, return state) pairs, MaskCacheC.pair_blocks, with their rows, blocks and
+        table).  Entries only grow, so equal results before and after an ``export()``
+        describe that export."""
         cdef int64_t payload, headers, index, table, pairs
         # (MaskCacheC.last_of_rule: one int per rule)
         cdef int64_t rule_index = max(self.arrays["ctx_off"].shape[0] - 1, 1) * <int64_t>sizeof(int32_t)
