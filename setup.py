@@ -1,12 +1,13 @@
-"""Build the Cython extensions.  One directives dict for every module.
+"""Build the Cython extensions: the .pyx modules (one directives dict for all), and a few
+pure-Python modules compiled as they are (``COMPILED_PY``, their own directives).
 
 XMASK_DEBUG=1 turns bounds checks back on (for hunting memory errors); XMASK_SANITIZE=1 adds
 AddressSanitizer.  Generated C is rebuilt on every build, never shipped stale: the sdist carries
 the .pyx/.pxd sources (MANIFEST.in), and each module is cythonized right before it is compiled,
 so ``setup.py sdist`` does not run Cython at all.
 
-Each module prints ``xmask: compiling xmask.runtime.matcher (6/10)`` to stderr as it starts, so a
-first install (about a minute on 2 cores) shows progress; pip shows it with ``pip install -v``.
+Each module prints ``xmask: compiling xmask.runtime.matcher (14/65)`` to stderr as it starts, so a
+first install (a few minutes on 2 cores) shows progress; pip shows it with ``pip install -v``.
 """
 
 import os
@@ -64,6 +65,51 @@ MODULES = [
     "xmask._gil",
 ]
 
+# Pure-Python modules also compiled by Cython as they are: the JSON-schema front end (schema ->
+# grammar IR) and the IR it builds, Python on every compile, run ~30% faster compiled
+# (bench/README, issue 10: time to first mask).  The .py files stay the source (and the fallback: XMASK_PURE_PYTHON=1 builds
+# without them); an extension module shadows its .py on import.  Their annotations are not C
+# types (``annotation_typing`` off): a compiled module behaves as its source does.
+PURE_PYTHON = os.environ.get("XMASK_PURE_PYTHON") == "1"
+PY_MODULES = [
+    "xmask.grammar.json_schema.api",
+    "xmask.grammar.json_schema.arrays",
+    "xmask.grammar.json_schema.atoms",
+    "xmask.grammar.json_schema.combinators",
+    "xmask.grammar.json_schema.context",
+    "xmask.grammar.json_schema.converter",
+    "xmask.grammar.json_schema.counting",
+    "xmask.grammar.json_schema.disjointness",
+    "xmask.grammar.json_schema.document",
+    "xmask.grammar.json_schema.keys",
+    "xmask.grammar.json_schema.layout",
+    "xmask.grammar.json_schema.literals",
+    "xmask.grammar.json_schema.merge",
+    "xmask.grammar.json_schema.merged",
+    "xmask.grammar.json_schema.negation",
+    "xmask.grammar.json_schema.numbers",
+    "xmask.grammar.json_schema.objects",
+    "xmask.grammar.json_schema.parts",
+    "xmask.grammar.json_schema.strings",
+    "xmask.grammar.json_schema.unevaluated",
+    "xmask.grammar.json_schema.validator",
+    "xmask.grammar.json_schema.values",
+    "xmask.grammar.json_schema.vocabulary",
+    "xmask.grammar.schema_check",
+    "xmask.grammar.string_format",
+    "xmask.grammar.ir",
+    "xmask.grammar.ir_expr",
+    "xmask.grammar.rule_sink",
+    "xmask.grammar.dfa_expr",
+    "xmask.grammar.code_point_dfa",
+    "xmask.grammar.edge_runs",
+    "xmask.grammar.emission_memo",
+    "xmask.grammar.regex",
+]
+COMPILED_PY = [] if PURE_PYTHON else PY_MODULES
+PY_DIRECTIVES = {"language_level": 3, "binding": True, "annotation_typing": False,
+                 "embedsignature": False, "freethreading_compatible": True}
+
 # AddressSanitizer builds use -O1 (its usual level: faster to build, exact stack traces)
 compile_args = ["-O0", "-g"] if DEBUG else ["-O1", "-g"] if SANITIZE else ["-O3"]
 link_args = []
@@ -105,9 +151,10 @@ class CythonizeEachBuildExt(build_ext):
         self._xmask_done += 1
         print(f"xmask: compiling {ext.name} ({self._xmask_done}/{len(self.extensions)})",
               file=sys.stderr, flush=True)
-        if any(source.endswith(".pyx") for source in ext.sources):
+        if any(source.endswith((".pyx", ".py")) for source in ext.sources):
+            directives = PY_DIRECTIVES if ext.sources[0].endswith(".py") else DIRECTIVES
             (generated,) = cythonize(
-                [ext], compiler_directives=DIRECTIVES, force=True, include_path=["."], quiet=True
+                [ext], compiler_directives=directives, force=True, include_path=["."], quiet=True
             )
             ext.sources = generated.sources
         super().build_extension(ext)
@@ -121,6 +168,14 @@ extensions = [
         extra_link_args=link_args,
     )
     for name in MODULES
+] + [
+    Extension(
+        name,
+        [name.replace(".", "/") + ".py"],
+        extra_compile_args=[a for a in compile_args if a not in ("-fopenmp", "/openmp")],
+        extra_link_args=[a for a in link_args if a != "-fopenmp"],
+    )
+    for name in COMPILED_PY
 ]
 
 setup(ext_modules=extensions, cmdclass={"build_ext": CythonizeEachBuildExt})

@@ -36,6 +36,16 @@ PYX = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "xmask").rglob("*.p
 PXD = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "xmask").rglob("*.pxd"))
 
 
+def _compiled_py() -> list:
+    """The pure-Python modules setup.py also compiles (``PY_MODULES``), as source paths."""
+    text = (ROOT / "setup.py").read_text(encoding="utf-8")
+    block = text.split("PY_MODULES = [", 1)[1].split("]", 1)[0]
+    return sorted(name.replace(".", "/") + ".py" for name in re.findall(r'"(xmask\.[\w.]+)"', block))
+
+
+COMPILED_PY = _compiled_py()
+
+
 def _missing(what: str):
     if IN_CI:
         pytest.fail(f"{what} -- CI=true requires it", pytrace=False)
@@ -91,7 +101,7 @@ def wheel(sdist, venv, work) -> pathlib.Path:
                timeout=1800)
     # one progress line per Cython module, visible with pip -v
     assert len(re.findall(r"xmask: compiling xmask\.\S+ \(\d+/\d+\)", out.stdout + out.stderr)) \
-        == len(PYX), "setup.py did not print one progress line per compiled module"
+        == len(PYX) + len(COMPILED_PY), "setup.py did not print one progress line per compiled module"
     (path,) = out_dir.glob("xmask-*.whl")
     return path
 
@@ -118,10 +128,13 @@ def test_wheel_from_sdist_has_compiled_modules_and_no_c(wheel):
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert not [n for n in names if n.endswith((".c", ".pyx", ".html"))], names
     suffix = ".pyd" if sys.platform == "win32" else ".so"
-    for pyx in PYX:
-        stem = pyx[: -len(".pyx")] + "."
+    for source in PYX + COMPILED_PY:
+        stem = source.rsplit(".", 1)[0] + "."
         assert any(n.startswith(stem) and n.endswith(suffix) for n in names), \
-            f"no compiled module for {pyx} in the wheel"
+            f"no compiled module for {source} in the wheel"
+    # a compiled pure-Python module keeps its source beside it
+    for source in COMPILED_PY:
+        assert source in names, f"{source} missing from the wheel"
     for needed in PXD + ["xmask/py.typed", "xmask/data/default_corpus.txt"]:
         assert needed in names, f"{needed} missing from the wheel"
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names

@@ -36,7 +36,7 @@ from typing import Any, List, Optional, Tuple
 from ..errors import InvalidJSONError, InvalidSchemaError, SchemaKeywordWarning, UnsupportedSchemaError
 
 __all__ = ["HugeNumber", "check_keywords", "check_json_value", "is_count", "is_schema",
-           "parse_schema_text", "warn_keyword_ignored"]
+           "parse_schema_text", "warn_from_caller", "warn_keyword_ignored"]
 
 
 class HugeNumber(float):
@@ -191,14 +191,34 @@ def _distance(a: str, b: str, limit: int) -> int:
     return min(prev[-1], cap)
 
 
-def _caller_outside_package() -> int:
-    """The ``stacklevel`` (for a ``warnings.warn`` in our caller) of the first frame outside
-    the xmask package, so the warning points at the user's line."""
+def warn_from_caller(message: str, category=UserWarning) -> None:
+    """``warnings.warn(message, category)`` attributed to the first frame outside the xmask
+    package, so the warning points at the user's line.
+
+    The frame is found by walking the Python frames (``warn_explicit`` then files it as
+    ``warn`` would): a ``stacklevel`` would count the frames between here and there, and
+    modules compiled by Cython (the JSON-schema front end, ``setup.py``) have none.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     warn_from_caller("look here")
+        >>> str(w[0].message)
+        'look here'
+    """
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
+    frame = sys._getframe(0)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
+        frame = frame.f_back
+    if frame is None:  # called from xmask itself only (no user frame)
+        warnings.warn(message, category, stacklevel=2)
+        return
+    g = frame.f_globals
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=g.get("__name__", "<string>"),
+                           registry=g.setdefault("__warningregistry__", {}), module_globals=g)
 
 
 def warn_keyword_ignored(k: str, ptr: str, why: str) -> None:
@@ -214,8 +234,8 @@ def warn_keyword_ignored(k: str, ptr: str, why: str) -> None:
         >>> str(w[0].message)
         "JSON Schema keyword 'if' at #/if is ignored: draft-04 has no such keyword"
     """
-    warnings.warn(f"JSON Schema keyword {k!r} at {ptr}/{_esc(k)} is ignored: {why}", SchemaKeywordWarning,
-                  stacklevel=_caller_outside_package())
+    warn_from_caller(f"JSON Schema keyword {k!r} at {ptr}/{_esc(k)} is ignored: {why}",
+                     SchemaKeywordWarning)
 
 
 def _warn_near_miss(k: str, ptr: str) -> None:
@@ -231,8 +251,8 @@ def _warn_near_miss(k: str, ptr: str) -> None:
         match = _closest_keyword(k)
         if match is None:
             return
-    warnings.warn(f"unknown JSON Schema keyword {k!r} at {ptr}/{_esc(k)} is ignored; did you "
-                  f"mean {match!r}?", SchemaKeywordWarning, stacklevel=_caller_outside_package())
+    warn_from_caller(f"unknown JSON Schema keyword {k!r} at {ptr}/{_esc(k)} is ignored; did you "
+                     f"mean {match!r}?", SchemaKeywordWarning)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -10,11 +10,11 @@ Example::
 
 from __future__ import annotations
 
-import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...limits import DEFAULT_LIMITS, CompileLimits
 from ..ir import Grammar
+from ..schema_check import warn_from_caller
 from .converter import Converter
 from .document import load_schema
 from .layout import Layout
@@ -75,7 +75,7 @@ def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optio
         strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, lenient=lenient,
         any_order=any_order, limits=limits, excludes=excludes)
     for item in report:
-        warnings.warn(f"JSON Schema loosened: {item}", stacklevel=2)
+        warn_from_caller(f"JSON Schema loosened: {item}")
     return grammar
 
 
