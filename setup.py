@@ -66,7 +66,7 @@ MODULES = [
 ]
 
 # Pure-Python modules also compiled by Cython as they are: the JSON-schema front end (schema ->
-# grammar IR) and the IR it builds, Python on every compile, run ~30% faster compiled
+# grammar IR) and the IR it builds, Python on every compile, run 15-30% faster compiled
 # (bench/README, issue 10: time to first mask).  The .py files stay the source (and the fallback: XMASK_PURE_PYTHON=1 builds
 # without them); an extension module shadows its .py on import.  Their annotations are not C
 # types (``annotation_typing`` off): a compiled module behaves as its source does.
