@@ -1,5 +1,5 @@
 """Build the Cython extensions: the .pyx modules (one directives dict for all), and a few
-pure-Python modules compiled as they are (``COMPILED_PY``, their own directives).
+pure-Python modules compiled as they are (``PY_MODULES``, their own directives).
 
 XMASK_DEBUG=1 turns bounds checks back on (for hunting memory errors); XMASK_SANITIZE=1 adds
 AddressSanitizer.  Generated C is rebuilt on every build, never shipped stale: the sdist carries
@@ -67,9 +67,10 @@ MODULES = [
 
 # Pure-Python modules also compiled by Cython as they are: the JSON-schema front end (schema ->
 # grammar IR) and the IR it builds, Python on every compile, run 15-30% faster compiled
-# (bench/README, issue 10: time to first mask).  The .py files stay the source (and the fallback: XMASK_PURE_PYTHON=1 builds
-# without them); an extension module shadows its .py on import.  Their annotations are not C
-# types (``annotation_typing`` off): a compiled module behaves as its source does.
+# (bench/README, issue 10: time to first mask).  The .py files stay the source and the
+# fallback (XMASK_PURE_PYTHON=1 builds without them); an extension module shadows its .py on
+# import.  Their annotations are not C types (``annotation_typing`` off): a compiled module
+# behaves as its source does.
 PURE_PYTHON = os.environ.get("XMASK_PURE_PYTHON") == "1"
 PY_MODULES = [
     "xmask.grammar.json_schema.api",

@@ -40,7 +40,8 @@ def _compiled_py() -> list:
     """The pure-Python modules setup.py also compiles (``PY_MODULES``), as source paths."""
     text = (ROOT / "setup.py").read_text(encoding="utf-8")
     block = text.split("PY_MODULES = [", 1)[1].split("]", 1)[0]
-    return sorted(name.replace(".", "/") + ".py" for name in re.findall(r'"(xmask\.[\w.]+)"', block))
+    names = re.findall(r'"(xmask\.[\w.]+)"', block)
+    return sorted(name.replace(".", "/") + ".py" for name in names)
 
 
 COMPILED_PY = _compiled_py()
@@ -101,7 +102,8 @@ def wheel(sdist, venv, work) -> pathlib.Path:
                timeout=1800)
     # one progress line per Cython module, visible with pip -v
     assert len(re.findall(r"xmask: compiling xmask\.\S+ \(\d+/\d+\)", out.stdout + out.stderr)) \
-        == len(PYX) + len(COMPILED_PY), "setup.py did not print one progress line per compiled module"
+        == len(PYX) + len(COMPILED_PY), \
+        "setup.py did not print one progress line per compiled module"
     (path,) = out_dir.glob("xmask-*.whl")
     return path
 
