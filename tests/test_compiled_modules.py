@@ -77,7 +77,7 @@ def _convert(pure: bool):
     if pure:
         # the listed modules imported from their .py files (a finder ahead of the others)
         code = (
-            "import importlib.machinery as m, importlib.util as u, sys\n"
+            "import importlib.machinery as m, importlib.util as u, os, sys\n"
             f"names = set({MODULES!r})\n"
             "class Src(m.PathFinder):\n"
             "    @classmethod\n"
@@ -87,7 +87,7 @@ def _convert(pure: bool):
             "        spec = m.PathFinder.find_spec(name, path, target)\n"
             "        if spec is None or spec.origin.endswith('.py'):\n"
             "            return spec\n"
-            "        src = spec.origin.rsplit('/', 1)[0] + '/' + name.rsplit('.', 1)[1] + '.py'\n"
+            "        src = os.path.join(os.path.dirname(spec.origin), name.rsplit('.', 1)[1] + '.py')\n"
             "        return u.spec_from_file_location(name, src)\n"
             "sys.meta_path.insert(0, Src)\n"
         ) + code

@@ -92,9 +92,18 @@ def test_empty_start_and_epsilon_terminal():
 
 
 def test_priorities_are_ignored_with_a_warning():
-    with pytest.warns(UserWarning, match="priority of 'A' ignored"):
+    with pytest.warns(UserWarning, match="priority of 'A' ignored") as caught:
         g = Grammar.from_lark('start.2: A B\nA.3: "a"\nB.-1: "b"')
     assert Recognizer(g).accepts(b"ab")
+    assert {w.filename for w in caught} == {__file__}  # the caller's line, not inside xmask
+
+
+def test_lark_warnings_point_at_the_caller_through_the_compiler_too():
+    # the compiler reaches the Lark parser a few frames deeper than Grammar.from_lark
+    compiler = xmask.GrammarCompiler(xmask.default_tokenizer_info(), cache_enabled=False)
+    with pytest.warns(UserWarning, match="temperature") as caught:
+        compiler.compile_lark('start: a\na[temperature=0.7]: /[a-z]+/')
+    assert {w.filename for w in caught} == {__file__}
 
 
 def test_capture_and_temperature_attributes():

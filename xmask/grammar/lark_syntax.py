@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import bisect
 import json
-import warnings
 from typing import Callable, Dict, List, Optional, Tuple
 
+from .._caller_warning import warn_from_caller
 from ..errors import GrammarSyntaxError, RegexSyntaxError, XmaskError
 from .ir import Bytes, CharClass, EPSILON, Expr, Grammar, TokenSet, make_choice, make_seq
 from .json_schema import json_schema_to_grammar
@@ -196,8 +196,8 @@ class LarkParser:
             if c == ".":
                 self.pos += 1
                 self.read_int(signed=True)
-                warnings.warn(f"Lark: priority of '{name}' ignored (priorities choose between "
-                              "parse trees; they do not change the language)", stacklevel=5)
+                warn_from_caller(f"Lark: priority of '{name}' ignored (priorities choose "
+                                 "between parse trees; they do not change the language)")
             elif c == "[" and not terminal:
                 self.parse_attributes(definition)
             else:
@@ -257,8 +257,8 @@ class LarkParser:
                     while self.pos < self.n and self.peek() not in ",] \t\n":
                         self.pos += 1
             if attr in _WARNED_ATTRS:
-                warnings.warn(f"Lark: attribute '{attr}' of '{name}' ignored (xmask computes "
-                              "masks, it does not sample)", stacklevel=5)
+                warn_from_caller(f"Lark: attribute '{attr}' of '{name}' ignored (xmask computes "
+                                 "masks, it does not sample)")
             elif attr not in _STOP_ATTRS | _LIMIT_ATTRS | {"lazy", "capture"}:
                 raise self.error(f"rule attribute '{attr}' is not supported", attr_pos)
             self.skip_all()

@@ -26,17 +26,15 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
-import sys
-import warnings
 from fractions import Fraction
 from typing import Any, List, Optional, Tuple
 
+from .._caller_warning import warn_from_caller
 from ..errors import InvalidJSONError, InvalidSchemaError, SchemaKeywordWarning, UnsupportedSchemaError
 
 __all__ = ["HugeNumber", "check_keywords", "check_json_value", "is_count", "is_schema",
-           "parse_schema_text", "warn_from_caller", "warn_keyword_ignored"]
+           "parse_schema_text", "warn_keyword_ignored"]
 
 
 class HugeNumber(float):
@@ -189,36 +187,6 @@ def _distance(a: str, b: str, limit: int) -> int:
             return cap
         prev2, prev = prev, cur
     return min(prev[-1], cap)
-
-
-def warn_from_caller(message: str, category=UserWarning) -> None:
-    """``warnings.warn(message, category)`` attributed to the first frame outside the xmask
-    package, so the warning points at the user's line.
-
-    The frame is found by walking the Python frames (``warn_explicit`` then files it as
-    ``warn`` would): a ``stacklevel`` would count the frames between here and there, and
-    modules compiled by Cython (the JSON-schema front end, ``setup.py``) have none.
-
-    Example::
-
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True) as w:
-        ...     warnings.simplefilter("always")
-        ...     warn_from_caller("look here")
-        >>> str(w[0].message)
-        'look here'
-    """
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame = sys._getframe(0)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame = frame.f_back
-    if frame is None:  # called from xmask itself only (no user frame)
-        warnings.warn(message, category, stacklevel=2)
-        return
-    g = frame.f_globals
-    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
-                           module=g.get("__name__", "<string>"),
-                           registry=g.setdefault("__warningregistry__", {}), module_globals=g)
 
 
 def warn_keyword_ignored(k: str, ptr: str, why: str) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..._caller_warning import warn_from_caller
 from ...limits import DEFAULT_LIMITS, CompileLimits
 from ..ir import Grammar
-from ..schema_check import warn_from_caller
 from .converter import Converter
 from .document import load_schema
 from .layout import Layout
