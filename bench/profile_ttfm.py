@@ -79,6 +79,25 @@ def install_timers(acc: dict) -> None:
         time_calls(am, name, "a." + label, acc)
 
 
+def _llguidance_first_mask(data: pathlib.Path):
+    """A function compiling a schema with llguidance and filling its first mask (Llama-3)."""
+    import llguidance
+    import llguidance.numpy as llnp
+    from bench_json_schema import LLG_JSON_OPTIONS
+
+    tok = llguidance.LLTokenizer(str(data / "tokenizers" / "llama3" / "tokenizer.json"),
+                                 n_vocab=128256, eos_token=128009)
+    bm = llnp.allocate_token_bitmask(1, 128256)
+
+    def run(schema) -> None:
+        try:
+            g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
+            llnp.fill_next_token_bitmask(llguidance.LLMatcher(tok, g, log_level=0), bm, 0)
+        except Exception:  # noqa: BLE001 - the peer's refusals don't matter here
+            pass
+    return run
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--schemas", type=int, default=100)
@@ -86,6 +105,10 @@ def main() -> None:
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
     ap.add_argument("--cprofile", type=int, default=0)
     ap.add_argument("--top", type=int, default=8, help="slowest schemas to list")
+    ap.add_argument("--beside-llguidance", action="store_true",
+                    help="before each xmask compile, compile the same schema with llguidance "
+                         "and fill its first mask (untimed), as ttfm_pair.py interleaves them: "
+                         "shows which phases the other engine's memory traffic inflates")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
 
@@ -96,10 +119,13 @@ def main() -> None:
     install_timers(acc)
     compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
     prof = cProfile.Profile() if args.cprofile else None
+    peer = _llguidance_first_mask(args.data) if args.beside_llguidance else None
     rows = {}
     for name, schema in schemas:
         best = None
         for _ in range(args.reps):
+            if peer is not None:
+                peer(schema)
             acc.clear()
             if prof:
                 prof.enable()
