@@ -79,8 +79,10 @@ def install_timers(acc: dict) -> None:
         time_calls(am, name, "a." + label, acc)
 
 
-def _llguidance_first_mask(data: pathlib.Path):
-    """A function compiling a schema with llguidance and filling its first mask (Llama-3)."""
+def llguidance_first_mask(data: pathlib.Path):
+    """A function ``run(schema) -> LLMatcher`` that compiles a schema with llguidance (Llama-3,
+    ``bench_json_schema``'s options), creates its matcher and fills its first mask; a schema
+    llguidance refuses gives a matcher whose ``is_error()`` is true."""
     import llguidance
     import llguidance.numpy as llnp
     from bench_json_schema import LLG_JSON_OPTIONS
@@ -89,12 +91,11 @@ def _llguidance_first_mask(data: pathlib.Path):
                                  n_vocab=128256, eos_token=128009)
     bm = llnp.allocate_token_bitmask(1, 128256)
 
-    def run(schema) -> None:
-        try:
-            g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
-            llnp.fill_next_token_bitmask(llguidance.LLMatcher(tok, g, log_level=0), bm, 0)
-        except Exception:  # noqa: BLE001 - the peer's refusals don't matter here
-            pass
+    def run(schema):
+        g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
+        m = llguidance.LLMatcher(tok, g, log_level=0)
+        llnp.fill_next_token_bitmask(m, bm, 0)
+        return m
     return run
 
 
@@ -119,7 +120,7 @@ def main() -> None:
     install_timers(acc)
     compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
     prof = cProfile.Profile() if args.cprofile else None
-    peer = _llguidance_first_mask(args.data) if args.beside_llguidance else None
+    peer = llguidance_first_mask(args.data) if args.beside_llguidance else None
     rows = {}
     for name, schema in schemas:
         best = None

@@ -29,8 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
-from bench_json_schema import LLG_JSON_OPTIONS, sample_files  # noqa: E402
-from profile_ttfm import time_front_end  # noqa: E402
+from bench_json_schema import sample_files  # noqa: E402
+from profile_ttfm import llguidance_first_mask, time_front_end  # noqa: E402
 
 OUT = bj.REPO / "bench" / "results" / "ttfm_pair.json"
 clock = time.thread_time
@@ -52,15 +52,10 @@ def main() -> None:
                     help="comma-separated MaskBench file names (without .json) instead of the sample")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    import llguidance
-    import llguidance.numpy as llnp
-
     xmask, info, compiler, bitmask = bj.xmask_llama3(args.data)
     if args.xmask_threads is not None:
         compiler = xmask.GrammarCompiler(info, cache_enabled=False, max_threads=args.xmask_threads)
-    tok_path = args.data / "tokenizers" / "llama3" / "tokenizer.json"
-    lltok = llguidance.LLTokenizer(str(tok_path), n_vocab=128256, eos_token=128009)
-    lbm = llnp.allocate_token_bitmask(1, 128256)
+    llguidance_ttfm = llguidance_first_mask(args.data)
     front: dict = {}
     if args.phases:
         time_front_end(front, "t")
@@ -84,9 +79,7 @@ def main() -> None:
             if bx is None or t1 - t0 < bx:
                 bx, bf = t1 - t0, front.get("t", 0.0)
             t0 = clock()
-            g = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=LLG_JSON_OPTIONS)
-            m = llguidance.LLMatcher(lltok, g, log_level=0)
-            llnp.fill_next_token_bitmask(m, lbm, 0)
+            m = llguidance_ttfm(schema)
             t1 = clock()
             if m.is_error():
                 bl = None

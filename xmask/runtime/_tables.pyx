@@ -230,7 +230,7 @@ cdef intp_t _push_bound(const AutomatonC* a) noexcept nogil:
         free(g)
         free(callers)
         return -1
-    # the states with calls, descending (the order the sweeps always took)
+    # the states with calls, descending (the order the relaxation always swept them in)
     for s in range(n - 1, -1, -1):
         if a.flags[s] & XM_FLAG_FINAL:
             nul[s] = 1
