@@ -43,6 +43,9 @@ def warn_from_caller(message: str, category=UserWarning) -> None:
         warnings.warn(message, category, stacklevel=2)
         return
     g = frame.f_globals
+    # no module_globals, as warnings.warn passes none: with them warn_explicit asks the
+    # module's loader for its source, and the loader of a ``python -c`` or stdin script
+    # (BuiltinImporter) raises ImportError instead (the line is read from the file when shown)
     warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
                            module=g.get("__name__", "<string>"),
-                           registry=g.setdefault("__warningregistry__", {}), module_globals=g)
+                           registry=g.setdefault("__warningregistry__", {}))

@@ -46,3 +46,20 @@ def test_the_misspelt_keyword_is_ignored_as_the_spec_says():
 def test_annotations_extensions_and_unrelated_names_do_not_warn(key):
     _, caught = _near_misses({"type": "object", key: "x"})
     assert caught == []
+
+
+@pytest.mark.parametrize("how", ["-c", "stdin"])
+def test_warnings_from_a_command_line_script_are_shown_not_raised(how):
+    # the loader of a ``python -c`` or stdin script cannot give its source: the warning must
+    # still be filed and printed (it once raised ImportError from warnings.warn_explicit)
+    import subprocess
+    import sys
+    code = ("import xmask\n"
+            "xmask.Grammar.from_json_schema({'type': 'object', 'propertes': {}})\n"
+            "print('converted')\n")
+    argv = [sys.executable, "-c", code] if how == "-c" else [sys.executable, "-"]
+    done = subprocess.run(argv, input=None if how == "-c" else code, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "converted"
+    assert "SchemaKeywordWarning" in done.stderr and "'propertes'" in done.stderr
