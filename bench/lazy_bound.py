@@ -1,0 +1,234 @@
+#!/usr/bin/env python
+"""What building rules lazily could buy the time to first mask: an estimate, beside llguidance.
+
+xmask compiles every rule of a schema before the first mask: the front end generates each
+sub-schema's rule, the automaton builds each rule's NFA and minimal DFA.  A first mask only
+walks the rules its tokens can reach from the root's start.  This script measures, per schema
+of the ``bench_json_schema.py`` sample (Llama-3, same options, compile cache off, CPU time of the
+compiling thread, one cold run each):
+
+* the eager time to first mask (front end + compile + matcher + first fill), and its phases;
+* which called rules the automaton reaches from the root's start within ``--horizon`` bytes
+  (byte edges, calls into the callee's start, return states; an over-approximation of what
+  the first fill's walks can enter);
+* the front end's time per generated rule (``Converter.drain`` timed per queued rule; shared
+  rules made on the way count for the rule that first asked), and the NFA and DFA time of the
+  reached rules: the eager phase's time times the share the reached rules take when the NFA
+  and the DFAs are rebuilt for them alone and for all rules;
+* the **lazy estimate**: eager time minus the front end of the rules not needed (needed: the
+  reached rules, the rules inlined into them and the rules they call, whose bodies decide
+  inlining), minus the NFA and DFA time of the unreached rules.  Everything else (the front
+  end's fixed part, the glue, pruning, analysis, tables, matcher, fill) is kept whole;
+* llguidance's time to first mask of the same schema, in the same loop.
+
+It prints percentiles of each and the ratios to llguidance, and writes
+``bench/results/lazy_bound.json``.  It is an estimate of an upper bound on the saving, not a
+lazy build: no rule is left out of the grammar that is timed.
+
+Usage:  python bench/lazy_bound.py [--schemas 100] [--horizon 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import bench_json as bj  # noqa: E402
+from bench_json_schema import sample_files  # noqa: E402
+from profile_ttfm import llguidance_first_mask  # noqa: E402
+
+OUT = bj.REPO / "bench" / "results" / "lazy_bound.json"
+clock = time.thread_time
+
+
+class Spies:
+    """Wraps the converter's rule queue and the automaton's NFA / DFA / inlining phases to
+    record per-rule front-end time and what the rebuild of a subset needs."""
+
+    def __init__(self):
+        from xmask.compiler import automaton as am
+        from xmask.grammar.json_schema import converter as cv
+        self.am, self.per_rule, self.seen = am, {}, {}
+        value_expr, never = cv.Converter.value_expr, cv.NEVER
+        spies = self
+
+        def drain(conv):
+            queue, rules = conv.ctx.queue, conv.ctx.rules
+            while queue:
+                name, atoms, depth = queue.popleft()
+                t = clock()
+                try:
+                    expr = value_expr(conv, atoms, depth, name, ())
+                except RecursionError:
+                    raise am.GrammarLimitError("JSON Schema is too deeply nested") from None
+                spies.per_rule[name] = spies.per_rule.get(name, 0.0) + clock() - t
+                rules[name] = expr if expr is not None else never
+            return {k: (v if v is not None else never) for k, v in rules.items()}
+        cv.Converter.drain = drain
+        for attr, key in (("_inline_small_rules", "inline"), ("_build_nfas", "nfa"),
+                          ("_build_rule_dfas", "dfa")):
+            self._wrap(attr, key)
+
+    def _wrap(self, attr: str, key: str) -> None:
+        fn, seen = getattr(self.am, attr), self.seen
+
+        def timed(*a, **k):
+            if key == "dfa":  # one thread: this thread's CPU time is all of it
+                a, k = a[:7], {**k, "threads": 1}
+            t = clock()
+            out = fn(*a, **k)
+            seen[key] = clock() - t
+            seen[key + "_args"] = a
+            if key == "inline":
+                seen["inlined"] = out
+            return out
+        setattr(self.am, attr, timed)
+
+    def reset(self) -> None:
+        self.per_rule.clear()
+        self.seen.clear()
+
+
+def reached_rules(a, horizon: int) -> set:
+    """Rules (indices) the automaton ``a`` reaches from the root's start within ``horizon``
+    bytes: byte edges cost one, calls (to the callee's start and to the return state) none."""
+    n = a.n_states
+    trans = a.trans.reshape(n, a.n_classes)
+    co, ct, cr = a.call_offsets.tolist(), a.call_target.tolist(), a.call_ret.tolist()
+    state_rule = a.state_rule.tolist()
+    seen, layer, reach = {a.root_start}, [a.root_start], set()
+    for _ in range(horizon + 1):
+        closed, todo = set(layer), list(layer)
+        while todo:
+            s = todo.pop()
+            for i in range(co[s], co[s + 1]):
+                for t in (ct[i], cr[i]):
+                    if t >= 0 and t not in closed:
+                        closed.add(t)
+                        todo.append(t)
+        reach.update(state_rule[s] for s in closed)
+        nxt = set(np.unique(trans[list(closed)]).tolist()) - {-1}
+        layer = list(nxt - seen)
+        seen |= nxt
+    return reach
+
+
+def needed_ir_rules(inl, called: set) -> set:
+    """The IR rules a lazy build of ``called`` would need generated: those rules, every rule
+    inlined into them (transitively) and every rule they call (its body decides inlining)."""
+    need, todo = set(), list(called)
+    while todo:
+        r = todo.pop()
+        if r in need:
+            continue
+        need.add(r)
+        for x in inl.refs.get(r, ()):
+            if x in inl.bodies:
+                todo.append(x)
+            else:
+                need.add(x)
+    return need
+
+
+def subset_nfa_dfa(am, spies, names, keep) -> tuple:
+    """CPU seconds of the NFA and of the rule DFAs of the rules ``keep`` (indices) alone."""
+    inl, limits = spies.seen["inlined"], spies.seen["nfa_args"][2]
+    rule_index = {n: i for i, n in enumerate(names)}
+    t = clock()
+    nfa = am.NFA(limits, am.dfa_of_fragment(False), inline=(inl.bodies, inl.sizes))
+    starts, ends = [], []
+    for i in keep:
+        s, e = nfa.add_rule(names[i], inl.rules[names[i]], rule_index)
+        starts.append(s)
+        ends.append(e)
+    arrays = nfa.arrays()
+    t_nfa = clock() - t
+    byte_class = am.byte_classes(arrays)
+    t = clock()
+    am.rule_dfas(arrays, byte_class, starts, ends, [names[i] for i in keep], limits, 0, False,
+                 runs=True, threads=1)
+    return t_nfa, clock() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--schemas", type=int, default=100)
+    ap.add_argument("--horizon", type=int, default=16, help="bytes walked from the root's start")
+    ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    xmask, _, compiler, bitmask = bj.xmask_llama3(args.data)
+    peer = llguidance_first_mask(args.data)
+    spies = Spies()
+    am = spies.am
+    compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+    rows = []
+    for f in sample_files(args.data / "maskbench", args.schemas):
+        schema = json.loads(f.read_text(encoding="utf-8"))["schema"]
+        text = json.dumps(schema)
+        t = clock()
+        if peer(schema).is_error():
+            continue
+        t_peer = clock() - t
+        spies.reset()
+        t0 = clock()
+        try:
+            grammar = xmask.Grammar.from_json_schema(text, strict_mode=False, any_whitespace=True)
+            t1 = clock()
+            compiled = compiler.compile_grammar(grammar)
+        except xmask.XmaskError:
+            continue
+        t2 = clock()
+        xmask.GrammarMatcher(compiled).fill_next_token_bitmask(bitmask)
+        t3 = clock()
+        a = compiled._automaton
+        names = spies.seen["nfa_args"][1]
+        reach = sorted(reached_rules(a, args.horizon))
+        need = needed_ir_rules(spies.seen["inlined"], {names[r] for r in reach})
+        # both rebuilt after the eager build (warm caches): the eager phase times the share
+        nfa_sub, dfa_sub = subset_nfa_dfa(am, spies, names, reach)
+        nfa_all, dfa_all = subset_nfa_dfa(am, spies, names, range(len(names)))
+        nfa_need = spies.seen["nfa"] * min(1.0, nfa_sub / nfa_all)
+        dfa_need = spies.seen["dfa"] * min(1.0, dfa_sub / dfa_all)
+        fe_rules = sum(spies.per_rule.values())
+        fe_need = sum(v for k, v in spies.per_rule.items() if k in need)
+        sizes = np.diff(np.append(a.rule_start, a.n_states))
+        eager = t3 - t0
+        lazy = eager - (fe_rules - fe_need) - (spies.seen["nfa"] - nfa_need) \
+            - (spies.seen["dfa"] - dfa_need)
+        rows.append(dict(
+            name=f.name, llguidance=t_peer, eager=eager, lazy=lazy, front_end=t1 - t0,
+            fe_rules=fe_rules, fe_needed=fe_need, nfa=spies.seen["nfa"], nfa_needed=nfa_need,
+            dfa=spies.seen["dfa"], dfa_needed=dfa_need,
+            rest=(t2 - t1) - spies.seen["nfa"] - spies.seen["dfa"], matcher_fill=t3 - t2,
+            rules=len(names), rules_reached=len(reach),
+            state_share_reached=float(sizes[reach].sum() / max(1, sizes.sum()))))
+    pct = lambda k, q: float(np.percentile([r[k] for r in rows], q)) * 1e3  # noqa: E731
+    print(f"{len(rows)} schemas compiled by both, horizon {args.horizon} bytes, CPU ms, one cold run")
+    print(f"{'':16}{'p50':>9}{'p75':>9}{'p90':>9}{'sum':>9}")
+    for k in ("llguidance", "eager", "lazy", "front_end", "fe_rules", "fe_needed", "nfa",
+              "nfa_needed", "dfa", "dfa_needed", "rest", "matcher_fill"):
+        print(f"{k:16}{pct(k, 50):9.3f}{pct(k, 75):9.3f}{pct(k, 90):9.3f}"
+              f"{sum(r[k] for r in rows) * 1e3:9.1f}")
+    for k in ("eager", "lazy"):
+        print(f"{k} / llguidance: " + ", ".join(
+            f"p{q} {pct(k, q) / pct('llguidance', q):.2f}x" for q in (50, 75, 90)))
+    fixed = [r["lazy"] - r["fe_needed"] - r["nfa_needed"] - r["dfa_needed"] for r in rows]
+    print(f"lazy estimate without the needed rules' front end, NFA and DFA (fixed costs): "
+          f"p50 {np.percentile(fixed, 50) * 1e3:.3f} p90 {np.percentile(fixed, 90) * 1e3:.3f}")
+    print(f"rules reached, median share {np.median([r['rules_reached'] / r['rules'] for r in rows]):.2f}; "
+          f"states in them, median share {np.median([r['state_share_reached'] for r in rows]):.2f}")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"horizon": args.horizon, "rows": rows}, indent=1))
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
