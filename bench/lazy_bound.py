@@ -8,9 +8,9 @@ of the ``bench_json_schema.py`` sample (Llama-3, same options, compile cache off
 compiling thread, one cold run each):
 
 * the eager time to first mask (front end + compile + matcher + first fill), and its phases;
-* which called rules the automaton reaches from the root's start within ``--horizon`` bytes
-  (byte edges, calls into the callee's start, return states; an over-approximation of what
-  the first fill's walks can enter);
+* which called rules a first fill's walks enter: every token of the vocabulary run from the
+  root's start on the pushdown automaton (the tokens it lets through are checked against the
+  real first mask); with ``--horizon N``, every rule reached within N bytes instead;
 * the front end's time per generated rule (``Converter.drain`` timed per queued rule; shared
   rules made on the way count for the rule that first asked), and the NFA and DFA time of the
   reached rules: the eager phase's time times the share the reached rules take when the NFA
@@ -25,7 +25,7 @@ It prints percentiles of each and the ratios to llguidance, and writes
 ``bench/results/lazy_bound.json``.  It is an estimate of an upper bound on the saving, not a
 lazy build: no rule is left out of the grammar that is timed.
 
-Usage:  python bench/lazy_bound.py [--schemas 100] [--horizon 16]
+Usage:  python bench/lazy_bound.py [--schemas 100] [--horizon 0]
 """
 
 from __future__ import annotations
@@ -120,6 +120,71 @@ def reached_rules(a, horizon: int) -> set:
     return reach
 
 
+def token_trie(info) -> dict:
+    """The vocabulary's byte strings as a trie (nested dicts keyed by byte; key -1 lists the
+    ids of the tokens ending at a node), special tokens left out."""
+    special = set(info.special_token_ids)
+    root: dict = {}
+    for i, raw in enumerate(info.decoded_vocab):
+        if i in special or not raw:
+            continue
+        node = root
+        for b in raw:
+            node = node.setdefault(b, {})
+        node.setdefault(-1, []).append(i)
+    return root
+
+
+def token_reached_rules(a, trie: dict, max_depth: int = 64) -> tuple:
+    """Rules (indices) a first fill's walks enter: every token is run from the root's start on
+    the pushdown automaton (calls push their return state, a final state pops; sets of
+    configurations, shared over the trie's prefixes), and the rule of every state met counts.
+    Also returns the ids of the tokens that end with a live configuration: the first mask's
+    allowed tokens, special tokens aside (``main`` checks that they are)."""
+    nc, trans, flags = a.n_classes, a.trans.tolist(), a.flags.tolist()
+    byte_class = a.byte_class.tolist()
+    co, ct, cr = a.call_offsets.tolist(), a.call_target.tolist(), a.call_ret.tolist()
+    state_rule = a.state_rule.tolist()
+    reach: set = set()
+
+    def closure(configs):
+        out, seen, todo = set(), set(), list(configs)
+        while todo:
+            cfg = todo.pop()
+            if cfg in seen:
+                continue
+            seen.add(cfg)
+            s, stack = cfg
+            reach.add(state_rule[s])
+            out.add(cfg)
+            if len(stack) < max_depth:
+                for i in range(co[s], co[s + 1]):
+                    r = cr[i]
+                    todo.append((ct[i], stack + (r,) if r >= 0 else stack))
+            if flags[s] & 1 and stack:  # FLAG_FINAL: return to the caller's state
+                todo.append((stack[-1], stack[:-1]))
+        return out
+
+    allowed: list = []
+    todo = [(trie, closure({(a.root_start, ())}))]
+    while todo:
+        node, configs = todo.pop()
+        for b, child in node.items():
+            if b < 0:
+                if node is not trie:
+                    allowed.extend(child)
+                continue
+            cls = byte_class[b]
+            nxt = set()
+            for s, stack in configs:
+                t = trans[s * nc + cls]
+                if t >= 0:
+                    nxt.add((t, stack))
+            if nxt:
+                todo.append((child, closure(nxt)))
+    return reach, allowed
+
+
 def needed_ir_rules(inl, called: set) -> set:
     """The IR rules a lazy build of ``called`` would need generated: those rules, every rule
     inlined into them (transitively) and every rule they call (its body decides inlining)."""
@@ -160,11 +225,14 @@ def subset_nfa_dfa(am, spies, names, keep) -> tuple:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--schemas", type=int, default=100)
-    ap.add_argument("--horizon", type=int, default=16, help="bytes walked from the root's start")
+    ap.add_argument("--horizon", type=int, default=0,
+                    help="bytes walked from the root's start (0: run every token instead)")
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    xmask, _, compiler, bitmask = bj.xmask_llama3(args.data)
+    xmask, info, compiler, bitmask = bj.xmask_llama3(args.data)
+    trie = token_trie(info) if args.horizon == 0 else None
+    special, mismatched = set(info.special_token_ids), 0
     peer = llguidance_first_mask(args.data)
     spies = Spies()
     am = spies.am
@@ -190,7 +258,16 @@ def main() -> None:
         t3 = clock()
         a = compiled._automaton
         names = spies.seen["nfa_args"][1]
-        reach = sorted(reached_rules(a, args.horizon))
+        if trie is not None:
+            reach, allowed = token_reached_rules(a, trie)
+            # the model of the walks must allow exactly the first mask's tokens
+            words = bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()
+            bits = np.unpackbits(words.view(np.uint8).reshape(-1), bitorder="little")
+            mask = set(np.flatnonzero(bits[:info.vocab_size]).tolist()) - special
+            mismatched += mask != set(allowed)
+            reach = sorted(reach)
+        else:
+            reach = sorted(reached_rules(a, args.horizon))
         need = needed_ir_rules(spies.seen["inlined"], {names[r] for r in reach})
         # both rebuilt after the eager build (warm caches): the eager phase times the share
         nfa_sub, dfa_sub = subset_nfa_dfa(am, spies, names, reach)
@@ -211,7 +288,8 @@ def main() -> None:
             rules=len(names), rules_reached=len(reach),
             state_share_reached=float(sizes[reach].sum() / max(1, sizes.sum()))))
     pct = lambda k, q: float(np.percentile([r[k] for r in rows], q)) * 1e3  # noqa: E731
-    print(f"{len(rows)} schemas compiled by both, horizon {args.horizon} bytes, CPU ms, one cold run")
+    how = f"horizon {args.horizon} bytes" if args.horizon else "rules the vocabulary's tokens enter"
+    print(f"{len(rows)} schemas compiled by both, {how}, CPU ms, one cold run")
     print(f"{'':16}{'p50':>9}{'p75':>9}{'p90':>9}{'sum':>9}")
     for k in ("llguidance", "eager", "lazy", "front_end", "fe_rules", "fe_needed", "nfa",
               "nfa_needed", "dfa", "dfa_needed", "rest", "matcher_fill"):
@@ -225,6 +303,8 @@ def main() -> None:
           f"p50 {np.percentile(fixed, 50) * 1e3:.3f} p90 {np.percentile(fixed, 90) * 1e3:.3f}")
     print(f"rules reached, median share {np.median([r['rules_reached'] / r['rules'] for r in rows]):.2f}; "
           f"states in them, median share {np.median([r['state_share_reached'] for r in rows]):.2f}")
+    if trie is not None:
+        print(f"schemas whose first mask differs from the tokens the walk model allows: {mismatched}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"horizon": args.horizon, "rows": rows}, indent=1))
     print(f"wrote {OUT}")
