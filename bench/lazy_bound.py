@@ -11,7 +11,8 @@ compiling thread, one cold run each):
 * which called rules a first fill's walks enter: every token of the vocabulary run from the
   root's start on the pushdown automaton (the tokens it lets through are checked against the
   real first mask); with ``--horizon N``, every rule reached within N bytes instead;
-* the front end's time per generated rule (``Converter.drain`` timed per queued rule; shared
+* the front end's time per generated rule (the outermost ``Converter.value_expr`` calls, one
+  per rule ``Converter.drain`` generates; shared
   rules made on the way count for the rule that first asked), and the NFA and DFA time of the
   reached rules: the eager phase's time times the share the reached rules take when the NFA
   and the DFAs are rebuilt for them alone and for all rules;
@@ -43,6 +44,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import bench_json as bj  # noqa: E402
 from bench_json_schema import sample_files  # noqa: E402
 from profile_ttfm import llguidance_first_mask  # noqa: E402
+from xmask.compiler.automaton import FLAG_FINAL  # noqa: E402
+from xmask.testing import bitmask_to_bool_mask  # noqa: E402
 
 OUT = bj.REPO / "bench" / "results" / "lazy_bound.json"
 clock = time.thread_time
@@ -56,22 +59,21 @@ class Spies:
         from xmask.compiler import automaton as am
         from xmask.grammar.json_schema import converter as cv
         self.am, self.per_rule, self.seen = am, {}, {}
-        value_expr, never = cv.Converter.value_expr, cv.NEVER
-        spies = self
+        value_expr, per_rule, nesting = cv.Converter.value_expr, self.per_rule, [0]
 
-        def drain(conv):
-            queue, rules = conv.ctx.queue, conv.ctx.rules
-            while queue:
-                name, atoms, depth = queue.popleft()
-                t = clock()
-                try:
-                    expr = value_expr(conv, atoms, depth, name, ())
-                except RecursionError:
-                    raise am.GrammarLimitError("JSON Schema is too deeply nested") from None
-                spies.per_rule[name] = spies.per_rule.get(name, 0.0) + clock() - t
-                rules[name] = expr if expr is not None else never
-            return {k: (v if v is not None else never) for k, v in rules.items()}
-        cv.Converter.drain = drain
+        def timed_value_expr(conv, atoms, depth, hint, stack):
+            # an outermost call is Converter.drain generating the queued rule ``hint``; the
+            # nested ones (alternatives, negations) count for it
+            if nesting[0]:
+                return value_expr(conv, atoms, depth, hint, stack)
+            nesting[0] += 1
+            t = clock()
+            try:
+                return value_expr(conv, atoms, depth, hint, stack)
+            finally:
+                nesting[0] -= 1
+                per_rule[hint] = per_rule.get(hint, 0.0) + clock() - t
+        cv.Converter.value_expr = timed_value_expr
         for attr, key in (("_inline_small_rules", "inline"), ("_build_nfas", "nfa"),
                           ("_build_rule_dfas", "dfa")):
             self._wrap(attr, key)
@@ -145,6 +147,7 @@ def token_reached_rules(a, trie: dict, max_depth: int = 64) -> tuple:
     byte_class = a.byte_class.tolist()
     co, ct, cr = a.call_offsets.tolist(), a.call_target.tolist(), a.call_ret.tolist()
     state_rule = a.state_rule.tolist()
+    final = FLAG_FINAL
     reach: set = set()
 
     def closure(configs):
@@ -161,7 +164,7 @@ def token_reached_rules(a, trie: dict, max_depth: int = 64) -> tuple:
                 for i in range(co[s], co[s + 1]):
                     r = cr[i]
                     todo.append((ct[i], stack + (r,) if r >= 0 else stack))
-            if flags[s] & 1 and stack:  # FLAG_FINAL: return to the caller's state
+            if flags[s] & final and stack:  # the rule may end: return to the caller's state
                 todo.append((stack[-1], stack[:-1]))
         return out
 
@@ -261,9 +264,8 @@ def main() -> None:
         if trie is not None:
             reach, allowed = token_reached_rules(a, trie)
             # the model of the walks must allow exactly the first mask's tokens
-            words = bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()
-            bits = np.unpackbits(words.view(np.uint8).reshape(-1), bitorder="little")
-            mask = set(np.flatnonzero(bits[:info.vocab_size]).tolist()) - special
+            bits = np.asarray(bitmask_to_bool_mask(bitmask, info.vocab_size))[0]
+            mask = set(np.flatnonzero(bits).tolist()) - special
             mismatched += mask != set(allowed)
             reach = sorted(reach)
         else:

@@ -1,6 +1,8 @@
 """Unknown keywords that look like misspelt ones warn with their JSON pointer; the schema is
 still converted as the spec says (the unknown keyword ignored)."""
 
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -52,8 +54,6 @@ def test_annotations_extensions_and_unrelated_names_do_not_warn(key):
 def test_warnings_from_a_command_line_script_are_shown_not_raised(how):
     # the loader of a ``python -c`` or stdin script cannot give its source: the warning must
     # still be filed and printed (it once raised ImportError from warnings.warn_explicit)
-    import subprocess
-    import sys
     code = ("import xmask\n"
             "xmask.Grammar.from_json_schema({'type': 'object', 'propertes': {}})\n"
             "print('converted')\n")
