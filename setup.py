@@ -80,6 +80,7 @@ PY_MODULES = [
     "xmask.grammar.json_schema.context",
     "xmask.grammar.json_schema.converter",
     "xmask.grammar.json_schema.counting",
+    "xmask.grammar.json_schema.deferrable",
     "xmask.grammar.json_schema.disjointness",
     "xmask.grammar.json_schema.document",
     "xmask.grammar.json_schema.keys",

@@ -14,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Sequence
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ... import _deadline as deadline
 from ...errors import GrammarLimitError, UnsupportedSchemaError
@@ -24,6 +24,7 @@ from .arrays import Arrays
 from .atoms import AtomTable
 from .combinators import Combinators
 from .context import Context
+from .deferrable import Deferrable
 from .disjointness import Disjointness
 from .keys import Keys
 from .layout import Layout
@@ -66,22 +67,72 @@ class Converter:
 
     def run(self) -> Grammar:
         """The grammar of the whole schema (its root rule is ``root``)."""
+        self._queue_root()
+        return Grammar(self.drain(), root="root")
+
+    def run_partial(self) -> Tuple[Dict[str, Expr], List[str]]:
+        """A lazy conversion's first part: the root rule and every queued rule that may not be
+        left for later (:mod:`.deferrable`), generated in queue order, so that :meth:`finish`
+        gives exactly the grammar :meth:`run` would.  Returns the rules generated so far and
+        the names of those left pending (each certainly has a value, and generating it reports
+        and raises nothing but compile limits).
+
+        Example::
+
+            >>> conv = Converter({"type": "object", "properties": {"a": {"type": "string"}}},
+            ...                  Layout(False))
+            >>> rules, pending = conv.run_partial()
+            >>> sorted(rules), pending
+            (['root'], ['root_a'])
+            >>> str(conv.finish()) == str(Converter(conv.doc.root, Layout(False)).run())
+            True
+        """
+        self._queue_root()
+        self._generate_next()  # the root: where every fill starts
+        check = Deferrable(self.ctx)
+        queue = self.ctx.queue
+        checked = 0  # queue entries (from the head) known to be deferrable
+        while True:
+            # the last entry that must be generated now; everything before it goes first (queue
+            # order keeps the rule names and the shared rules those of an eager conversion)
+            last = -1
+            for i in range(checked, len(queue)):
+                _, atoms, depth = queue[i]
+                if not check.deferrable(atoms, depth):
+                    last = i
+            if last < 0:
+                break
+            # the entries after `last` were found deferrable (an answer depends only on the
+            # entry): only those the generated rules queue need a look
+            checked = len(queue) - last - 1
+            for _ in range(last + 1):
+                self._generate_next()
+        done = {k: v for k, v in self.ctx.rules.items() if v is not None}
+        return done, [name for name, _, _ in queue]
+
+    def finish(self) -> Grammar:
+        """The whole grammar after :meth:`run_partial` (the same as :meth:`run`'s)."""
+        return Grammar(self.drain(), root="root")
+
+    def _queue_root(self) -> None:
         root_atoms = self.atoms.flatten(self.doc.nid(self.doc.root))
         self.ctx.memo[(root_atoms, 0)] = "root"
         self.ctx.sink.fresh("root")
         self.ctx.queue.append(("root", root_atoms, 0))
-        return Grammar(self.drain(), root="root")
 
     def drain(self) -> Dict[str, Expr]:
         """Generate the queued rules; the rule table (never-matching rules for empty ones)."""
         while self.ctx.queue:
-            name, atoms, depth = self.ctx.queue.popleft()
-            try:
-                expr = self.value_expr(atoms, depth, name, ())
-            except RecursionError:
-                raise GrammarLimitError("JSON Schema is too deeply nested") from None
-            self.ctx.rules[name] = expr if expr is not None else NEVER  # (sink caps the rule count)
+            self._generate_next()
         return {k: (v if v is not None else NEVER) for k, v in self.ctx.rules.items()}
+
+    def _generate_next(self) -> None:
+        name, atoms, depth = self.ctx.queue.popleft()
+        try:
+            expr = self.value_expr(atoms, depth, name, ())
+        except RecursionError:
+            raise GrammarLimitError("JSON Schema is too deeply nested") from None
+        self.ctx.rules[name] = expr if expr is not None else NEVER  # (sink caps the rule count)
 
     def value_expr(self, atoms: FrozenSet, depth: int, hint: str, stack: tuple) -> Optional[Expr]:
         """The expression of the values satisfying ``atoms``, disjunctions distributed
