@@ -42,7 +42,7 @@ def main() -> None:
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import xmask
-    from xmask.grammar.json_schema.api import _layout
+    from xmask.grammar.json_schema.layout import Layout
     from xmask.grammar.json_schema.converter import Converter
 
     try:
@@ -50,7 +50,7 @@ def main() -> None:
         peer = llguidance_first_mask(args.data)
     except ImportError:
         peer = None
-    layout = _layout(True, None, None, None)
+    layout = Layout(True)
     Converter({"type": "object", "properties": {"a": {"type": "string"}}}, layout).run()
     rows = []
     for f in sample_files(args.data / "maskbench", args.schemas):

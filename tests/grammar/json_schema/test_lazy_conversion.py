@@ -17,7 +17,7 @@ import pytest
 
 import xmask
 from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
-from xmask.grammar.json_schema.api import _layout
+from xmask.grammar.json_schema.layout import Layout
 from xmask.grammar.json_schema.converter import Converter
 from xmask.grammar.productivity import productive_rules
 
@@ -25,7 +25,7 @@ from conftest import require_data
 
 pytestmark = pytest.mark.filterwarnings("ignore::xmask.SchemaKeywordWarning")
 
-LAYOUTS = {"compact": _layout(True, None, None, None), "indent": _layout(False, 2, None, None)}
+LAYOUTS = {"compact": Layout(True), "indent": Layout(False, 2)}
 
 
 def _schemas():

@@ -98,7 +98,7 @@ class Deferrable:
             found = a[1]
         return found
 
-    def _target(self, nid: int, depth: int) -> Optional[int]:
+    def _target(self, nid: int) -> Optional[int]:
         """The node constraining the values at schema node ``nid`` (``$ref`` followed), the
         TRUE node for no constraint, None when that is not a single plain node."""
         for _ in range(_MAX_DEPTH):
@@ -116,9 +116,10 @@ class Deferrable:
             nid = self.doc.resolve(ref, base, f"{ptr}/$ref")
         return None
 
-    def _child(self, obj: dict, key: str, nid: int) -> Optional[int]:
-        base, ptr = self.doc.nodes[nid][1], self.doc.nodes[nid][2]
-        return self.doc.nid(obj[key], base, f"{ptr}/{key}")
+    def _sub(self, nid: int, sub) -> int:
+        """The node id of ``sub``, a schema nested in node ``nid`` (indexed with the document:
+        a lookup)."""
+        return self.doc.nid(sub, self.doc.nodes[nid][1])
 
     # ---- no report, no error: every nested schema plain ----------------------------------
 
@@ -136,7 +137,7 @@ class Deferrable:
         self._plain[nid] = ok
         if not ok:
             # a node assumed plain during the walk may have been cached on that assumption
-            self._plain = {k: v for k, v in self._plain.items() if not v or k == nid}
+            self._plain = {k: v for k, v in self._plain.items() if not v}
         return ok
 
     def _plain_node(self, nid: int, level: int) -> bool:
@@ -148,7 +149,7 @@ class Deferrable:
         if not _PLAIN.issuperset(k for k in obj if k in _CONSTRAINING):
             return False
         if "$ref" in obj:
-            t = self._target(nid, level)
+            t = self._target(nid)
             if t is None or (t != nid and not self._plain_tree(t, level + 1)):
                 return False
         if not self._plain_values(obj):
@@ -159,18 +160,15 @@ class Deferrable:
                 return False
             if self.ctx.any_order and len(props) > MAX_ANY_ORDER_PROPERTIES:
                 return False  # reported as restricted
-            base, ptr = self.doc.nodes[nid][1], self.doc.nodes[nid][2]
-            for name, sub in props.items():
-                if not isinstance(sub, (dict, bool)):
-                    return False
-                c = self.doc.nid(sub, base, ptr)
-                if not self._plain_tree(c, level + 1):
+            for sub in props.values():
+                if not isinstance(sub, (dict, bool)) or not self._plain_tree(self._sub(nid, sub),
+                                                                             level + 1):
                     return False
         for key in ("additionalProperties", "items"):
             if key in obj:
                 if not isinstance(obj[key], (dict, bool)):
                     return False  # (the list form of items: tuples, not plain)
-                if not self._plain_tree(self._child(obj, key, nid), level + 1):
+                if not self._plain_tree(self._sub(nid, obj[key]), level + 1):
                     return False
         return True
 
@@ -211,13 +209,8 @@ class Deferrable:
         if level > _MAX_DEPTH:
             return False
         self._sat[key] = False  # on a cycle: not proven (a required self-reference has no value)
-        ok = self._node_has_value(nid, depth, level)
-        if ok:
-            self._sat[key] = True
-        else:
-            # results computed under the "False on the cycle" assumption stay sound (they can
-            # only be too pessimistic), so only this entry is settled
-            self._sat[key] = False
+        # (answers found under that assumption can only be too pessimistic: they stay cached)
+        ok = self._sat[key] = self._node_has_value(nid, depth, level)
         return ok
 
     def _node_has_value(self, nid: int, depth: int, level: int) -> bool:
@@ -225,7 +218,7 @@ class Deferrable:
         if obj is True:
             return True
         if "$ref" in obj:
-            t = self._target(nid, level)
+            t = self._target(nid)
             return t is not None and self._has_value(t, depth, level + 1)
         t = obj.get("type")
         types = set(_TYPE_NAMES if t is None else ([t] if isinstance(t, str) else t))
@@ -257,7 +250,7 @@ class Deferrable:
             return True
         if "items" not in obj:
             return self._depth_ok(depth)
-        return self._depth_ok(depth) and self._has_value(self._child(obj, "items", nid),
+        return self._depth_ok(depth) and self._has_value(self._sub(nid, obj["items"]),
                                                          depth + 1, level + 1)
 
     def _object_has_value(self, obj: dict, nid: int, depth: int, level: int) -> bool:
@@ -267,11 +260,10 @@ class Deferrable:
         props = obj.get("properties") or {}
         if not self._depth_ok(depth):
             return False
-        base, ptr = self.doc.nodes[nid][1], self.doc.nodes[nid][2]
         for name in dict.fromkeys(required):
             if name not in props:
                 return False  # from additionalProperties, or closed in strict mode: not proven
-            if not self._has_value(self.doc.nid(props[name], base, ptr), depth + 1, level + 1):
+            if not self._has_value(self._sub(nid, props[name]), depth + 1, level + 1):
                 return False
         return True
 
