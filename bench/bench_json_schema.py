@@ -168,6 +168,21 @@ class XmaskSchema(_CompilerPerSchema, bj.XmaskEngine):
     def compile(self, schema, text):
         _PhaseClock.mask_cache_ns = _PhaseClock.calls = 0
         self.compiled = self.compiler.compile_json_schema(schema, **XMASK_OPTIONS)
+        rest = getattr(self.compiled, "_rest", None)  # a schema compiled in two parts
+        self.first_part = None if rest is None else rest.first
+
+    def lazy_record(self) -> dict:
+        """After the first mask: whether the schema was compiled in two parts, whether the
+        first part gave the first mask (no token entered a pending rule), and how long the
+        whole grammar's build took (the background thread's, waited for here)."""
+        if self.first_part is None:
+            return {"two_parts": False}
+        served = not self.first_part[0].stub_hit
+        t0 = perf()
+        self.compiled._resolved()
+        return {"two_parts": True, "first_part_served": served,
+                "rest_build_ms": self.compiled._rest.build_seconds * 1e3,
+                "rest_wait_ms": (perf() - t0) / 1e6}
 
     def phases_ms(self, compile_ms: float) -> dict:
         """schema -> Grammar (incl. the compiler's own overhead) and Grammar -> CompiledGrammar,
@@ -415,6 +430,8 @@ def run_schema(eng, item, limit_s: float, max_print: int, examples: list[str]) -
         except Exception as e:
             rec["status"], rec["error"] = "unsupported", "first mask: " + bj._err(e)[:300]
             return rec, [], []
+        if hasattr(eng, "lazy_record"):
+            rec["lazy"] = eng.lazy_record()
         summary = eng.cache_summary()
         if summary is not None:
             rec["cache_after_first_mask"] = summary
@@ -538,7 +555,17 @@ def summarize(engines, per_schema, fills1, fills2):
             s["ttfm_phases_own"] = _phase_shares(ok)
             s["classified_share_after_first_mask"] = _lazy_share(ok, "cache_after_first_mask")
             s["classified_share_after_first_pass"] = _lazy_share(ok, "cache_after_first_pass")
+            s["two_parts"] = _two_parts(ok)
     return out
+
+
+def _two_parts(recs) -> dict:
+    """Schemas compiled in two parts (xmask/compiler/lazy_schema.py): how many, how many first
+    masks came from the first part, and the whole grammar's build after it (ms)."""
+    lazy = [r["lazy"] for r in recs if r.get("lazy", {}).get("two_parts")]
+    return {"schemas": len(recs), "two_parts": len(lazy),
+            "first_part_served": sum(x["first_part_served"] for x in lazy),
+            "rest_build_ms": dist_stats([x["rest_build_ms"] for x in lazy]) if lazy else None}
 
 
 def xmask_git() -> str | None:
@@ -656,6 +683,13 @@ def main(argv=None):
             print(f"[{e}] {ex}")
     summ = summarize(names, per_schema, fills1, fills2)
     print()
+    for e in names:
+        tp = summ["engines"][e].get("two_parts")
+        if tp and tp["two_parts"]:
+            rb = tp["rest_build_ms"]
+            print(f"[{e}] two-part compiles: {tp['two_parts']} of {tp['schemas']} schemas, first mask "
+                  f"from the first part in {tp['first_part_served']}; the rest's build after it "
+                  f"p50 {rb['p50']:.3f} / p90 {rb['p90']:.3f} ms")
     collections_table, slow, errors = report(summ, names, per_schema, items, args.compile_timeout, args.slow * 1e3)
     for k, v in skipped.items():
         print(f"note: {k} skipped ({v})")

@@ -61,7 +61,7 @@ def _compile(compiler, kind, what):
     if kind == "builtin":
         return compiler.compile_builtin_json_grammar()
     if kind == "schema":
-        return compiler.compile_json_schema(what)
+        return compiler.compile_json_schema(what)._resolved()
     if kind == "stag":
         fmt = dict(what)
         for tag in fmt.get("tags", ()):
@@ -70,7 +70,7 @@ def _compile(compiler, kind, what):
     if kind == "maskbench":
         path = require_data("maskbench", what)
         return compiler.compile_json_schema(json.loads(path.read_text())["schema"],
-                                            strict_mode=False)
+                                            strict_mode=False)._resolved()
     return compiler.compile_grammar(what)
 
 
@@ -152,7 +152,7 @@ def test_bounded_string_positions_read_plain_text_up_to_their_room():
     compiler = xmask.GrammarCompiler(info, cache_enabled=False)
     compiled = compiler.compile_json_schema(
         {"type": "object", "properties": {"s": {"type": "string", "maxLength": 40}},
-         "required": ["s"]})
+         "required": ["s"]})._resolved()
     tables = compiled._automaton_tables
     matcher = xmask.GrammarMatcher(compiled)
     assert matcher.accept_string('{"s": "')
@@ -164,7 +164,7 @@ def test_bounded_string_positions_read_plain_text_up_to_their_room():
     assert seen[0] == (40, False) and seen[30] == (10, False) and seen[39] == (1, False)
     assert [d for d, _ in seen] == list(range(40, 0, -1))
     # an unbounded string body is closed: every plain string
-    free = compiler.compile_json_schema({"type": "string"})
+    free = compiler.compile_json_schema({"type": "string"})._resolved()
     m = xmask.GrammarMatcher(free)
     assert m.accept_string('"ab')
     (state,) = m._debug_top_states()
@@ -179,7 +179,7 @@ def test_long_bounded_string_positions_follow_the_character_call():
     # covered by the position's (one top in the fill's eyes, two on the stack)
     info = xmask.TokenizerInfo.from_huggingface(str(tokenizer_json("llama3")))
     compiler = xmask.GrammarCompiler(info, cache_enabled=False)
-    compiled = compiler.compile_json_schema({"type": "string", "maxLength": 200})
+    compiled = compiler.compile_json_schema({"type": "string", "maxLength": 200})._resolved()
     tables = compiled._automaton_tables
     names = compiled._automaton.rule_names
     tail = int(compiled._automaton.rule_start[names.index("str_char_tail")])
@@ -194,7 +194,7 @@ def test_long_bounded_string_positions_follow_the_character_call():
         assert matcher.accept_string(piece)
     assert matcher.accept_string('"') and matcher.is_completed()
     # minLength only: past the bound the loop state reads every plain string (closed)
-    loop = compiler.compile_json_schema({"type": "string", "minLength": 64})
+    loop = compiler.compile_json_schema({"type": "string", "minLength": 64})._resolved()
     tail = int(loop._automaton.rule_start[loop._automaton.rule_names.index("str_char_tail")])
     m = xmask.GrammarMatcher(loop)
     assert m.accept_string('"' + "é" * 64)
@@ -255,14 +255,14 @@ def test_bulk_plain_tokens_give_every_entry_form(plain_share):
                                                "t": {"type": "string"}}}
     try:
         _classify.set_plain_fast_path(True)
-        fast = _entries(compiler.compile_json_schema(schema))
+        fast = _entries(compiler.compile_json_schema(schema)._resolved())
         _classify.set_plain_fast_path(False)
-        full = _entries(compiler.compile_json_schema(schema))
+        full = _entries(compiler.compile_json_schema(schema)._resolved())
     finally:
         _classify.set_plain_fast_path(True)
     assert fast == full
     # the entry of the unbounded string body, written from the bulk bits
-    compiled = compiler.compile_json_schema(schema)
+    compiled = compiler.compile_json_schema(schema)._resolved()
     matcher = xmask.GrammarMatcher(compiled)
     assert matcher.accept_string('{"t": "')
     (body,) = matcher._debug_top_states()

@@ -46,7 +46,7 @@ def pair_threshold(n):
 
 def compiled_with(t, case, threshold, **kw):
     with pair_threshold(threshold):  # (a cache reads the threshold when it is built)
-        return compile_case(t.compiler(**kw), case)
+        return compile_case(t.compiler(**kw), case)._resolved()  # (the whole grammar too)
 
 
 def pair_bytes(compiled):

@@ -116,7 +116,7 @@ def test_a_schema_compile_never_builds_the_expression_and_gets_the_same_automato
     info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
     monkeypatch.setattr(dfa_expr, "_expand_complement", counted)
     compiler = xmask.GrammarCompiler(info, cache_enabled=False)
-    lazy = compiler.compile_json_schema(SCHEMA, strict_mode=False)
+    lazy = compiler.compile_json_schema(SCHEMA, strict_mode=False)._resolved()
     assert not built
     # the same grammar with every complement as its expression
     expanded = Grammar.of(xmask.Grammar.from_json_schema(SCHEMA, strict_mode=False))

@@ -53,6 +53,7 @@ FLAG_FINAL = 1
 FLAG_HAS_BYTES = 2
 FLAG_EXIT_ONLY = 4
 FLAG_TOKEN = 8  # start of a token rule: no byte edge, one token edge (see token_rules.py)
+FLAG_STUB = 16  # start of a rule not built yet: a top with no edge (see lazy_schema.py)
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,7 @@ def _build_rule_dfas(arrays, byte_class, starts, ends, names, limits, reference,
 
 def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(), *,
                     reference: bool = False, token_rules: Sequence[str] = (),
-                    refs=None, threads: int = 1) -> Automaton:
+                    refs=None, threads: int = 1, stubs: Sequence[str] = ()) -> Automaton:
     """Compile ``grammar`` into an :class:`Automaton` (raises GrammarError on left recursion).
 
     ``reference=True`` determinizes and minimizes with the slow pure-Python twin (tests
@@ -299,7 +300,10 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     stays a called rule whose placeholder byte edge becomes a token edge.  ``refs``: every
     rule's ``distinct_refs`` when the caller has them already (``special_literals``' scan).
     ``threads``: how many threads a large grammar's rule DFAs may be built on (the automaton
-    does not depend on it).
+    does not depend on it).  ``stubs``: rules not built yet (a lazy compile's first part,
+    ``lazy_schema.py``), each given as a placeholder body of one ASCII byte: it stays a called
+    rule, every pass sees it as that byte (productive, not nullable, FIRST = ASCII), and its
+    start state then loses its edge and gets ``FLAG_STUB`` (``has_stubs`` is set).
     """
     budgets = grammar.budgets
     if grammar.root in budgets:
@@ -310,8 +314,8 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
         if refs is not None:
             refs = {**refs, wrapper: [grammar.root]}
         grammar = Grammar(rules, root=wrapper, budgets=budgets)
-    inl = _inline_small_rules(grammar, limits, never=tuple(token_rules) + tuple(budgets),
-                              refs=refs)
+    inl = _inline_small_rules(grammar, limits,
+                              never=tuple(token_rules) + tuple(budgets) + tuple(stubs), refs=refs)
     names = _reachable_rules(inl)
     arrays, starts, ends = _build_nfas(inl, names, limits, reference)
     byte_class = _byte_classes(arrays)
@@ -359,7 +363,26 @@ def build_automaton(grammar: Grammar, limits: AutomatonLimits = AutomatonLimits(
     )
     _analyze(auto, state_rule[csrc], runs)
     _check_context_work(auto, limits.max_context_work)
+    auto.has_stubs = _cut_stubs(auto, stubs) if stubs else False
     return auto
+
+
+def _cut_stubs(auto: Automaton, stubs: Sequence[str]) -> bool:
+    """Remove each stub rule's placeholder edge (after every pass has seen it, so the stubs'
+    callers stay productive and their FIRST / FOLLOW sets cover any real body) and flag its
+    start; whether any stub is reachable."""
+    index = {name: r for r, name in enumerate(auto.rule_names)}
+    nc = auto.n_classes
+    found = False
+    for name in stubs:
+        r = index.get(name)
+        if r is None:
+            continue  # not reachable from the root
+        s = int(auto.rule_start[r])
+        auto.trans[s * nc:(s + 1) * nc] = -1
+        auto.flags[s] |= FLAG_STUB
+        found = True
+    return found
 
 
 def _fresh_name(rules, hint: str) -> str:

@@ -45,6 +45,7 @@ class CompiledGrammar:
         "_mask_cache",
         "_compile_seconds",
         "_limits",
+        "_rest",  # a lazy JSON Schema compile's LazyRest (lazy_schema.py), else None
     )
 
     def __init__(self, *args, **kwargs):
@@ -52,7 +53,7 @@ class CompiledGrammar:
 
     @classmethod
     def _build(cls, grammar, tokenizer_info, vocab_tables, max_threads=1, precompute=False,
-               limits=None) -> "CompiledGrammar":
+               limits=None, stubs=()) -> "CompiledGrammar":
         # precompute=False leaves the token-mask cache empty: fills classify states on demand
         t0 = time.perf_counter()
         # literals spelling a special token's text may also be that token (special_literals)
@@ -64,7 +65,7 @@ class CompiledGrammar:
         automaton = build_automaton(
             lowered, AutomatonLimits() if limits is None else AutomatonLimits.from_compile_limits(limits),
             token_rules=[name for name, _ in token_rules], refs=refs or None,
-            threads=min(max_threads, usable_cpus()))
+            threads=min(max_threads, usable_cpus()), stubs=stubs)
         automaton.token_bits = token_set_bits(token_rules, tokenizer_info.vocab_size)
         at = AutomatonTables(automaton)
         cache = new_mask_cache(automaton, limits)
@@ -86,12 +87,51 @@ class CompiledGrammar:
         object.__setattr__(self, "_compile_seconds", compile_seconds)
         # the limits a later precompute() honours (its deadline): the compiler's, else defaults
         object.__setattr__(self, "_limits", DEFAULT_LIMITS if limits is None else limits)
+        object.__setattr__(self, "_rest", None)
         return self
+
+    def _with_rest(self, rest) -> "CompiledGrammar":
+        # (lazy_schema: this object holds the first part until `rest` installs the whole)
+        object.__setattr__(self, "_rest", rest)
+        return self
+
+    def _install_whole(self, full) -> None:
+        # (lazy_schema.LazyRest, under its lock) this object becomes the whole grammar's
+        for name in ("_grammar", "_automaton", "_automaton_tables", "_mask_cache"):
+            object.__setattr__(self, name, getattr(full, name))
+        object.__setattr__(self, "_compile_seconds", self._compile_seconds + full._compile_seconds)
+
+    def _resolved(self) -> "CompiledGrammar":
+        """``self``, with the whole grammar built and installed first if it is still pending (a
+        JSON Schema compiled in two parts: ``lazy_schema.py``).  Every public method but
+        ``memory_size_bytes`` and ``compile_seconds`` (what is held and spent so far) answers
+        for the whole grammar, so a lazy grammar is observably the same as an eager one."""
+        if self._rest is not None:
+            self._rest.ensure(self)
+        return self
+
+    def _matcher_tables(self, whole=False):
+        """``(automaton tables, vocabulary tables, mask cache, captured grammar or None,
+        provisional)`` for a new matcher: the first part's while the whole grammar is pending
+        and no walk met a stub (``provisional``: the matcher must move to the whole grammar
+        before anything but a fill at the start), else (and with ``whole``) the whole's."""
+        rest = self._rest
+        if rest is not None:
+            first = rest.first  # (one read: the tuple or None, never half of an install)
+            if first is not None and not whole and not first[0].stub_hit:
+                return first + (None, True)
+            rest.ensure(self)
+        return (self._automaton_tables, self._vocab_tables, self._mask_cache,
+                self._captured_grammar(), False)
 
     def _hold_source(self, source) -> None:
         # the compiler, before it hands the grammar out: keep how to rebuild the IR, not the
         # IR itself (its objects would be scanned by every full GC collection; grammar_source).
         # A grammar with captures keeps its IR: every matcher's capture log replays on it.
+        if self._rest is not None and self._rest.first is not None:
+            self._rest.source = source  # for the whole grammar, once built
+            object.__setattr__(self, "_grammar", source)
+            return
         if not self._grammar.captures:
             object.__setattr__(self, "_grammar", source)
 
@@ -124,6 +164,7 @@ class CompiledGrammar:
         from ..serialization.format import dump_document
         from ..serialization.grammar_codec import grammar_to_body
 
+        self._resolved()
         info = self._tokenizer_info
         body: Dict[str, Any] = {
             "tokenizer": {"vocab_hash": info.vocab_hash, "vocab_size": info.vocab_size},
@@ -208,7 +249,7 @@ class CompiledGrammar:
     def grammar(self):
         """The source ``Grammar`` (an ``xmask.Grammar``; rebuilt from the compiled text or schema
         on each access when the compiler parsed it, see :mod:`xmask.compiler.grammar_source`)."""
-        return Grammar.of(source_grammar(self._grammar))
+        return Grammar.of(source_grammar(self._resolved()._grammar))
 
     @property
     def tokenizer_info(self):
@@ -219,12 +260,16 @@ class CompiledGrammar:
     def memory_size_bytes(self) -> int:
         """Bytes held by this grammar: automaton tables + token-mask cache (the tokenizer's
         sorted-vocabulary tables are shared by all grammars of a compiler and not counted).
-        Grows as fills classify states (see :meth:`cache_summary`); ``cache_stats().memory``
-        lists its parts."""
+        Grows as fills classify states (see :meth:`cache_summary`) and, for a JSON Schema
+        compiled in two parts, when the whole grammar is built; ``cache_stats().memory``
+        lists the whole grammar's parts."""
         return self._automaton_tables.nbytes + self._mask_cache.nbytes
 
     @property
     def compile_seconds(self) -> float:
+        """Seconds the compile took: a JSON Schema compiled in two parts
+        (:mod:`xmask.compiler.lazy_schema`) counts the first part, plus the whole grammar's
+        build once it is done (neither property builds it)."""
         return self._compile_seconds
 
     def precompute(self, max_threads: int = 1, progress=None) -> "CompiledGrammar":
@@ -253,6 +298,7 @@ class CompiledGrammar:
             raise ValueError(f"max_threads must be an int >= 1, got {max_threads!r}")
         if progress is not None and not callable(progress):
             raise TypeError(f"progress must be a callable (done, total), got {progress!r}")
+        self._resolved()
         # its Python parts (state equivalence) keep waiting threads responsive as a compile's do
         with responsive_switching(), compile_deadline(self._limits.max_compile_seconds):
             precompute_mask_cache(self._mask_cache, self._automaton, self._automaton_tables,
@@ -271,6 +317,7 @@ class CompiledGrammar:
             >>> s["classified"] + s["pending"] == s["top_states"]        # doctest: +SKIP
             True
         """
+        self._resolved()
         return cache_summary(self._mask_cache, self._automaton)
 
     def cache_stats(self):
@@ -296,10 +343,11 @@ class CompiledGrammar:
             >>> sum(stats.memory.values()) == cg.memory_size_bytes           # doctest: +SKIP
             True
         """
+        self._resolved()
         return cache_records(self._mask_cache, self._automaton, self._automaton_tables)
 
     def __repr__(self) -> str:
-        a = self._automaton
+        a = self._resolved()._automaton
         s = self.cache_summary()
         return (
             f"<CompiledGrammar rules={len(a.rule_names)} states={a.n_states} "

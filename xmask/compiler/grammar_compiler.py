@@ -20,6 +20,7 @@ from .compiled import CompiledGrammar
 from .grammar_source import GrammarSource
 from .grammar_lru import GrammarLRU
 from .held_bytes import static_bytes
+from .lazy_schema import compile_schema_lazily
 from .vocab_memo import shared_vocab_tables
 
 # The in-memory cache's default bound (XGrammar's default is -1, unbounded): a server compiling
@@ -131,14 +132,15 @@ class GrammarCompiler:
         """
         return self._cache_limit
 
-    def _compile(self, key, source) -> CompiledGrammar:
+    def _compile(self, key, source, lazy=None) -> CompiledGrammar:
         # source: a GrammarSource (the compiled grammar keeps it, not the IR it builds) or the
-        # caller's own Grammar
+        # caller's own Grammar; lazy: a JSON Schema's (canonical text, options), which may be
+        # compiled in two parts (lazy_schema.py)
         with deep_recursion(), gc_paused(), responsive_switching(), \
                 compile_deadline(self._limits.max_compile_seconds):
-            return self._compile_inner(key, source)
+            return self._compile_inner(key, source, lazy)
 
-    def _compile_inner(self, key, source) -> CompiledGrammar:
+    def _compile_inner(self, key, source, lazy=None) -> CompiledGrammar:
         if self._cache_enabled:
             with self._lock:
                 hit = self._cache.get(key)
@@ -151,11 +153,18 @@ class GrammarCompiler:
             compiled = self._disk.load(disk_key)
         if compiled is None:
             rebuild = isinstance(source, GrammarSource)
-            compiled = CompiledGrammar._build(
-                source.make(*source.args) if rebuild else source, self._info,
-                self._vocab_tables, max_threads=self._max_threads,
-                precompute=self._precompute, limits=self._limits,
-            )
+            # two parts only when nothing needs the whole grammar at once: no warm-up
+            # classification, no disk copy, no loosening report (lenient mode warns as it goes)
+            if lazy is not None and not self._precompute and self._disk is None and not lazy[1][5]:
+                compiled = compile_schema_lazily(
+                    _json_schema_converter(*lazy, self._limits), self._info, self._vocab_tables,
+                    max_threads=self._max_threads, limits=self._limits)
+            else:
+                compiled = CompiledGrammar._build(
+                    source.make(*source.args) if rebuild else source, self._info,
+                    self._vocab_tables, max_threads=self._max_threads,
+                    precompute=self._precompute, limits=self._limits,
+                )
             if disk_key is not None:
                 self._disk.store(disk_key, compiled)  # while it still holds the IR
             if rebuild:
@@ -254,6 +263,7 @@ class GrammarCompiler:
             return self._compile(
                 ("json_schema", canonical, opts),
                 GrammarSource(_from_json_schema, canonical, opts, self._limits),
+                lazy=(canonical, opts),
             )
 
     def compile_structural_tag(self, *args, **kwargs) -> CompiledGrammar:
@@ -323,6 +333,17 @@ def _from_lark(lark_string: str, info, named: dict) -> Grammar:
 def _from_json_schema(canonical: str, opts: tuple, limits) -> Grammar:
     any_whitespace, indent, separators, strict_mode, max_ws, lenient, any_order = opts
     return Grammar.from_json_schema(
+        canonical, any_whitespace=any_whitespace, indent=indent, separators=separators,
+        strict_mode=strict_mode, max_whitespace_cnt=max_ws, lenient=lenient,
+        any_order=any_order, limits=limits)
+
+
+def _json_schema_converter(canonical: str, opts: tuple, limits):
+    # the converter _from_json_schema runs, for a lazy compile (lazy_schema.py)
+    from ..grammar.json_schema.api import json_schema_converter
+
+    any_whitespace, indent, separators, strict_mode, max_ws, lenient, any_order = opts
+    return json_schema_converter(
         canonical, any_whitespace=any_whitespace, indent=indent, separators=separators,
         strict_mode=strict_mode, max_whitespace_cnt=max_ws, lenient=lenient,
         any_order=any_order, limits=limits)

@@ -24,7 +24,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from xmask.runtime._types cimport int32_t, uint8_t, uint32_t, uint64_t, intp_t
-from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN
+from xmask.runtime._types cimport XM_FLAG_FINAL, XM_FLAG_HAS_BYTES, XM_FLAG_TOKEN, XM_FLAG_STUB
 from xmask.runtime._tables cimport AutomatonC
 from xmask.runtime._stack cimport (
     StackC, LvState, LvRet, LvItem, grow_array, ensure_array, stack_node, stack_parent_of,
@@ -387,8 +387,11 @@ cdef inline int _step_nodes(StackC* st, const AutomatonC* a, const int32_t* node
         if x < 2:
             continue
         t = a.trans[st.node_state[x] * a.n_classes + cls]
-        if t >= 0 and _seed(st, a, t, st.node_parent[x], gss, counter):
-            return 1
+        if t >= 0:
+            if _seed(st, a, t, st.node_parent[x], gss, counter):
+                return 1
+        elif a.stub_hit != NULL and a.flags[st.node_state[x]] & XM_FLAG_STUB:
+            a.stub_hit[0] = 1  # this byte may be the unbuilt rule's: the walk is not exact
     return 0
 
 

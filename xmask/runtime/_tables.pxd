@@ -25,6 +25,10 @@ ctypedef struct AutomatonC:
     const word_t* token_any        # [token_words] the union of every set
     intp_t n_token_sets
     intp_t token_words             # the vocabulary's n_words (0 when there is no token set)
+    # An automaton with stub states (XM_FLAG_STUB) points this at its tables' flag, which a
+    # step sets when a path would read a byte from a stub; NULL otherwise.  Only ever set to
+    # 1 (a benign race between threads).
+    int32_t* stub_hit
 
 
 ctypedef struct VocabC:
@@ -72,6 +76,7 @@ cdef class AutomatonTables:
     cdef AutomatonC c              # views into the arrays below
     cdef readonly object arrays    # dict name -> ndarray (keeps the memory alive)
     cdef intp_t _push_bound_plus1  # cached push_bound() + 1, 0 = not computed yet
+    cdef int32_t _stub_hit         # AutomatonC.stub_hit's target (automata with stubs)
     cdef intp_t push_bound(self) except -1
     cdef int _set_token_edges(self, automaton) except -1
     cdef int _set_budgets(self, automaton) except -1

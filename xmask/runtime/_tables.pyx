@@ -119,6 +119,8 @@ cdef class AutomatonTables:
         self.arrays = {k: v[0] for k, v in own.items()}
         self._set_token_edges(automaton)
         self._set_budgets(automaton)
+        self._stub_hit = 0
+        self.c.stub_hit = &self._stub_hit if getattr(automaton, "has_stubs", False) else NULL
 
     cdef int _set_budgets(self, automaton) except -1:
         # Per call edge, the token budget of the callee rule (NULL: the grammar has none).
@@ -182,6 +184,12 @@ cdef class AutomatonTables:
     @property
     def n_token_sets(self):
         return self.c.n_token_sets
+
+    @property
+    def stub_hit(self):
+        """Whether a walk on these tables wanted a byte from a stub state (``XM_FLAG_STUB``:
+        a rule a lazy compile has not built yet); always False without stubs."""
+        return self.c.stub_hit != NULL and self.c.stub_hit[0] != 0
 
     @property
     def token_words(self):

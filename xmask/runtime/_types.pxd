@@ -12,6 +12,9 @@ cdef enum:
     XM_FLAG_HAS_BYTES = 2     # the state has byte edges (it can be a stack top)
     XM_FLAG_EXIT_ONLY = 4     # final with no edges: a frame here is equivalent to its parent
     XM_FLAG_TOKEN = 8         # has a token edge (one whole token from a set): a stack top too
+    XM_FLAG_STUB = 16         # start of a rule not built yet (a lazy compile's first part): a
+                              # stack top with no edges; a step that would read a byte here
+                              # sets AutomatonC.stub_hit (xmask/compiler/lazy_schema.py)
 
 cdef enum:
     XM_KIND_ACCEPTED = 0      # entry data = accepted token ids

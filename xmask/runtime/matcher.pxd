@@ -39,13 +39,20 @@ cdef class GrammarMatcher:
     # (xmask.grammar.captures) for get_captures.
     cdef list _cap_units
     cdef object _cap_log
+    # On a lazily compiled grammar's first part (xmask/compiler/lazy_schema.py) until anything
+    # but a fill at the start: then _enter moves the matcher to the whole grammar.
+    cdef bint provisional
 
     cdef int _enter(self) except -1
+    cdef int _enter_fill(self) except -1
+    cdef int _materialize(self) except -1
+    cdef int _init_from(self, compiled_grammar, list stops, bint twst, limits,
+                        intp_t max_rollback, temperature, bint whole=*) except -1
     cdef void _leave(self) noexcept
     cdef int _check_ready(self) except -1
     cdef int _swap_state(self, GrammarMatcher other) except -1
     cdef int _setup(self, compiled_grammar, list stops, bint twst, limits,
-                    intp_t max_rollback) except -1
+                    intp_t max_rollback, bint whole=*) except -1
     cdef int _reset_state(self) except -1
     cdef int _accept_data(self, data) except -1
     cdef int _rollback(self, intp_t num_tokens) except -1

@@ -289,10 +289,15 @@ cdef class GrammarMatcher:
             limits = DEFAULT_RUNTIME_LIMITS
         elif not isinstance(limits, RuntimeLimits):
             raise TypeError(f"limits must be an xmask.RuntimeLimits, got {type(limits).__name__}")
-        fresh = GrammarMatcher.__new__(GrammarMatcher)
+        self._init_from(compiled_grammar, sorted(set(stops)), terminate_without_stop_token,
+                        limits, rollback, temperature)
+
+    cdef int _init_from(self, compiled_grammar, list stops, bint twst, limits,
+                        intp_t max_rollback, temperature, bint whole=False) except -1:
+        # A new state built in a fresh object, swapped in (the old one is freed with `fresh`).
+        cdef GrammarMatcher fresh = GrammarMatcher.__new__(GrammarMatcher)
         fresh._default_temperature = temperature
-        fresh._setup(compiled_grammar, sorted(set(stops)), terminate_without_stop_token,
-                     limits, rollback)
+        fresh._setup(compiled_grammar, stops, twst, limits, max_rollback, whole)
         fresh.st_ready = True  # stack_free is safe on the zeroed or partly built stack
         stack_init(&fresh.st)
         if fresh.at.c.call_budget != NULL:  # token budgets: deadlines on the stack
@@ -307,6 +312,23 @@ cdef class GrammarMatcher:
             self._swap_state(fresh)
         finally:
             self._leave()
+        return 0
+
+    cdef int _materialize(self) except -1:
+        # A provisional matcher (at the start of a lazy grammar's first part) moves to the
+        # whole grammar, built now unless a thread built it already; it is still at the start,
+        # so nothing but the tables changes.  The build's errors (a compile limit) propagate.
+        if not self.ready or self.busy:
+            raise _unusable_error(self.ready)
+        self._init_from(self._grammar, self._stop_list, self.terminate_without_stop_token,
+                        self._limits, self.max_rollback, self._default_temperature, True)
+        return 0
+
+    cdef int _enter_fill(self) except -1:
+        # _enter for a fill: a provisional matcher stays on the first part (see _fill)
+        if not self.ready or not _try_acquire(&self.busy):
+            raise _unusable_error(self.ready)
+        return 0
 
     cdef int _enter(self) except -1:
         # Called first by every public method that reads or writes the state; the caller calls
@@ -316,6 +338,8 @@ cdef class GrammarMatcher:
         # lock: XGrammar matchers are single-threaded and callers should not pay for sharing.
         # The flag is taken with an atomic compare-and-swap so detection also holds on
         # free-threaded CPython (no GIL); uncontended, that is a few nanoseconds.
+        if self.provisional:
+            self._materialize()
         if not self.ready or not _try_acquire(&self.busy):
             raise _unusable_error(self.ready)
         return 0
@@ -355,23 +379,23 @@ cdef class GrammarMatcher:
             other._default_temperature, self._default_temperature)
         self._cap_units, other._cap_units = other._cap_units, self._cap_units
         self._cap_log, other._cap_log = other._cap_log, self._cap_log
+        self.provisional, other.provisional = other.provisional, self.provisional
         return 0
 
     cdef int _setup(self, compiled_grammar, list stops, bint twst, limits,
-                    intp_t max_rollback) except -1:
-        # Everything but the stack, on a fresh (zeroed) object: tables, stop tokens, limits.
+                    intp_t max_rollback, bint whole=False) except -1:
+        # Everything but the stack, on a fresh (zeroed) object: tables, stop tokens, limits
+        # (whole: the whole grammar's even when a lazy grammar could start provisional).
         # Nothing here is vocabulary-sized (fills use per-thread buffers, see _fill.pyx).  On
         # MemoryError the object is discarded (and freed).
         self._grammar = compiled_grammar
-        self.at = compiled_grammar._automaton_tables
-        self.vt = compiled_grammar._vocab_tables
+        self.at, self.vt, self.ct, captured, self.provisional = (
+            compiled_grammar._matcher_tables(whole))
         if self.at.c.n_token_sets and self.at.c.token_words != self.vt.c.n_words:
             raise XmaskError("the compiled grammar's token sets do not match its vocabulary")
-        self.ct = compiled_grammar._mask_cache
         self._stop_list = stops
         self.terminate_without_stop_token = twst
-        self._cap_log = capture_log_for(compiled_grammar._captured_grammar(),
-                                        compiled_grammar.tokenizer_info)
+        self._cap_log = capture_log_for(captured, compiled_grammar.tokenizer_info)
         self._cap_units = None if self._cap_log is None else []
         self._limits = limits
         self.guard.max_tops = limits.max_stack_tops
@@ -878,12 +902,27 @@ cdef class GrammarMatcher:
             >>> m.fill_next_token_bitmask(spec[:, 1, :], 1)  # writes spec[1, 1]
             True
         """
-        self._enter()
+        self._enter_fill()
         try:
             self._fill(bitmask, index, debug_print)
         finally:
             self._leave()
+        if self.provisional:
+            self._after_provisional_fill(bitmask, index, debug_print)
         return True
+
+    def _after_provisional_fill(self, bitmask, index, debug_print):
+        # The first part's mask is exact unless a walk wanted a byte from a stub: then the
+        # matcher moves to the whole grammar and fills again.  Else the rest is built in the
+        # background while the caller uses the mask (the next accept needs it).
+        if self.at.stub_hit:
+            self._enter()  # (materializes)
+            try:
+                self._fill(bitmask, index, debug_print)
+            finally:
+                self._leave()
+        else:
+            self._grammar._rest.start(self._grammar)
 
     cdef word_t* _checked_row(self, bitmask, index) except NULL:
         # The address of the row to fill, after every check fill_next_token_bitmask makes.

@@ -19,7 +19,7 @@ from .converter import Converter
 from .document import load_schema
 from .layout import Layout
 
-__all__ = ["json_schema_to_grammar", "json_schema_to_grammar_with_report"]
+__all__ = ["json_schema_converter", "json_schema_to_grammar", "json_schema_to_grammar_with_report"]
 
 
 def json_schema_to_grammar(schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
@@ -98,13 +98,35 @@ def json_schema_to_grammar_with_report(schema, *, any_whitespace: bool = True,
         >>> report
         ['#/uniqueItems: uniqueItems is not enforced (dropped)']
     """
+    conv = json_schema_converter(
+        schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+        strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, lenient=lenient,
+        any_order=any_order, limits=limits, excludes=excludes)
+    return conv.run(), list(conv.ctx.report)
+
+
+def json_schema_converter(schema, *, any_whitespace: bool = True, indent: Optional[int] = None,
+                          separators: Optional[Tuple[str, str]] = None, strict_mode: bool = True,
+                          max_whitespace_cnt: Optional[int] = None, lenient: bool = False,
+                          any_order: bool = False, limits: Optional[CompileLimits] = None,
+                          excludes: Sequence[str] = ()) -> Converter:
+    """The :class:`Converter` :func:`json_schema_to_grammar` runs (same options), not run yet:
+    a lazy compile calls its ``run_partial()`` then ``finish()``.
+
+    Example::
+
+        >>> conv = json_schema_converter({"type": "array", "items": {"type": "string"}})
+        >>> rules, pending = conv.run_partial()
+        >>> str(conv.finish()) == str(json_schema_to_grammar({"type": "array",
+        ...                                                   "items": {"type": "string"}}))
+        True
+    """
     schema = load_schema(schema)
     if max_whitespace_cnt is not None and max_whitespace_cnt < 0:
         raise ValueError("max_whitespace_cnt must be >= 0")
-    conv = Converter(schema, _layout(any_whitespace, indent, separators, max_whitespace_cnt),
+    return Converter(schema, _layout(any_whitespace, indent, separators, max_whitespace_cnt),
                      strict_mode=strict_mode, lenient=lenient, any_order=any_order,
                      limits=DEFAULT_LIMITS if limits is None else limits, excludes=excludes)
-    return conv.run(), list(conv.ctx.report)
 
 
 def _layout(any_whitespace, indent, separators, max_whitespace_cnt) -> Layout:

@@ -1,0 +1,264 @@
+"""A JSON Schema compiled in two parts (issue 10, ``xmask/compiler/lazy_schema.py``).
+
+``compile_json_schema`` builds the first part (pending rules as stubs) and the whole grammar
+later.  Checked on real schemas and tokenizers:
+
+* the first mask equals the eager compile's (the same grammar through ``compile_grammar``) and
+  the slow reference (every token tried on the whole grammar's parser), whether it came from
+  the first part or the walk met a stub and the matcher moved to the whole grammar;
+* both outcomes occur on the sample (the checks are not vacuous);
+* after the first fill every operation answers for the whole grammar: masks along valid
+  documents, fork, rollback, reset, serialization, ``grammar``, cache views;
+* many threads starting on one lazy grammar get the single-thread masks;
+* a compile limit the rest crosses is raised where the whole grammar is first needed.
+"""
+
+import json
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import xmask
+from conftest import require_data, tokenizer_json
+
+pytest.importorskip("tokenizers")
+pytestmark = pytest.mark.filterwarnings("ignore::xmask.SchemaKeywordWarning")
+
+OPTIONS = [{"any_whitespace": False}, {"any_whitespace": True, "strict_mode": False},
+           {"any_whitespace": False, "indent": 2}]
+
+
+@pytest.fixture(scope="module")
+def info():
+    return xmask.TokenizerInfo.from_huggingface(tokenizer_json("llama3").parent)
+
+
+def _compilers(info):
+    # no cache: the lazy and the eager grammar never share a compiled object
+    return (xmask.GrammarCompiler(info, cache_enabled=False),
+            xmask.GrammarCompiler(info, cache_enabled=False))
+
+
+def _mask(matcher, info, reference=False):
+    bm = xmask.allocate_token_bitmask(1, info.vocab_size)
+    if reference:
+        matcher._reference_fill_next_token_bitmask(bm)
+    else:
+        matcher.fill_next_token_bitmask(bm)
+    return bm.numpy().copy() if hasattr(bm, "numpy") else np.array(bm)
+
+
+def _entries(stride):
+    out = []
+    for f in sorted(require_data("maskbench").glob("*.json"))[::stride]:
+        entry = json.loads(f.read_text(encoding="utf-8"))
+        out.append((f.name, entry))
+    return out
+
+
+def _eager(compiler, schema, opts):
+    return compiler.compile_grammar(xmask.Grammar.from_json_schema(schema, **opts))
+
+
+def test_first_mask_is_exact_on_maskbench(info):
+    lazy_c, eager_c = _compilers(info)
+    seen = {"first_part": 0, "moved": 0, "refused": 0, "whole": 0}
+    for k, (name, entry) in enumerate(_entries(45)):
+        schema = entry["schema"]
+        opts = OPTIONS[k % len(OPTIONS)]
+        try:
+            eager = _eager(eager_c, schema, opts)
+        except xmask.XmaskError as e:
+            with pytest.raises(type(e)) as got:
+                lazy_c.compile_json_schema(schema, **opts)
+            assert str(got.value) == str(e), name
+            seen["refused"] += 1
+            continue
+        lazy = lazy_c.compile_json_schema(schema, **opts)
+        first = None if lazy._rest is None else lazy._rest.first
+        if first is None:
+            seen["whole"] += 1  # nothing could wait
+        m = xmask.GrammarMatcher(lazy)
+        got = _mask(m, info)
+        if first is not None:
+            seen["moved" if first[0].stub_hit else "first_part"] += 1
+        want = _mask(xmask.GrammarMatcher(eager), info)
+        assert np.array_equal(got, want), name
+        assert np.array_equal(got, _mask(xmask.GrammarMatcher(eager), info, reference=True)), name
+        # the rest answers for the whole grammar too
+        assert str(lazy.grammar) == str(eager.grammar), name
+    print(seen)
+    assert seen["first_part"] >= 20 and seen["moved"] >= 3 and seen["refused"] >= 3, seen
+
+
+def test_a_token_entering_a_stub_moves_to_the_whole_grammar(info):
+    lazy_c, eager_c = _compilers(info)
+    schema = {"type": "array", "items": {"type": "string"}}
+    lazy = lazy_c.compile_json_schema(schema, any_whitespace=False)
+    assert lazy._rest is not None and lazy._automaton.has_stubs
+    first = lazy._rest.first
+    m = xmask.GrammarMatcher(lazy)
+    got = _mask(m, info)
+    # '["' reads the item's quote: the stub's first byte
+    assert first[0].stub_hit and lazy._rest.first is None
+    opening = [i for i, t in enumerate(info.decoded_vocab) if t == b'["']
+    assert opening and all(got[0, i // 32] >> (i % 32) & 1 for i in opening)
+    eager = _eager(eager_c, schema, {"any_whitespace": False})
+    assert np.array_equal(got, _mask(xmask.GrammarMatcher(eager), info))
+    # a matcher created now starts on the whole grammar at once
+    assert np.array_equal(_mask(xmask.GrammarMatcher(lazy), info), got)
+
+
+def test_first_part_mask_then_background_rest(info):
+    lazy_c, eager_c = _compilers(info)
+    schema = {"type": "object", "properties": {"name": {"type": "string"},
+                                               "n": {"type": "integer", "minimum": 0}},
+              "required": ["name"]}
+    lazy = lazy_c.compile_json_schema(schema, any_whitespace=False)
+    eager = _eager(eager_c, schema, {"any_whitespace": False})
+    part = lazy._rest.first
+    assert part is not None
+    m = xmask.GrammarMatcher(lazy)
+    first = _mask(m, info)
+    assert not part[0].stub_hit
+    deadline = time.monotonic() + 30
+    while lazy._rest.first is not None and time.monotonic() < deadline:
+        time.sleep(0.01)  # the background thread builds the rest after the first fill
+    assert lazy._rest.first is None and lazy._automaton_tables is not part[0]
+    assert np.array_equal(first, _mask(xmask.GrammarMatcher(eager), info))
+    # the document's masks match the eager grammar's at every step
+    doc = json.dumps({"name": "caf\u00e9", "n": 12}, ensure_ascii=False)
+    ids = info_encode(info, doc)
+    e = xmask.GrammarMatcher(eager)
+    for t in ids:
+        assert np.array_equal(_mask(m, info), _mask(e, info))
+        assert m.accept_token(t) and e.accept_token(t)
+    assert m.is_completed() and e.is_completed()
+
+
+def info_encode(info, text):
+    import tokenizers
+
+    hf = tokenizers.Tokenizer.from_file(str(tokenizer_json("llama3")))
+    ids = hf.encode(text, add_special_tokens=False).ids
+    assert b"".join(info.decoded_vocab[i] for i in ids) == text.encode()
+    return ids
+
+
+def test_every_operation_answers_for_the_whole_grammar(info):
+    lazy_c, eager_c = _compilers(info)
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
+                                               "b": {"type": "boolean"}}}
+    opts = {"any_whitespace": False}
+    eager = _eager(eager_c, schema, opts)
+    doc = json.dumps({"a": [1, 22], "b": True})
+    ids = info_encode(info, doc)
+
+    def fresh():
+        cg = lazy_c.compile_json_schema(schema, **opts)
+        assert cg._rest is not None and cg._rest.first is not None
+        return cg, xmask.GrammarMatcher(cg)
+
+    # before any fill: accept, fork, rollback, reset, is_completed move to the whole grammar
+    cg, m = fresh()
+    assert m.accept_token(ids[0])
+    assert cg._rest.first is None
+    assert np.array_equal(_mask(m, info), _mask(_advanced(eager, ids[:1]), info))
+    for op in (lambda m: m.fork(), lambda m: m.rollback(0), lambda m: m.reset(),
+               lambda m: m.is_completed(), lambda m: m.accept_string('{"a"')):
+        cg, m = fresh()
+        op(m)
+        assert cg._rest.first is None
+    cg, m = fresh()
+    m.fill_next_token_bitmask(xmask.allocate_token_bitmask(1, info.vocab_size))
+    child = m.fork()
+    for t in ids:
+        assert child.accept_token(t)
+    assert child.is_completed()
+    # the compiled grammar's views are the whole grammar's
+    cg = lazy_c.compile_json_schema(schema, **opts)
+    assert str(cg.grammar) == str(eager.grammar)
+    cg = lazy_c.compile_json_schema(schema, **opts)
+    assert cg.cache_summary()["top_states"] == eager.cache_summary()["top_states"]
+    cg = lazy_c.compile_json_schema(schema, **opts)
+    again = xmask.CompiledGrammar.deserialize_json(cg.serialize_json(), info)
+    assert str(again.grammar) == str(eager.grammar)
+    assert np.array_equal(_mask(_advanced(again, ids[:3]), info), _mask(_advanced(eager, ids[:3]), info))
+    cg = lazy_c.compile_json_schema(schema, **opts)
+    back = pickle.loads(pickle.dumps(cg))
+    assert back._rest is None and str(back.grammar) == str(eager.grammar)
+    cg = lazy_c.compile_json_schema(schema, **opts)
+    assert cg.precompute() is cg and cg.cache_summary()["pending"] == 0
+    assert cg.memory_size_bytes == eager.precompute().memory_size_bytes
+
+
+def _advanced(compiled, ids):
+    m = xmask.GrammarMatcher(compiled)
+    for t in ids:
+        assert m.accept_token(t)
+    return m
+
+
+def test_threads_starting_on_one_lazy_grammar(info):
+    lazy_c, eager_c = _compilers(info)
+    schema = {"type": "object", "properties": {"id": {"type": "integer"},
+                                               "tags": {"type": "array", "items": {"type": "string"}},
+                                               "meta": {"type": "object", "properties": {
+                                                   "x": {"type": "number"}}}}}
+    opts = {"any_whitespace": True}
+    doc = '{"id": 7, "tags": ["a", "bc"], "meta": {"x": 1.5}}'
+    ids = info_encode(info, doc)
+    eager = _eager(eager_c, schema, opts)
+    e = xmask.GrammarMatcher(eager)
+    want = []
+    for t in ids:
+        want.append(_mask(e, info))
+        assert e.accept_token(t)
+    for _ in range(3):
+        lazy = lazy_c.compile_json_schema(schema, **opts)
+        errors = []
+
+        def run():
+            try:
+                m = xmask.GrammarMatcher(lazy)
+                for k, t in enumerate(ids):
+                    assert np.array_equal(_mask(m, info), want[k]), k
+                    assert m.accept_token(t)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run) for _ in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors, errors[0]
+
+
+def test_a_limit_the_rest_crosses_is_raised_where_it_is_needed(info):
+    # the first part fits, the whole grammar does not: the error comes from the first call
+    # that needs the whole grammar (here accept_token), as the eager compile's does at compile
+    inner = {"type": "object", "properties": {f"k{i}": {"type": "string", "maxLength": 200}
+                                              for i in range(40)}}
+    schema = {"type": "object", "properties": {"big": inner}}
+    opts = {"any_whitespace": False}
+    probe = xmask.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema, **opts)
+    assert probe._rest.first is not None
+    first_states = probe._automaton.n_states
+    whole_states = probe._resolved()._automaton.n_states
+    assert whole_states > first_states
+    limits = xmask.CompileLimits(max_automaton_states=(first_states + whole_states) // 2)
+    compiler = xmask.GrammarCompiler(info, cache_enabled=False, limits=limits)
+    with pytest.raises(xmask.GrammarLimitError) as eager_err:
+        compiler.compile_grammar(xmask.Grammar.from_json_schema(schema, **opts))
+    cg = compiler.compile_json_schema(schema, **opts)
+    m = xmask.GrammarMatcher(cg)
+    _mask(m, info)  # the first mask needs only the first part
+    with pytest.raises(xmask.GrammarLimitError) as late:
+        m.accept_token(info_encode(info, "{")[0])
+    assert str(late.value) == str(eager_err.value)
+    with pytest.raises(xmask.GrammarLimitError):
+        xmask.GrammarMatcher(cg).accept_string("{")  # kept: every later caller gets it
