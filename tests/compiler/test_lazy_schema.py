@@ -262,3 +262,39 @@ def test_a_limit_the_rest_crosses_is_raised_where_it_is_needed(info):
     assert str(late.value) == str(eager_err.value)
     with pytest.raises(xmask.GrammarLimitError):
         xmask.GrammarMatcher(cg).accept_string("{")  # kept: every later caller gets it
+
+
+def test_batch_fill_of_provisional_matchers(info):
+    # a batch fill keeps provisional matchers on their first part, and one whose walk met a
+    # stub is filled again on the whole grammar: every row equals the eager compile's
+    lazy_c, eager_c = _compilers(info)
+    schemas = [{"type": "object", "properties": {"a": {"type": "string"}}},
+               {"type": "array", "items": {"type": "string"}},
+               {"type": "object", "properties": {"b": {"type": "array", "items": {"type": "integer"}}}}]
+    opts = {"any_whitespace": False}
+    lazy = [lazy_c.compile_json_schema(s, **opts) for s in schemas]
+    firsts = [cg._rest.first for cg in lazy]
+    ms = [xmask.GrammarMatcher(cg) for cg in lazy]
+    bm = xmask.allocate_token_bitmask(5, info.vocab_size)
+    xmask.BatchGrammarMatcher(2).batch_fill_next_token_bitmask(ms, bm, [4, 0, 2])
+    rows = np.array(bm)
+    assert [f[0].stub_hit for f in firsts] == [False, True, False]
+    for row, s in zip((4, 0, 2), schemas):
+        want = _mask(xmask.GrammarMatcher(_eager(eager_c, s, opts)), info)
+        assert np.array_equal(rows[row:row + 1], want), s
+
+
+def test_two_parts_only_where_nothing_needs_the_whole_grammar_at_once(info, tmp_path):
+    from xmask.compiler.grammar_compiler import set_two_part_schemas
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert xmask.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema)._rest
+    for compiler, opts in ((xmask.GrammarCompiler(info, cache_enabled=False, precompute=True), {}),
+                           (xmask.GrammarCompiler(info, cache_enabled=False, cache_dir=tmp_path), {}),
+                           (xmask.GrammarCompiler(info, cache_enabled=False), {"lenient": True})):
+        assert compiler.compile_json_schema(schema, **opts)._rest is None
+    old = set_two_part_schemas(False)
+    try:
+        assert xmask.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema)._rest is None
+    finally:
+        assert set_two_part_schemas(old) is False

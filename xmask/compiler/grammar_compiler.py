@@ -29,6 +29,25 @@ from .vocab_memo import shared_vocab_tables
 DEFAULT_CACHE_LIMIT_BYTES = 1 << 30
 
 
+# Whether compile_json_schema may compile in two parts (lazy_schema.py); benchmarks and tests
+# switch it off to time or check the one-part compile in the same process.
+_TWO_PARTS = [True]
+
+
+def set_two_part_schemas(on: bool) -> bool:
+    """Let ``compile_json_schema`` compile in two parts (the default) or not, for compilers'
+    later compiles; returns the previous setting.  A benchmark and test knob: masks are the
+    same either way.
+
+    Example::
+
+        >>> old = set_two_part_schemas(False); _ = set_two_part_schemas(old)
+    """
+    old = _TWO_PARTS[0]
+    _TWO_PARTS[0] = bool(on)
+    return old
+
+
 class GrammarCompiler:
     """Compiles grammars for one tokenizer; compiled results are cached and shared.
 
@@ -155,7 +174,8 @@ class GrammarCompiler:
             rebuild = isinstance(source, GrammarSource)
             # two parts only when nothing needs the whole grammar at once: no warm-up
             # classification, no disk copy, no loosening report (lenient mode warns as it goes)
-            if lazy is not None and not self._precompute and self._disk is None and not lazy[1][5]:
+            if (lazy is not None and _TWO_PARTS[0] and not self._precompute
+                    and self._disk is None and not lazy[1][5]):
                 compiled = compile_schema_lazily(
                     _json_schema_converter(*lazy, self._limits), self._info, self._vocab_tables,
                     max_threads=self._max_threads, limits=self._limits)

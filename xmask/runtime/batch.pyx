@@ -78,15 +78,19 @@ def _check_matchers(matchers):
     return ms
 
 
-cdef int _enter_all(list ms) except -1:
+cdef int _enter_all(list ms, bint fill=False) except -1:
     # Enter every matcher (see GrammarMatcher._enter) before touching any, so a batch call
-    # either runs on all rows or raises with nothing changed; _leave_all undoes it.
+    # either runs on all rows or raises with nothing changed; _leave_all undoes it.  fill: a
+    # fill's entry (a provisional matcher stays on its first part: GrammarMatcher._enter_fill).
     cdef GrammarMatcher m
     cdef Py_ssize_t i, j
     for i in range(len(ms)):
         m = ms[i]
         try:
-            m._enter()
+            if fill:
+                m._enter_fill()
+            else:
+                m._enter()
         except XmaskError as e:
             for j in range(i):
                 (<GrammarMatcher>ms[j])._leave()
@@ -148,16 +152,21 @@ cdef class BatchGrammarMatcher:
         crossed a runtime limit (``GrammarMatcher.limit_error``) gets an all-zero row and the
         other rows are filled as usual: one bad request never fails the batch.
         """
-        cdef intp_t n, total = 0
+        cdef intp_t n, i, total = 0
+        cdef GrammarMatcher m
         ms = _check_matchers(matchers)
         n = len(ms)
         if n == 0:
             return
-        _enter_all(ms)
+        _enter_all(ms, True)
         try:
             total = self._fill(ms, bitmask, indices)
         finally:
             _leave_all(ms)
+        for i in range(n):  # (the rows were checked by _fill)
+            m = ms[i]
+            if m.provisional:  # its first part's row is exact unless a walk met a stub
+                m._after_provisional_fill(bitmask, i if indices is None else indices[i], False)
         if debug_print:
             print(f"BatchGrammarMatcher.batch_fill_next_token_bitmask: {n} rows, "
                   f"{min(self.max_threads, n)} threads, estimated work {total}")
