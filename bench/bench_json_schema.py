@@ -164,12 +164,23 @@ class XmaskSchema(_CompilerPerSchema, bj.XmaskEngine):
     def prepare(self):
         _PhaseClock.install()
         super().prepare()
+        if os.environ.get("XMASK_BENCH_ONE_PART") == "1":  # A/B: JSON schemas compiled whole
+            from xmask.compiler.grammar_compiler import set_two_part_schemas
+
+            set_two_part_schemas(False)
+            self.notes.append("XMASK_BENCH_ONE_PART=1: set_two_part_schemas(False)")
 
     def compile(self, schema, text):
         _PhaseClock.mask_cache_ns = _PhaseClock.calls = 0
         self.compiled = self.compiler.compile_json_schema(schema, **XMASK_OPTIONS)
         rest = getattr(self.compiled, "_rest", None)  # a schema compiled in two parts
         self.first_part = None if rest is None else rest.first
+
+    def wait_rest(self) -> None:
+        """Wait until the whole grammar of a two-part compile is built (by the background
+        worker after the first fill, or here)."""
+        if self.first_part is not None:
+            self.compiled._resolved()
 
     def lazy_record(self) -> dict:
         """After the first mask: whether the schema was compiled in two parts, whether the
