@@ -91,6 +91,8 @@ def test_partial_then_finish_is_the_eager_conversion():
     ({"type": "string", "enum": [1, 2]}, False),
     ({"type": "object", "properties": {"r": {"$ref": "#/properties/a"}}, "required": ["r"]}, False),
     ({"anyOf": [{"type": "string"}, {"type": "null"}]}, False),
+    ({"type": "string", "format": "date-time"}, True),  # a known format alone: fixed grammar
+    ({"type": "string", "format": "date", "maxLength": 8}, False),  # an intersection
 ])
 def test_what_is_left_pending(value, deferred):
     schema = {"type": "object", "properties": {"a": value}}
@@ -107,6 +109,10 @@ def test_a_late_refusal_is_reported_by_the_partial_conversion():
     with pytest.raises(xmask.UnsupportedSchemaError):
         Converter(schema, LAYOUTS["compact"], strict_mode=True).run()
     with pytest.raises(xmask.UnsupportedSchemaError):
+        Converter(schema, LAYOUTS["compact"], strict_mode=True).run_partial()
+    # an unknown format is not deferred either
+    schema = {"type": "object", "properties": {"a": {"type": "string", "format": "url"}}}
+    with pytest.raises(xmask.UnsupportedSchemaError, match="unknown format"):
         Converter(schema, LAYOUTS["compact"], strict_mode=True).run_partial()
 
 

@@ -14,7 +14,8 @@ others in two ways that must hold before any mask is given out:
 :func:`deferrable` answers both conservatively, from the schema nodes alone (no conversion, no
 side effect on the conversion's state): True only for atom sets whose constraints are a few
 plain keywords (types, length and count bounds, plain numeric bounds, enums of scalars,
-``properties`` / ``required`` / ``additionalProperties`` / ``items``) that have a value, and whose
+``properties`` / ``required`` / ``additionalProperties`` / ``items``, a known string ``format``
+with no length bound, enum or const beside it) that have a value, and whose
 nested schemas use only such keywords too.  Anything else is False: converted at once, as before.
 Compile limits (rule counts, the deadline) can still be passed by a deferred rule; whoever builds
 it later reports them.
@@ -38,6 +39,7 @@ import math
 from typing import Dict, FrozenSet, Optional, Tuple
 
 from ...errors import XmaskError
+from ..string_format import KNOWN_FORMATS
 from .context import Context
 from .vocabulary import (ANNOTATIONS, COMPANIONS, KNOWN_KEYWORDS, MAX_ANY_ORDER_PROPERTIES,
                          MAX_INDENT_DEPTH)
@@ -48,7 +50,11 @@ __all__ = ["Deferrable"]
 # converter ignores; the document already checked every keyword's type when it was indexed)
 _PLAIN = frozenset(("type", "enum", "const", "minimum", "maximum", "minLength", "maxLength",
                     "items", "minItems", "maxItems", "properties", "required",
-                    "additionalProperties", "$ref"))
+                    "additionalProperties", "$ref", "format"))
+# a format the converter knows, alone on its node's strings (no length, enum or const beside
+# it): the converter takes its fixed, non-empty grammar as it is
+_KNOWN_FORMATS = frozenset(KNOWN_FORMATS)
+_NOT_WITH_FORMAT = ("minLength", "maxLength", "enum", "const")
 _CONSTRAINING = KNOWN_KEYWORDS - ANNOTATIONS - COMPANIONS
 _TYPE_NAMES = frozenset(("null", "boolean", "object", "array", "string", "integer", "number"))
 # bounds within which the converter builds lengths and counts without a compile limit or a
@@ -179,6 +185,9 @@ class Deferrable:
             names = [t] if isinstance(t, str) else t
             if not isinstance(names, list) or not names or not _TYPE_NAMES.issuperset(names):
                 return False
+        if "format" in obj and (obj["format"] not in _KNOWN_FORMATS
+                                or any(k in obj for k in _NOT_WITH_FORMAT)):
+            return False
         for k in ("minLength", "maxLength"):
             if k in obj and not _count(obj[k], _MAX_LENGTH):
                 return False
