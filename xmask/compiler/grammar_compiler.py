@@ -268,7 +268,19 @@ class GrammarCompiler:
                             strict_mode=True, max_whitespace_cnt=None, lenient=False,
                             any_order=False) -> CompiledGrammar:
         """Compile a JSON schema (str, dict or pydantic model; see ``Grammar.from_json_schema``).
-        Results are cached by the canonical schema text plus the options."""
+        Results are cached by the canonical schema text plus the options.
+
+        Unless the compiler precomputes, has a ``cache_dir`` or ``lenient=True``, the schema is
+        compiled in two parts (:mod:`xmask.compiler.lazy_schema`): what the first mask needs
+        now, the rest in a background thread after the first fill; masks are the same, and a
+        compile limit only the rest crosses is raised by the first matcher call that needs it.
+
+        Example::
+
+            >>> cg = compiler.compile_json_schema({"type": "array", "items": {"type": "integer"}})  # doctest: +SKIP
+            >>> xmask.GrammarMatcher(cg).accept_string("[1, 2]")                                  # doctest: +SKIP
+            True
+        """
         import json
 
         # Canonical text for the cache key.  Keys keep their order: the order of ``properties``
