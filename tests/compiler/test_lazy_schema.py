@@ -22,9 +22,11 @@ import numpy as np
 import pytest
 
 import xmask
-from conftest import require_data, tokenizer_json
+from conftest import require_data
 
 pytest.importorskip("tokenizers")
+
+from lazy_walks import tok  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore::xmask.SchemaKeywordWarning")
 
 OPTIONS = [{"any_whitespace": False}, {"any_whitespace": True, "strict_mode": False},
@@ -33,7 +35,7 @@ OPTIONS = [{"any_whitespace": False}, {"any_whitespace": True, "strict_mode": Fa
 
 @pytest.fixture(scope="module")
 def info():
-    return xmask.TokenizerInfo.from_huggingface(tokenizer_json("llama3").parent)
+    return tok("llama3").info
 
 
 def _compilers(info):
@@ -131,21 +133,12 @@ def test_first_part_mask_then_background_rest(info):
     assert np.array_equal(first, _mask(xmask.GrammarMatcher(eager), info))
     # the document's masks match the eager grammar's at every step
     doc = json.dumps({"name": "caf\u00e9", "n": 12}, ensure_ascii=False)
-    ids = info_encode(info, doc)
+    ids = tok("llama3").encode(doc)
     e = xmask.GrammarMatcher(eager)
     for t in ids:
         assert np.array_equal(_mask(m, info), _mask(e, info))
         assert m.accept_token(t) and e.accept_token(t)
     assert m.is_completed() and e.is_completed()
-
-
-def info_encode(info, text):
-    import tokenizers
-
-    hf = tokenizers.Tokenizer.from_file(str(tokenizer_json("llama3")))
-    ids = hf.encode(text, add_special_tokens=False).ids
-    assert b"".join(info.decoded_vocab[i] for i in ids) == text.encode()
-    return ids
 
 
 def test_every_operation_answers_for_the_whole_grammar(info):
@@ -155,7 +148,7 @@ def test_every_operation_answers_for_the_whole_grammar(info):
     opts = {"any_whitespace": False}
     eager = _eager(eager_c, schema, opts)
     doc = json.dumps({"a": [1, 22], "b": True})
-    ids = info_encode(info, doc)
+    ids = tok("llama3").encode(doc)
 
     def fresh():
         cg = lazy_c.compile_json_schema(schema, **opts)
@@ -210,7 +203,7 @@ def test_threads_starting_on_one_lazy_grammar(info):
                                                    "x": {"type": "number"}}}}}
     opts = {"any_whitespace": True}
     doc = '{"id": 7, "tags": ["a", "bc"], "meta": {"x": 1.5}}'
-    ids = info_encode(info, doc)
+    ids = tok("llama3").encode(doc)
     eager = _eager(eager_c, schema, opts)
     e = xmask.GrammarMatcher(eager)
     want = []
@@ -258,7 +251,7 @@ def test_a_limit_the_rest_crosses_is_raised_where_it_is_needed(info):
     m = xmask.GrammarMatcher(cg)
     _mask(m, info)  # the first mask needs only the first part
     with pytest.raises(xmask.GrammarLimitError) as late:
-        m.accept_token(info_encode(info, "{")[0])
+        m.accept_token(tok("llama3").encode("{")[0])
     assert str(late.value) == str(eager_err.value)
     with pytest.raises(xmask.GrammarLimitError):
         xmask.GrammarMatcher(cg).accept_string("{")  # kept: every later caller gets it

@@ -151,15 +151,15 @@ class GrammarCompiler:
         """
         return self._cache_limit
 
-    def _compile(self, key, source, lazy=None) -> CompiledGrammar:
+    def _compile(self, key, source, two_parts=False) -> CompiledGrammar:
         # source: a GrammarSource (the compiled grammar keeps it, not the IR it builds) or the
-        # caller's own Grammar; lazy: a JSON Schema's (canonical text, options), which may be
-        # compiled in two parts (lazy_schema.py)
+        # caller's own Grammar; two_parts: source is compile_json_schema's, which may compile
+        # in two parts (lazy_schema.py)
         with deep_recursion(), gc_paused(), responsive_switching(), \
                 compile_deadline(self._limits.max_compile_seconds):
-            return self._compile_inner(key, source, lazy)
+            return self._compile_inner(key, source, two_parts)
 
-    def _compile_inner(self, key, source, lazy=None) -> CompiledGrammar:
+    def _compile_inner(self, key, source, two_parts=False) -> CompiledGrammar:
         if self._cache_enabled:
             with self._lock:
                 hit = self._cache.get(key)
@@ -174,10 +174,10 @@ class GrammarCompiler:
             rebuild = isinstance(source, GrammarSource)
             # two parts only when nothing needs the whole grammar at once: no warm-up
             # classification, no disk copy, no loosening report (lenient mode warns as it goes)
-            if (lazy is not None and _TWO_PARTS[0] and not self._precompute
-                    and self._disk is None and not lazy[1][5]):
+            if (two_parts and _TWO_PARTS[0] and not self._precompute and self._disk is None
+                    and not _schema_options(source.args[1])["lenient"]):
                 compiled = compile_schema_lazily(
-                    _json_schema_converter(*lazy, self._limits), self._info, self._vocab_tables,
+                    _json_schema_converter(*source.args), self._info, self._vocab_tables,
                     max_threads=self._max_threads, limits=self._limits)
             else:
                 compiled = CompiledGrammar._build(
@@ -295,7 +295,7 @@ class GrammarCompiler:
             return self._compile(
                 ("json_schema", canonical, opts),
                 GrammarSource(_from_json_schema, canonical, opts, self._limits),
-                lazy=(canonical, opts),
+                two_parts=True,
             )
 
     def compile_structural_tag(self, *args, **kwargs) -> CompiledGrammar:
@@ -362,23 +362,22 @@ def _from_lark(lark_string: str, info, named: dict) -> Grammar:
     return Grammar.from_lark(lark_string, tokenizer_info=info, named_grammars=named)
 
 
+def _schema_options(opts: tuple) -> dict:
+    # compile_json_schema's option tuple (its cache key) as the front end's keyword arguments
+    names = ("any_whitespace", "indent", "separators", "strict_mode", "max_whitespace_cnt",
+             "lenient", "any_order")
+    return dict(zip(names, opts))
+
+
 def _from_json_schema(canonical: str, opts: tuple, limits) -> Grammar:
-    any_whitespace, indent, separators, strict_mode, max_ws, lenient, any_order = opts
-    return Grammar.from_json_schema(
-        canonical, any_whitespace=any_whitespace, indent=indent, separators=separators,
-        strict_mode=strict_mode, max_whitespace_cnt=max_ws, lenient=lenient,
-        any_order=any_order, limits=limits)
+    return Grammar.from_json_schema(canonical, limits=limits, **_schema_options(opts))
 
 
 def _json_schema_converter(canonical: str, opts: tuple, limits):
     # the converter _from_json_schema runs, for a lazy compile (lazy_schema.py)
     from ..grammar.json_schema.api import json_schema_converter
 
-    any_whitespace, indent, separators, strict_mode, max_ws, lenient, any_order = opts
-    return json_schema_converter(
-        canonical, any_whitespace=any_whitespace, indent=indent, separators=separators,
-        strict_mode=strict_mode, max_whitespace_cnt=max_ws, lenient=lenient,
-        any_order=any_order, limits=limits)
+    return json_schema_converter(canonical, limits=limits, **_schema_options(opts))
 
 
 def _rebuild_compiler(info, max_threads, cache_enabled, cache_limit_bytes, limits, cache_dir,

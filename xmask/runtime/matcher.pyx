@@ -325,7 +325,8 @@ cdef class GrammarMatcher:
         return 0
 
     cdef int _enter_fill(self) except -1:
-        # _enter for a fill: a provisional matcher stays on the first part (see _fill)
+        # _enter for a fill: a provisional matcher stays on the first part (see
+        # _after_provisional_fill)
         if not self.ready or not _try_acquire(&self.busy):
             raise _unusable_error(self.ready)
         return 0
@@ -340,9 +341,7 @@ cdef class GrammarMatcher:
         # free-threaded CPython (no GIL); uncontended, that is a few nanoseconds.
         if self.provisional:
             self._materialize()
-        if not self.ready or not _try_acquire(&self.busy):
-            raise _unusable_error(self.ready)
-        return 0
+        return self._enter_fill()
 
     cdef void _leave(self) noexcept:
         _release(&self.busy)
