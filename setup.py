@@ -56,6 +56,7 @@ MODULES = [
     "xmask.compiler._rule_graph",
     "xmask.compiler._rule_scan",
     "xmask.compiler._nfa_build",
+    "xmask.compiler._first_reach",
     "xmask.grammar._ir_build",
     "xmask.grammar._ir_nodes",
     "xmask.grammar._ir_walk",

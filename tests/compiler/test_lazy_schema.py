@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import xmask
+from xmask.compiler import first_reach
 from conftest import require_data
 
 pytest.importorskip("tokenizers")
@@ -65,7 +66,12 @@ def _eager(compiler, schema, opts):
     return compiler.compile_grammar(xmask.Grammar.from_json_schema(schema, **opts))
 
 
-def test_first_mask_is_exact_on_maskbench(info):
+@pytest.mark.parametrize("horizon", [None, 1])
+def test_first_mask_is_exact_on_maskbench(info, horizon, monkeypatch):
+    # horizon: the default (value rules within FIRST_HORIZON bytes of the start built), or 1,
+    # where every value after the first byte is a stub (first_reach.py)
+    if horizon is not None:
+        monkeypatch.setattr(first_reach, "FIRST_HORIZON", horizon)
     lazy_c, eager_c = _compilers(info)
     seen = {"first_part": 0, "moved": 0, "refused": 0, "whole": 0}
     for k, (name, entry) in enumerate(_entries(45)):

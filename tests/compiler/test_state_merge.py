@@ -60,7 +60,8 @@ def llama3():
 
 
 def _compiled(t, schema, **kw):
-    return t.compiler(**kw).compile_json_schema(schema)
+    # the whole grammar's automaton (a two-part compile holds its first part until needed)
+    return t.compiler(**kw).compile_json_schema(schema)._resolved()
 
 
 # -- the C kernel and its Python twin -------------------------------------------------------

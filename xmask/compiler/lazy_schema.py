@@ -5,7 +5,9 @@ converter's ``run_partial`` (:mod:`xmask.grammar.json_schema.converter`) generat
 every rule that cannot safely wait; each rule left pending is certainly productive and cannot
 raise anything but a compile limit (:mod:`xmask.grammar.json_schema.deferrable`).  The first
 part compiles that grammar with the pending rules as *stubs* (``build_automaton(stubs=...)``:
-called rules whose start state has no edge and ``FLAG_STUB``).  Its masks are exact while no
+called rules whose start state has no edge and ``FLAG_STUB``), and stubs too the generated
+value rules that no path reaches within a few bytes of the start (:mod:`.first_reach`: a rule
+that had to be generated for its errors need not be built for the first mask).  Its masks are exact while no
 walk wants a byte inside a stub:
 
 * a token whose every path stays out of the stubs, or stops right at a stub's start, has the
@@ -46,7 +48,8 @@ from .._deadline import compile_deadline
 from .._gc_pause import gc_paused
 from .._recursion import deep_recursion
 from .._switch_interval import responsive_switching
-from ..grammar.ir import CharClass, Grammar
+from ..grammar.ir import CharClass, Grammar, iter_nodes
+from .first_reach import first_part_rules
 
 # A stub's placeholder body for the passes that run before its edge is cut: one ASCII byte
 # (every JSON value, whitespace included, starts with one).
@@ -174,15 +177,40 @@ def compile_schema_lazily(converter, tokenizer_info, vocab_tables, *, max_thread
     rules, pending = converter.run_partial()
     build = functools.partial(_build_whole, tokenizer_info=tokenizer_info,
                               vocab_tables=vocab_tables, max_threads=max_threads, limits=limits)
-    if not pending or _near(len(rules) + len(pending), limits.max_schema_rules):
+    if (not pending or _near(len(rules) + len(pending), limits.max_schema_rules)
+            or _large(rules, limits.max_automaton_states)):
         return build(converter.finish())
-    first = CompiledGrammar._build(partial_grammar(rules, pending), tokenizer_info, vocab_tables,
-                                   max_threads=max_threads, limits=limits, stubs=pending)
+    built, stubs = first_part_rules(rules, pending, converter.value_rules())
+    first = CompiledGrammar._build(partial_grammar(built, stubs), tokenizer_info, vocab_tables,
+                                   max_threads=max_threads, limits=limits, stubs=stubs)
     if (_near(first._automaton.n_states, limits.max_automaton_states)
             or _near(time.perf_counter() - t0, limits.max_compile_seconds)):
         return build(converter.finish())  # (its limit errors are the compile's, as eager)
     tables = (first._automaton_tables, first._vocab_tables, first._mask_cache)
     return first._with_rest(LazyRest(tables, converter, build, limits.max_compile_seconds))
+
+
+# Generated rules past which the first part's IR is measured (_large): a smaller grammar
+# needing a state limit's worth of automaton is rare, and measuring costs ~0.4 us per node.
+_MEASURED_RULES = 256
+
+
+def _large(rules: dict, max_states) -> bool:
+    # Whether the generated rules' IR is large enough that the whole automaton may cross
+    # max_automaton_states: the first part builds only the rules near the start
+    # (first_reach.py), so its own state count no longer tells.  An IR node gives a few
+    # states (MaskBench's circleciconfig, indented: 30k nodes, over 200k states), so an eighth
+    # of the limit in nodes builds the whole at once.
+    if max_states is None or len(rules) <= _MEASURED_RULES:
+        return False
+    cap = max_states // 8
+    n = 0
+    for body in rules.values():
+        for _ in iter_nodes(body):
+            n += 1
+        if n > cap:
+            return True
+    return False
 
 
 def _near(used, limit) -> bool:

@@ -7,10 +7,13 @@ Example::
     >>> from xmask.grammar.ir_expr import Bytes, RuleRef, Seq
     >>> first_undefined_ref({"root": Seq((Bytes(b"a"), RuleRef("x")))})
     ('root', 'x')
+    >>> sorted(productive_rule_names({"root": RuleRef("x"), "x": Seq((Bytes(b"a"), RuleRef("x")))}))
+    []
 """
 
 from xmask.grammar._ir_nodes cimport (
-    BYTES, CLASS, REF, TOKENS, PtrMap, node_items, pm_free, pm_init, pm_mark,
+    BYTES, CHOICE, CLASS, REF, REPEAT, SEQ, TOKENS, WORDS, PtrMap, node_items, pm_free, pm_init,
+    pm_mark, pm_put, pm_slot,
 )
 
 
@@ -46,3 +49,127 @@ def first_undefined_ref(dict rules):
         return None
     finally:
         pm_free(&seen)
+
+
+# productive_rule_names: a node's state in the pass's table (0: not met)
+cdef enum:
+    OPEN = 1  # its children are being evaluated
+    YES = 2
+    NO = 3
+
+
+def productive_rule_names(dict rules, known=()):
+    """The names of the productive rules of ``rules`` (name -> expression): the least fixpoint
+    of :func:`xmask.grammar.productivity.productive_rules` (its pure-Python twin, the tests'
+    reference), with the names in ``known`` counted productive from the start.  A reference to
+    a rule that is neither in ``rules`` nor ``known`` is unproductive.
+
+    A worklist: each rule is evaluated once (in reverse order: a converter defines a rule
+    before the rules it references), and again only when a rule it referenced while not
+    productive yet becomes productive (each evaluation walks the rule's body once, its shared
+    sub-expressions once: a table of node addresses)."""
+    cdef set productive = set(known)
+    cdef dict waiting = {}  # rule -> the rules whose evaluation found it not productive yet
+    cdef list queue = list(rules)  # (popped from the end: last defined first)
+    cdef set queued = set(queue)
+    cdef object name, user
+    while queue:
+        name = queue.pop()
+        queued.discard(name)
+        if name in productive:
+            continue
+        if _holds(rules[name], productive, waiting, name):
+            productive.add(name)
+            for user in waiting.pop(name, ()):
+                if user not in productive and user not in queued:
+                    queue.append(user)
+                    queued.add(user)
+    return productive
+
+
+cdef inline Py_ssize_t _state(PtrMap* m, object x) noexcept:
+    cdef size_t p = <size_t><void *>x
+    cdef size_t h = pm_slot(m, p)
+    return m.vals[h] if m.keys[h] else 0
+
+
+cdef bint _leaf(object x, object t, set productive, dict waiting, object rule) except -1:
+    cdef object lo, hi
+    if t is BYTES:
+        return True
+    if t is REF:
+        if x.name in productive:
+            return True
+        waiting.setdefault(x.name, set()).add(rule)
+        return False
+    if t is CLASS:
+        if not x.negated:
+            # some range outside the surrogates (no characters) unless byte-level
+            if x.byte_level:
+                return bool(x.ranges)
+            for lo, hi in x.ranges:
+                if lo < 0xD800 or hi > 0xDFFF:
+                    return True
+            return False
+        return bool(x.positive_ranges())
+    if t is TOKENS:
+        # the vocabulary is not known here: only a plain empty set has no token
+        return x.negated or bool(x.ids)
+    if t is WORDS:
+        # strings over an alphabet but a finite few: some are left unless the alphabet is
+        # empty and the empty word is excluded
+        return bool(x.alphabet) or "" not in x.words
+    raise TypeError(f"not a grammar expression: {t.__name__}")
+
+
+cdef bint _holds(object e, set productive, dict waiting, object rule) except -1:
+    # whether ``e`` (the body of ``rule``) has a sentence when the rules in ``productive`` do;
+    # each reference to a rule not productive yet puts ``rule`` in its ``waiting`` set
+    # (explicit stack: converted schemas nest thousands of levels deep)
+    cdef PtrMap table
+    pm_init(&table, 64)
+    try:
+        return _holds_in(e, productive, waiting, rule, &table)
+    finally:
+        pm_free(&table)
+
+
+cdef bint _holds_in(object e, set productive, dict waiting, object rule, PtrMap* state) except -1:
+    cdef list stack = [e]
+    cdef object x, t, items, c
+    cdef Py_ssize_t st
+    cdef bint v
+    while stack:
+        x = stack[len(stack) - 1]
+        st = _state(state, x)
+        if st == YES or st == NO:
+            stack.pop()
+            continue
+        t = type(x)
+        if t is SEQ or t is CHOICE or t is REPEAT:
+            items = node_items(x, t)
+            if st == 0:
+                pm_put(state, <size_t><void *>x, OPEN)
+                for c in items:
+                    if _state(state, c) == 0:
+                        stack.append(c)
+                continue
+            if t is SEQ:
+                v = True
+                for c in items:
+                    if _state(state, c) != YES:
+                        v = False
+                        break
+            elif t is CHOICE:
+                v = False
+                for c in items:
+                    if _state(state, c) == YES:
+                        v = True
+                        break
+            else:
+                v = x.min == 0 or _state(state, items[0]) == YES
+        else:
+            v = _leaf(x, t, productive, waiting, rule)
+        pm_put(state, <size_t><void *>x, YES if v else NO)
+        stack.pop()
+    return _state(state, e) == YES

@@ -22,7 +22,9 @@ from typing import Dict, Set
 from .ir_expr import (Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet, WordComplement,
                       node_kind)
 
-__all__ = ["productive_rules", "expr_productive"]
+from ._ir_walk import productive_rule_names  # the compiled pass (this module: its twin)
+
+__all__ = ["productive_rules", "expr_productive", "productive_rule_names"]
 
 
 def productive_rules(rules: Dict[str, object]) -> Set[str]:

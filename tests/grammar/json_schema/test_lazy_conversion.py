@@ -19,7 +19,7 @@ import xmask
 from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
 from xmask.grammar.json_schema.layout import Layout
 from xmask.grammar.json_schema.converter import Converter
-from xmask.grammar.productivity import productive_rules
+from xmask.grammar.productivity import productive_rule_names, productive_rules
 
 from conftest import require_data
 
@@ -128,3 +128,4 @@ def test_productive_rules():
         "missing": RuleRef("nowhere"),
     }
     assert productive_rules(rules) == {"root", "ok", "digit"}
+    assert productive_rule_names(rules) == {"root", "ok", "digit"}  # the compiled pass

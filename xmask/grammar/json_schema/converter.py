@@ -110,6 +110,11 @@ class Converter:
         done = {k: v for k, v in self.ctx.rules.items() if v is not None}
         return done, [name for name, _, _ in queue]
 
+    def value_rules(self) -> set:
+        """The names of the value rules queued so far (each the JSON values of one atom set at
+        one depth, the root's included)."""
+        return set(self.ctx.memo.values())
+
     def finish(self) -> Grammar:
         """The whole grammar after :meth:`run_partial` (the same as :meth:`run`'s)."""
         return Grammar(self.drain(), root="root")
