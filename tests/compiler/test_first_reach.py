@@ -94,6 +94,11 @@ def test_productivity_pass_hand_cases():
         "root": Choice((RuleRef("late"), RuleRef("bytes"))),
         "bytes": CharClass(((0xD8, 0xDF),), byte_level=True),  # raw bytes: not surrogates
         "neg_some": CharClass(((0, 0x7F),), negated=True),
+        "neg_all": CharClass(((0, 0xD7FF), (0xE000, 0x10FFFF)), negated=True),  # surrogates left
+        "neg_top": CharClass(((0, 0xD7FF), (0xE000, 0x10FFFE)), negated=True),  # U+10FFFF left
+        "neg_mid": CharClass(((0, 0xD7FF), (0xE001, 0x10FFFF)), negated=True),  # U+E000 left
+        "neg_bytes": CharClass(((0, 0xFF),), negated=True, byte_level=True),
+        "neg_byte": CharClass(((0, 0x40), (0x42, 0xFF)), negated=True, byte_level=True),
         "tokens": TokenSet((), negated=False),  # no token
         "late": Seq((RuleRef("later"), Bytes(b"1"))),  # defined before what it needs
         "later": Choice((RuleRef("late"), Bytes(b"z"))),
@@ -101,7 +106,7 @@ def test_productivity_pass_hand_cases():
         "cycle_b": Choice((RuleRef("cycle_a"), RuleRef("missing"))),
         "missing": RuleRef("nowhere"),
     }
-    want = {"root", "bytes", "neg_some", "late", "later"}
+    want = {"root", "bytes", "neg_some", "neg_top", "neg_mid", "neg_byte", "late", "later"}
     assert productive_rules(rules) == want
     assert productive_rule_names(rules) == want
     assert productive_rule_names(rules, ["nowhere"]) == want | {"missing", "nowhere", "cycle_a",

@@ -64,13 +64,14 @@ def productive_rule_names(dict rules, known=()):
     reference), with the names in ``known`` counted productive from the start.  A reference to
     a rule that is neither in ``rules`` nor ``known`` is unproductive.
 
-    A worklist: each rule is evaluated once (in reverse order: a converter defines a rule
-    before the rules it references), and again only when a rule it referenced while not
+    A worklist: each rule is evaluated once, in post-order of the references (a rule after the
+    rules it references, but along cycles), and again only when a rule it referenced while not
     productive yet becomes productive (each evaluation walks the rule's body once, its shared
     sub-expressions once: a table of node addresses)."""
     cdef set productive = set(known)
     cdef dict waiting = {}  # rule -> the rules whose evaluation found it not productive yet
-    cdef list queue = list(rules)  # (popped from the end: last defined first)
+    cdef list queue = _post_order(rules)
+    queue.reverse()  # (popped from the end)
     cdef set queued = set(queue)
     cdef object name, user
     while queue:
@@ -85,6 +86,61 @@ def productive_rule_names(dict rules, known=()):
                     queue.append(user)
                     queued.add(user)
     return productive
+
+
+cdef list _post_order(dict rules):
+    # the rules in post-order of a depth-first walk of their references (iterative)
+    cdef dict refs = {}
+    cdef list out = []
+    cdef set done = set()
+    cdef list stack
+    cdef object root, name, r
+    cdef list pending_refs
+    for root in rules:
+        if root in done:
+            continue
+        done.add(root)
+        stack = [(root, _refs_of(rules[root]))]
+        while stack:
+            name, pending_refs = stack[len(stack) - 1]
+            if pending_refs:
+                r = pending_refs.pop()
+                if r not in done and r in rules:
+                    done.add(r)
+                    stack.append((r, _refs_of(rules[r])))
+                continue
+            stack.pop()
+            out.append(name)
+    return out
+
+
+cdef list _refs_of(object e):
+    # the distinct rule names ``e`` references (each shared sub-expression walked once)
+    cdef PtrMap seen
+    cdef list stack = [e]
+    cdef list out = []
+    cdef set names = set()
+    cdef object x, t, items, item
+    pm_init(&seen, 64)
+    try:
+        while stack:
+            x = stack.pop()
+            t = type(x)
+            if t is REF:
+                if x.name not in names:
+                    names.add(x.name)
+                    out.append(x.name)
+                continue
+            items = node_items(x, t)
+            if items is None:
+                continue
+            for item in items:
+                if pm_mark(&seen, <size_t><void *>item, 1):
+                    stack.append(item)
+    finally:
+        pm_free(&seen)
+    out.reverse()  # (popped from the end: in order of appearance)
+    return out
 
 
 cdef inline Py_ssize_t _state(PtrMap* m, object x) noexcept:
@@ -111,7 +167,7 @@ cdef bint _leaf(object x, object t, set productive, dict waiting, object rule) e
                 if lo < 0xD800 or hi > 0xDFFF:
                     return True
             return False
-        return bool(x.positive_ranges())
+        return _gap(x.ranges, 0xFF if x.byte_level else 0x10FFFF, x.byte_level)
     if t is TOKENS:
         # the vocabulary is not known here: only a plain empty set has no token
         return x.negated or bool(x.ids)
@@ -120,6 +176,25 @@ cdef bint _leaf(object x, object t, set productive, dict waiting, object rule) e
         # empty and the empty word is excluded
         return bool(x.alphabet) or "" not in x.words
     raise TypeError(f"not a grammar expression: {t.__name__}")
+
+
+cdef bint _gap(tuple ranges, long limit, bint byte_level) except -1:
+    # whether some character of [0, limit] (surrogates excluded unless byte-level) lies outside
+    # ``ranges`` (sorted, merged): a negated class has a character
+    cdef long c = 0, lo, hi
+    cdef object r
+    for r in ranges:
+        lo = r[0]
+        hi = r[1]
+        if lo > c and _has_char(c, lo - 1, byte_level):
+            return True
+        if hi + 1 > c:
+            c = hi + 1
+    return c <= limit and _has_char(c, limit, byte_level)
+
+
+cdef inline bint _has_char(long a, long b, bint byte_level) noexcept:
+    return byte_level or a < 0xD800 or b > 0xDFFF
 
 
 cdef bint _holds(object e, set productive, dict waiting, object rule) except -1:
