@@ -21,14 +21,14 @@ import sys
 
 import pytest
 
-from xmask.compiler._first_reach import walk_offsets
+from xmask.compiler._first_reach import productive_rule_names, walk_offsets
 from xmask.compiler.first_reach import FIRST_HORIZON, first_part_rules, walk_offsets_reference
 from xmask.grammar.ebnf import parse_ebnf
 from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
 from xmask.grammar.ir_expr import node_kind
 from xmask.grammar.json_schema.converter import Converter
 from xmask.grammar.json_schema.layout import Layout
-from xmask.grammar.productivity import productive_rule_names, productive_rules
+from xmask.grammar.productivity import productive_rules
 
 from conftest import require_data
 

@@ -32,8 +32,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, node_kind
 from ..grammar.ir_expr import WordComplement
-from ..grammar.productivity import productive_rule_names
-from ._first_reach import walk_offsets
+from ._first_reach import productive_rule_names, walk_offsets
 
 __all__ = ["first_part_rules", "walk_offsets_reference", "FIRST_HORIZON"]
 

@@ -7,8 +7,8 @@ raise anything but a compile limit (:mod:`xmask.grammar.json_schema.deferrable`)
 part compiles that grammar with the pending rules as *stubs* (``build_automaton(stubs=...)``:
 called rules whose start state has no edge and ``FLAG_STUB``), and stubs too the generated
 value rules that no path reaches within a few bytes of the start (:mod:`.first_reach`: a rule
-that had to be generated for its errors need not be built for the first mask).  Its masks are exact while no
-walk wants a byte inside a stub:
+that had to be generated for its errors need not be built for the first mask).  Its masks are
+exact while no walk wants a byte inside a stub:
 
 * a token whose every path stays out of the stubs, or stops right at a stub's start, has the
   same fate in the whole grammar (a pending rule has a value, so stopping there is viable);

@@ -87,6 +87,12 @@ cdef inline int pm_put(PtrMap* m, size_t p, Py_ssize_t v) except -1:
     return 1
 
 
+cdef inline Py_ssize_t pm_get(const PtrMap* m, object x) noexcept:
+    # the value of node ``x``'s address, 0 when absent
+    cdef size_t h = pm_slot(m, <size_t><void *>x)
+    return m.vals[h] if m.keys[h] else 0
+
+
 cdef inline int pm_mark(PtrMap* m, size_t p, Py_ssize_t stamp) except -1:
     # 1 when ``p``'s value was not ``stamp`` yet (it is now); with one stamp, a set's add
     cdef size_t h = pm_slot(m, p)

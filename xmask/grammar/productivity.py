@@ -1,7 +1,8 @@
 """Which rules of a grammar IR have some sentence (are *productive*), from the IR alone.
 
 The automaton decides this on its states (``compiler/_analysis.prune_unproductive``); a lazy
-build (issue 10) needs it per rule before any automaton exists, and the tests of the lazy JSON
+build (issue 10) needs it per rule before any automaton exists (a compiled pass on the IR,
+``compiler/_first_reach.productive_rule_names``, whose twin this is), and the tests of the lazy JSON
 Schema front end (:mod:`.json_schema.deferrable`) need an answer that does not come from the
 automaton they check.  Least fixpoint: a rule is productive once its body is, and a rule on a
 cycle with no way out is not.
@@ -22,9 +23,7 @@ from typing import Dict, Set
 from .ir_expr import (Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet, WordComplement,
                       node_kind)
 
-from ._ir_walk import productive_rule_names  # the compiled pass (this module: its twin)
-
-__all__ = ["productive_rules", "expr_productive", "productive_rule_names"]
+__all__ = ["productive_rules", "expr_productive"]
 
 
 def productive_rules(rules: Dict[str, object]) -> Set[str]:

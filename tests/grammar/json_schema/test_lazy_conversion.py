@@ -19,7 +19,8 @@ import xmask
 from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq
 from xmask.grammar.json_schema.layout import Layout
 from xmask.grammar.json_schema.converter import Converter
-from xmask.grammar.productivity import productive_rule_names, productive_rules
+from xmask.compiler._first_reach import productive_rule_names
+from xmask.grammar.productivity import productive_rules
 
 from conftest import require_data
 
