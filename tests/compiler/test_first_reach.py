@@ -7,9 +7,10 @@ the compiled passes that choice runs on.
   cases (cycles, surrogate-only and negated classes, undefined rules).
 * The compiled offset walk equals its pure-Python twin at several horizons.
 * What ``first_part_rules`` gives is a grammar that keeps its promises: the root is built,
-  every reference of a built rule is built or stubbed, the stubs are value rules or pending
-  ones, every stubbed rule that was generated is productive, and no value rule is nullable
-  (a stub's placeholder is one byte).  A larger horizon builds a superset.
+  every reference of a built rule is built or stubbed, every stubbed rule that was generated
+  is productive, the placeholders are the ASCII byte for value rules (none is nullable) and
+  any byte for the others (keys, member chains, which may be empty: a hand case in
+  ``test_lazy_schema.py``).  A larger horizon builds a superset.
 
 The masks of first parts built this way are checked against the eager compile and the slow
 reference in ``test_lazy_schema.py`` (at the default horizon and at 1, where most values are
@@ -23,6 +24,7 @@ import pytest
 
 from xmask.compiler._first_reach import productive_rule_names, walk_offsets
 from xmask.compiler.first_reach import FIRST_HORIZON, first_part_rules, walk_offsets_reference
+from xmask.compiler.lazy_schema import ANY_BYTE_STUB_BODY, STUB_BODY, partial_grammar
 from xmask.grammar.ebnf import parse_ebnf
 from xmask.grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, TokenSet
 from xmask.grammar.ir_expr import node_kind
@@ -122,12 +124,15 @@ def deep():
     sys.setrecursionlimit(old)
 
 
+@pytest.mark.parametrize("only_values", [True, False])
 @pytest.mark.parametrize("horizon", [1, 3, FIRST_HORIZON, 17])
-def test_offset_walk_equals_its_twin(partials, horizon, deep):
+def test_offset_walk_equals_its_twin(partials, horizon, only_values, deep):
+    # only_values: only value rules may be cut; else any rule (values=None, as first_part_rules)
     cut_total = 0
     for name, rules, pending, values, _ in partials:
-        got = walk_offsets(rules, set(pending), values, set(), horizon, "root")
-        want = walk_offsets_reference(rules, set(pending), values, set(), horizon, "root")
+        cuttable = values if only_values else None
+        got = walk_offsets(rules, set(pending), cuttable, set(), horizon, "root")
+        want = walk_offsets_reference(rules, set(pending), cuttable, set(), horizon, "root")
         assert got == want, name
         cut_total += len(got[1])
     assert cut_total > 0
@@ -163,12 +168,12 @@ def _nullable_rules(rules):
 
 @pytest.mark.parametrize("horizon", [1, FIRST_HORIZON])
 def test_first_part_keeps_its_promises(partials, horizon):
-    stubbed_generated = 0
+    stubbed_generated = stubbed_other = 0
     for name, rules, pending, values, whole in partials:
-        built, stubs = first_part_rules(rules, pending, values, horizon=horizon)
+        built, stubs = first_part_rules(rules, pending, horizon=horizon)
         assert "root" in built and "root" not in stubs, name
         assert not set(built) & set(stubs), name
-        assert set(stubs) <= set(values) | set(pending), name
+        assert set(stubs) <= set(rules) | set(pending), name
         defined = set(built) | set(stubs)
         for rule, body in built.items():
             assert {r.name for r in _refs(body)} <= defined, (name, rule)
@@ -176,11 +181,18 @@ def test_first_part_keeps_its_promises(partials, horizon):
         generated = [s for s in stubs if s not in pending]
         assert all(s in productive for s in generated), name
         stubbed_generated += len(generated)
-        assert not _nullable_rules(whole) & set(values), name
+        nullable = _nullable_rules(whole)
+        assert not nullable & set(values), name
+        assert set(pending) <= values, name  # (pending rules get the value placeholder)
+        grammar = partial_grammar(built, stubs, values)
+        for s in stubs:
+            want = STUB_BODY if s in values else ANY_BYTE_STUB_BODY
+            assert grammar.rules[s] is want, (name, s)
+            stubbed_other += s not in values
         if horizon == 1:
-            wider, _ = first_part_rules(rules, pending, values, horizon=FIRST_HORIZON)
+            wider, _ = first_part_rules(rules, pending, horizon=FIRST_HORIZON)
             assert set(built) <= set(wider), name
-    assert stubbed_generated > 50
+    assert stubbed_generated > 50 and stubbed_other > 50
 
 
 def _refs(e):
@@ -195,5 +207,5 @@ def test_an_unproductive_value_past_the_horizon_is_built():
                           Bytes(b"}"))),
              "a": Bytes(b"1"), "b": Seq((Bytes(b'"'), RuleRef("never"), Bytes(b'"'))),
              "never": CharClass(())}
-    built, stubs = first_part_rules(rules, [], {"root", "a", "b"}, horizon=3)
+    built, stubs = first_part_rules(rules, [], horizon=3)
     assert stubs == ["a"] and set(built) == {"root", "b", "never"}

@@ -120,6 +120,41 @@ def test_a_token_entering_a_stub_moves_to_the_whole_grammar(info):
     assert np.array_equal(_mask(xmask.GrammarMatcher(lazy), info), got)
 
 
+@pytest.mark.parametrize("horizon", [1, 2, 3])
+def test_member_chains_stubbed_after_the_brace(info, horizon, monkeypatch):
+    # Every property optional: after '{' come member chains (generated rules, not values;
+    # non-strict: with extra keys of any first character).  Cut at a small horizon they are
+    # stubs with the any-byte placeholder: a token into them steps into the stub (the matcher
+    # moves to the whole grammar), one past them ('{}') is not, and the first mask is exact.
+    monkeypatch.setattr(first_reach, "FIRST_HORIZON", horizon)
+    import xmask.compiler.lazy_schema as lazy_schema
+
+    seen = []
+    real = lazy_schema.partial_grammar
+
+    def recording(rules, stubs, values=None):
+        g = real(rules, stubs, values)
+        seen.append({s for s in stubs if g.rules[s] is lazy_schema.ANY_BYTE_STUB_BODY})
+        return g
+
+    monkeypatch.setattr(lazy_schema, "partial_grammar", recording)
+    schema = {"type": "object", "properties": {"é": {"type": "string"},
+                                               "b": {"type": "integer"}}}
+    lazy_c, eager_c = _compilers(info)
+    for opts in ({"any_whitespace": False}, {"any_whitespace": False, "strict_mode": False},
+                 {"any_whitespace": True}):
+        seen.clear()
+        lazy = lazy_c.compile_json_schema(schema, **opts)
+        # (the chain of the members after the first is referenced right after the '{')
+        assert horizon > 1 or seen[0], opts  # a non-value rule was cut
+        got = _mask(xmask.GrammarMatcher(lazy), info)
+        eager = _eager(eager_c, schema, opts)
+        assert np.array_equal(got, _mask(xmask.GrammarMatcher(eager), info)), opts
+        assert np.array_equal(got, _mask(xmask.GrammarMatcher(eager), info, reference=True))
+        empty = [i for i, t in enumerate(info.decoded_vocab) if t == b"{}"]
+        assert empty and all(got[0, i // 32] >> (i % 32) & 1 for i in empty)
+
+
 def test_first_part_mask_then_background_rest(info):
     lazy_c, eager_c = _compilers(info)
     schema = {"type": "object", "properties": {"name": {"type": "string"},

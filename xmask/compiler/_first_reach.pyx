@@ -1,7 +1,7 @@
 """The compiled passes of :mod:`xmask.compiler.first_reach`.
 
 :func:`walk_offsets`: how many bytes (a lower bound, saturated at a horizon) come before each
-rule reference reachable from the root, with the value rules met only at the horizon cut off;
+rule reference reachable from the root, with the rules met only at the horizon cut off;
 :func:`xmask.compiler.first_reach.walk_offsets_reference` is its pure-Python twin (the tests
 compare them).  :func:`productive_rule_names`: which rules have a sentence (twin:
 :func:`xmask.grammar.productivity.productive_rules`).
@@ -28,8 +28,9 @@ from ._rule_scan import scan_rules
 
 def walk_offsets(dict rules, set pending, set values, set keep, int horizon, str root):
     """``(best, cut, met)``: the least offset found per rule to build (name -> bytes before its
-    first reference, saturated at ``horizon``; the root at 0), and the value rules (in
-    ``values``, not in ``keep``, not the root) referenced only at the horizon or past it.
+    first reference, saturated at ``horizon``; the root at 0), and the rules that may be cut
+    (in ``values``, or any with ``values=None``; not in ``keep``, not the root) referenced only
+    at the horizon or past it.
     ``met``: the ``pending`` rules the rules to build reference (not walked).  Rules are walked
     in order of offset (a bucket per offset), each once; a sub-expression shared between rules
     is walked once per offset."""
@@ -73,7 +74,8 @@ def walk_offsets(dict rules, set pending, set values, set keep, int horizon, str
                         if ref in pending:
                             met.add(ref)
                             continue
-                        if at >= horizon and ref in values and ref not in keep and ref != root:
+                        if (at >= horizon and (values is None or ref in values) and ref not in keep
+                                and ref != root):
                             cut.add(ref)
                         else:
                             got = best.get(ref, horizon + 1)

@@ -3,26 +3,29 @@
 A JSON Schema's first part (:mod:`.lazy_schema`) must *generate* every rule that cannot wait
 (its errors and its productivity are the compile's), but its automaton needs only the rules a
 first token can step into.  :func:`first_part_rules` walks the grammar from the root, tracking a
-lower bound of how many bytes come before each rule reference, and turns every value rule that
-is only referenced ``horizon`` bytes or more from the start into a stub, like a rule still
+lower bound of how many bytes come before each rule reference, and turns every generated rule
+that is only referenced ``horizon`` bytes or more from the start into a stub, like a rule still
 pending.  Nothing here decides a mask: a token that does reach a stub sets the automaton's
 stub flag and the matcher builds the whole grammar (the horizon only trades first-part size
 against how often that happens).  The offsets are lower bounds (a cycle, or a helper rule not
 measured yet, counts 0 bytes), so a bound can only make the first part larger, never wrong.
 
-A generated value rule is stubbed only when it is productive (a stub stands for a rule with
-some value: the automaton prunes members whose value has none) and when it is a *value* rule
-(a JSON value, never empty, whose first byte is ASCII: what a stub's placeholder claims).
+A generated rule is stubbed only when it is productive (a stub stands for a rule with some
+sentence: the automaton prunes members whose value has none).  Its placeholder
+(``lazy_schema.partial_grammar``) claims no more than that: a value rule's (a JSON value, never
+empty, whose first byte is ASCII) is one ASCII byte, any other rule's (a key, a member chain,
+possibly empty, possibly starting with any byte) one byte of any value, so that no lookahead
+rejects a token the real rule might take and every path past the rule steps into the stub.
 
 Example::
 
     >>> from xmask.grammar.ir import Bytes, RuleRef, Seq
     >>> rules = {"root": Seq((Bytes(b'{"a":'), RuleRef("va"), Bytes(b"}"))),
     ...          "va": Seq((Bytes(b"["), RuleRef("vb"), Bytes(b"]"))), "vb": Bytes(b"1")}
-    >>> built, stubs = first_part_rules(rules, [], {"va", "vb"}, horizon=4)
+    >>> built, stubs = first_part_rules(rules, [], horizon=4)
     >>> sorted(built), sorted(stubs)
     (['root'], ['va'])
-    >>> sorted(first_part_rules(rules, [], {"va", "vb"}, horizon=8)[0])
+    >>> sorted(first_part_rules(rules, [], horizon=8)[0])
     ['root', 'va', 'vb']
 """
 
@@ -36,27 +39,26 @@ from ._first_reach import productive_rule_names, walk_offsets
 
 __all__ = ["first_part_rules", "walk_offsets_reference", "FIRST_HORIZON"]
 
-# Bytes from the start within which value rules are built.  Llama-3's longest JSON-structure
+# Bytes from the start within which rules are built.  Llama-3's longest JSON-structure
 # tokens that open a value after the start (``{"``, ``[{"``, ``":"``, `` [\n``) are a few bytes;
 # a token that reaches further only costs the whole build (the stub flag).
 FIRST_HORIZON = 6
 
 
-def first_part_rules(rules: Dict[str, object], pending: Iterable[str], values: Set[str], *,
+def first_part_rules(rules: Dict[str, object], pending: Iterable[str], *,
                      horizon: Optional[int] = None, root: str = "root"
                      ) -> Tuple[Dict[str, object], List[str]]:
     """``(built, stubs)``: the generated rules the first part builds (name -> expression, the
-    root first) and the names it stubs (``pending`` ones it references and the value rules cut
-    at ``horizon``).  ``rules``: the generated rules; ``pending``: rules not generated yet (a
-    value each); ``values``: the names of value rules (the converter's, root included)."""
+    root first) and the names it stubs (``pending`` ones it references and the generated
+    rules cut at ``horizon``).  ``rules``: the generated rules; ``pending``: rules not
+    generated yet (a value each)."""
     if horizon is None:
         horizon = FIRST_HORIZON
     pending = set(pending)
-    values = set(values)
-    keep: Set[str] = set()  # value rules that must be built although cut (not productive)
+    keep: Set[str] = set()  # rules that must be built although cut (not productive)
     productive = None
     while True:
-        best, cut, met = walk_offsets(rules, pending, values, keep, horizon, root)
+        best, cut, met = walk_offsets(rules, pending, None, keep, horizon, root)
         cut -= best.keys()  # (reached within the horizon on another path)
         if not cut:
             break
@@ -73,9 +75,10 @@ def first_part_rules(rules: Dict[str, object], pending: Iterable[str], values: S
 
 def walk_offsets_reference(rules, pending, values, keep, horizon, root):
     """The pure-Python twin of the compiled walk (``_first_reach.walk_offsets``, the tests'
-    reference): the least offset found per rule to build, and the value rules met only at the
-    horizon or past it.  Rules are walked in order of offset (a bucket per offset, saturated
-    at the horizon), so each is walked once, at its least offset."""
+    reference): the least offset found per rule to build, and the rules that may be cut (in
+    ``values``, any with None) met only at the horizon or past it.  Rules are walked in order
+    of offset (a bucket per offset, saturated at the horizon), so each is walked once, at its
+    least offset."""
     best: Dict[str, int] = {root: 0}
     cut: Set[str] = set()
     met: Set[str] = set()
@@ -96,7 +99,8 @@ def walk_offsets_reference(rules, pending, values, keep, horizon, root):
                 if ref in pending:
                     met.add(ref)
                     continue
-                if at >= horizon and ref in values and ref not in keep and ref != root:
+                if (at >= horizon and (values is None or ref in values) and ref not in keep
+                        and ref != root):
                     cut.add(ref)
                 elif best.get(ref, horizon + 1) > at:
                     best[ref] = at

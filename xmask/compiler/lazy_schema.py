@@ -6,19 +6,20 @@ every rule that cannot safely wait; each rule left pending is certainly producti
 raise anything but a compile limit (:mod:`xmask.grammar.json_schema.deferrable`).  The first
 part compiles that grammar with the pending rules as *stubs* (``build_automaton(stubs=...)``:
 called rules whose start state has no edge and ``FLAG_STUB``), and stubs too the generated
-value rules that no path reaches within a few bytes of the start (:mod:`.first_reach`: a rule
-that had to be generated for its errors need not be built for the first mask).  Its masks are
+rules that no path reaches within a few bytes of the start (:mod:`.first_reach`: a rule that
+had to be generated for its errors need not be built for the first mask).  Its masks are
 exact while no walk wants a byte inside a stub:
 
 * a token whose every path stays out of the stubs, or stops right at a stub's start, has the
-  same fate in the whole grammar (a pending rule has a value, so stopping there is viable);
+  same fate in the whole grammar (a stub's rule has a sentence, so stopping there is viable);
 * a path that wants a byte from a stub sets the tables' ``stub_hit`` flag (in the C step,
   ``_stack_gss._step_nodes``; the classifier and the fills' uncertain checks both step there),
   and the matcher then builds the whole grammar and fills again.
 
-The first part's FIRST / FOLLOW sets see each stub as one ASCII byte, a superset of what a JSON
-value starts with, so the classifier never rejects a token by lookahead where the real rule
-might take it: it walks it, and the walk meets the stub.
+The first part's FIRST / FOLLOW sets see each stub as its placeholder byte (``partial_grammar``):
+one ASCII byte for a JSON value (a superset of what one starts with), any byte for any other
+rule (which may also be empty), so the classifier never rejects a token by lookahead where the
+real rule might take it or let it pass: it walks it, and the walk meets the stub.
 
 A matcher of a lazy grammar is *provisional* until it does anything but fill at the start
 (``runtime/matcher.pyx``): then it moves to the whole grammar, which :class:`LazyRest` builds
@@ -51,16 +52,22 @@ from .._switch_interval import responsive_switching
 from ..grammar.ir import CharClass, Grammar, iter_nodes
 from .first_reach import first_part_rules
 
-# A stub's placeholder body for the passes that run before its edge is cut: one ASCII byte
-# (every JSON value, whitespace included, starts with one).
+# A stub's placeholder body for the passes that run before its edge is cut: for a JSON value
+# (a pending rule, or a generated value rule), one ASCII byte (every JSON value, whitespace
+# included, starts with one); for any other generated rule (a key, a member chain: it may be
+# empty or start with any byte), one byte of any value.  The placeholder only has to cover
+# what the real rule may start with: every token that would go into or past it steps into the
+# stub's start (no lookahead rejects it first), which sets the stub flag.
 STUB_BODY = CharClass(((0, 0x7F),))
+ANY_BYTE_STUB_BODY = CharClass(((0, 0xFF),), byte_level=True)
 
 
-def partial_grammar(rules: dict, pending) -> Grammar:
-    """The first part's grammar: ``rules`` plus a stub body for every pending rule."""
+def partial_grammar(rules: dict, stubs, values=None) -> Grammar:
+    """The first part's grammar: ``rules`` plus a stub body for every name in ``stubs`` (the
+    ASCII one if ``values`` is None or has it, else the any-byte one)."""
     out = dict(rules)
-    for name in pending:
-        out[name] = STUB_BODY
+    for name in stubs:
+        out[name] = STUB_BODY if values is None or name in values else ANY_BYTE_STUB_BODY
     return Grammar(out, root="root")
 
 
@@ -180,8 +187,10 @@ def compile_schema_lazily(converter, tokenizer_info, vocab_tables, *, max_thread
     if (not pending or _near(len(rules) + len(pending), limits.max_schema_rules)
             or _large(rules, limits.max_automaton_states)):
         return build(converter.finish())
-    built, stubs = first_part_rules(rules, pending, converter.value_rules())
-    first = CompiledGrammar._build(partial_grammar(built, stubs), tokenizer_info, vocab_tables,
+    built, stubs = first_part_rules(rules, pending)
+    # (the converter's value rules include the pending ones: each is a queued value)
+    grammar = partial_grammar(built, stubs, converter.value_rules())
+    first = CompiledGrammar._build(grammar, tokenizer_info, vocab_tables,
                                    max_threads=max_threads, limits=limits, stubs=stubs)
     if (_near(first._automaton.n_states, limits.max_automaton_states)
             or _near(time.perf_counter() - t0, limits.max_compile_seconds)):
