@@ -94,6 +94,20 @@ def test_partial_then_finish_is_the_eager_conversion():
     ({"anyOf": [{"type": "string"}, {"type": "null"}]}, False),
     ({"type": "string", "format": "date-time"}, True),  # a known format alone: fixed grammar
     ({"type": "string", "format": "date", "maxLength": 8}, False),  # an intersection
+    # ``false`` is plain: an object closed by it, or a ``false`` item schema with no count
+    ({"type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": False}, True),
+    ({"type": "array", "items": False}, True),
+    ({"type": "array", "items": False, "minItems": 2}, False),
+    # a minLength every string of the format meets is the format alone; a longer one is not
+    ({"type": "string", "format": "date", "minLength": 10}, True),
+    ({"type": "string", "format": "uri", "minLength": 1}, True),
+    ({"type": "string", "format": "date", "minLength": 11}, False),
+    ({"type": "string", "format": "uri-reference", "minLength": 1}, False),
+    # a small numeric format bounds numbers plainly; int64's bounds are big numbers
+    ({"type": "integer", "format": "int32"}, True),
+    ({"type": "integer", "format": "int64"}, False),
+    ({"type": "integer", "format": "uint8", "maximum": -1}, False),  # no value left
+    ({"type": "number", "format": "date"}, True),  # a string format on numbers: ignored
 ])
 def test_what_is_left_pending(value, deferred):
     schema = {"type": "object", "properties": {"a": value}}

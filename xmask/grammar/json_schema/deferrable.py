@@ -14,8 +14,9 @@ others in two ways that must hold before any mask is given out:
 :func:`deferrable` answers both conservatively, from the schema nodes alone (no conversion, no
 side effect on the conversion's state): True only for atom sets whose constraints are a few
 plain keywords (types, length and count bounds, plain numeric bounds, enums of scalars,
-``properties`` / ``required`` / ``additionalProperties`` / ``items``, a known string ``format``
-with no length bound, enum or const beside it) that have a value, and whose
+``properties`` / ``required`` / ``additionalProperties`` / ``items``, ``false``, a known string
+``format`` with no enum, const, maxLength or longer minLength than its shortest strings beside
+it, a small OpenAPI numeric format on numbers) that have a value, and whose
 nested schemas use only such keywords too.  Anything else is False: converted at once, as before.
 Compile limits (rule counts, the deadline) can still be passed by a deferred rule; whoever builds
 it later reports them.
@@ -39,10 +40,11 @@ import math
 from typing import Dict, FrozenSet, Optional, Tuple
 
 from ...errors import XmaskError
+from ..expr_length import format_min_code_points
 from ..string_format import KNOWN_FORMATS
 from .context import Context
 from .vocabulary import (ANNOTATIONS, COMPANIONS, KNOWN_KEYWORDS, MAX_ANY_ORDER_PROPERTIES,
-                         MAX_INDENT_DEPTH)
+                         MAX_INDENT_DEPTH, NUMERIC_FORMATS)
 
 __all__ = ["Deferrable"]
 
@@ -51,10 +53,14 @@ __all__ = ["Deferrable"]
 _PLAIN = frozenset(("type", "enum", "const", "minimum", "maximum", "minLength", "maxLength",
                     "items", "minItems", "maxItems", "properties", "required",
                     "additionalProperties", "$ref", "format"))
-# a format the converter knows, alone on its node's strings (no length, enum or const beside
-# it): the converter takes its fixed, non-empty grammar as it is
+# a format the converter knows, alone on its node's strings (no maxLength, enum or const
+# beside it, a minLength only if no string of the format is shorter): the converter takes its
+# fixed, non-empty grammar as it is
 _KNOWN_FORMATS = frozenset(KNOWN_FORMATS)
-_NOT_WITH_FORMAT = ("minLength", "maxLength", "enum", "const")
+_NOT_WITH_FORMAT = ("maxLength", "enum", "const")
+# OpenAPI numeric formats whose bounds are plain ones (within _SAFE_INT)
+_SMALL_NUMERIC_FORMATS = frozenset(("int8", "int16", "int32", "uint8", "uint16", "uint32", "float",
+                                    "double"))
 _CONSTRAINING = KNOWN_KEYWORDS - ANNOTATIONS - COMPANIONS
 _TYPE_NAMES = frozenset(("null", "boolean", "object", "array", "string", "integer", "number"))
 # bounds within which the converter builds lengths and counts without a compile limit or a
@@ -148,8 +154,8 @@ class Deferrable:
 
     def _plain_node(self, nid: int, level: int) -> bool:
         obj = self.doc.nodes[nid][0]
-        if obj is True:
-            return True
+        if obj is True or obj is False:
+            return True  # (``false`` raises nothing: whether it leaves a value is _has_value's)
         if not isinstance(obj, dict):
             return False
         if not _PLAIN.issuperset(k for k in obj if k in _CONSTRAINING):
@@ -181,12 +187,12 @@ class Deferrable:
     def _plain_values(self, obj: dict) -> bool:
         """Keyword values the converter takes without a limit or a chunked form."""
         t = obj.get("type")
+        names = None
         if t is not None:
             names = [t] if isinstance(t, str) else t
             if not isinstance(names, list) or not names or not _TYPE_NAMES.issuperset(names):
                 return False
-        if "format" in obj and (obj["format"] not in _KNOWN_FORMATS
-                                or any(k in obj for k in _NOT_WITH_FORMAT)):
+        if "format" in obj and not _plain_format(obj, names if t is not None else None):
             return False
         for k in ("minLength", "maxLength"):
             if k in obj and not _count(obj[k], _MAX_LENGTH):
@@ -224,8 +230,8 @@ class Deferrable:
 
     def _node_has_value(self, nid: int, depth: int, level: int) -> bool:
         obj = self.doc.nodes[nid][0]
-        if obj is True:
-            return True
+        if obj is True or obj is False:
+            return obj
         if "$ref" in obj:
             t = self._target(nid)
             return t is not None and self._has_value(t, depth, level + 1)
@@ -243,6 +249,10 @@ class Deferrable:
         if "string" in types and obj.get("minLength", 0) <= obj.get("maxLength", _MAX_LENGTH):
             return True
         lo, hi = obj.get("minimum"), obj.get("maximum")
+        if obj.get("format") in NUMERIC_FORMATS:  # (on a schema that cannot be a string: plain)
+            a, b = NUMERIC_FORMATS[obj["format"]]
+            lo = a if lo is None or (a is not None and a > lo) else lo
+            hi = b if hi is None or (b is not None and b < hi) else hi
         if "number" in types and (lo is None or hi is None or lo <= hi):
             return True
         if "integer" in types and (lo is None or hi is None or math.ceil(lo) <= math.floor(hi)):
@@ -279,6 +289,23 @@ class Deferrable:
     def _depth_ok(self, depth: int) -> bool:
         # with an indent, values nested deeper than MAX_INDENT_DEPTH are not generated
         return not self.ctx.layout.depth_matters or depth + 1 <= MAX_INDENT_DEPTH - 1
+
+
+def _plain_format(obj: dict, types) -> bool:
+    """Whether the ``format`` of ``obj`` (whose ``type`` names are ``types``, None for any)
+    converts without a report or an error, and leaves a value beside a ``minLength``."""
+    fmt = obj["format"]
+    if not isinstance(fmt, str):
+        return False
+    if types is None or "string" in types:
+        # a string format alone, or with a minLength its strings always meet (then dropped)
+        if fmt not in _KNOWN_FORMATS or any(k in obj for k in _NOT_WITH_FORMAT):
+            return False
+        lo = obj.get("minLength", 0)
+        return lo == 0 or (type(lo) is int and lo <= format_min_code_points(fmt))
+    # not a string: a numeric format bounds the numbers (a small one: plain bounds), any
+    # other format is ignored
+    return fmt not in NUMERIC_FORMATS or fmt in _SMALL_NUMERIC_FORMATS
 
 
 def _count(v, cap: int) -> bool:

@@ -24,6 +24,7 @@ from typing import Any, Dict, Optional
 from ...errors import GrammarError, GrammarLimitError, RegexSyntaxError, UnsupportedSchemaError
 from ..code_point_dfa import Dfa, dfa_complement, dfa_literals, dfa_product, dfa_with_length
 from ..dfa_expr import dfa_from_expr, dfa_to_expr
+from ..expr_length import format_min_code_points, min_code_points
 from ..ir import Bytes, CharClass, Expr, Repeat, make_choice, make_seq
 from ..string_format import (
     JSON_CHAR,
@@ -87,8 +88,21 @@ class Strings:
             return None
         if hi is not None and hi > MAX_COUNT_BOUND or lo > MAX_COUNT_BOUND:
             raise GrammarLimitError(f"string length bound above {MAX_COUNT_BOUND}", path=m.big.get("len"))
+        if lo and (pats or fmts) and lo <= self._shortest(pats, fmts):
+            lo = 0  # the pattern's or format's strings are never shorter: the same language
         return ("str", lo, hi, tuple(sorted(set(pats))), tuple(sorted(set(fmts))), tuple(sorted(set(not_pats))),
                 tuple(sorted(set(not_fmts))), tuple(sorted(set(m.not_strings))))
+
+    def _shortest(self, pats, fmts) -> int:
+        """The largest of the shortest lengths (code points) of the strings of each pattern
+        (parsed already) and format (known)."""
+        n = 0
+        for p in pats:
+            e = self.regex_memo[p]
+            n = max(n, _shared(_SHARED_SHORTEST, p, lambda: min_code_points(e)))
+        for f in fmts:
+            n = max(n, format_min_code_points(f))
+        return n
 
     def regex(self, pattern: str, path: str):
         """(code-point expr, lazily built DFA holder) of an unanchored pattern, or None."""
@@ -282,6 +296,7 @@ _SHARED_MEMO_SIZE = 512
 _SHARED_DFAS: Dict[tuple, Dfa] = {}
 _SHARED_REGEXES: Dict[str, Expr] = {}  # pattern -> its expression (unanchored search)
 _SHARED_ENCODINGS: Dict[tuple, Optional[Expr]] = {}
+_SHARED_SHORTEST: Dict[str, int] = {}  # pattern -> min_code_points of its expression
 
 
 def _shared(memo: dict, key, build):
