@@ -7,7 +7,8 @@ stride, Llama-3, ``strict_mode=False, any_whitespace=True``, cache off), each ph
 far less than wall time; the phases that release the GIL still run in this thread): schema ->
 IR, special literals, token sets, the automaton and its sub-phases (inlining, NFA, per-rule
 DFAs, pruning, analysis, context check, the rest of its assembly), runtime tables, empty mask
-cache, the compiler's own overhead (canonical text, context managers), matcher creation and
+cache, the first part's rule selection (``first_reach``) and IR (``partial_ir``), the
+compiler's own overhead (canonical text, context managers), matcher creation and
 first fill; ``ir->compiled`` sums the phases from the grammar IR to the compiled grammar
 (special literals .. empty cache).  Prints p50 /
 p90 / p99 / max / sum and share of the summed TTFM, then the slowest schemas by phase.
@@ -38,7 +39,8 @@ from bench_json_schema import sample_files  # noqa: E402
 clock = time.thread_time
 LABELS = ["ttfm", "compile", "schema_ir", "ir->compiled", "special_lit", "token_sets",
           "automaton", "a.inline", "a.nfa", "a.dfa_rules", "a.prune", "a.analyze", "a.ctxwork",
-          "a.rest", "tables", "new_cache", "overhead", "matcher", "fill"]
+          "a.rest", "tables", "new_cache", "first_reach", "partial_ir", "overhead", "matcher",
+          "fill"]
 # grammar IR -> CompiledGrammar: the compiler's phases after the front end
 IR_TO_COMPILED = ("special_lit", "token_sets", "automaton", "tables", "new_cache")
 
@@ -76,9 +78,12 @@ def time_front_end(acc: dict, label: str = "schema_ir") -> None:
 
 def install_timers(acc: dict) -> None:
     """Wrap the compile's phase functions; each adds its CPU seconds to ``acc[label]``."""
-    from xmask.compiler import automaton as am, compiled as cm
+    from xmask.compiler import automaton as am, compiled as cm, lazy_schema as lz
 
     time_front_end(acc)
+    # the two-part compile's own steps between the front end and the first part's build
+    time_calls(lz, "first_part_rules", "first_reach", acc)
+    time_calls(lz, "partial_grammar", "partial_ir", acc)
     for name, label in [("with_special_literals", "special_lit"), ("lower_token_sets", "token_sets"),
                         ("build_automaton", "automaton"), ("AutomatonTables", "tables"),
                         ("new_mask_cache", "new_cache")]:

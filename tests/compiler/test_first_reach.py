@@ -170,7 +170,7 @@ def _nullable_rules(rules):
 def test_first_part_keeps_its_promises(partials, horizon):
     stubbed_generated = stubbed_other = 0
     for name, rules, pending, values, whole in partials:
-        built, stubs = first_part_rules(rules, pending, horizon=horizon)
+        built, stubs, near = first_part_rules(rules, pending, horizon=horizon)
         assert "root" in built and "root" not in stubs, name
         assert not set(built) & set(stubs), name
         assert set(stubs) <= set(rules) | set(pending), name
@@ -190,7 +190,7 @@ def test_first_part_keeps_its_promises(partials, horizon):
             assert grammar.rules[s] is want, (name, s)
             stubbed_other += s not in values
         if horizon == 1:
-            wider, _ = first_part_rules(rules, pending, horizon=FIRST_HORIZON)
+            wider, _, _ = first_part_rules(rules, pending, horizon=FIRST_HORIZON)
             assert set(built) <= set(wider), name
     assert stubbed_generated > 50 and stubbed_other > 50
 
@@ -207,5 +207,21 @@ def test_an_unproductive_value_past_the_horizon_is_built():
                           Bytes(b"}"))),
              "a": Bytes(b"1"), "b": Seq((Bytes(b'"'), RuleRef("never"), Bytes(b'"'))),
              "never": CharClass(())}
-    built, stubs = first_part_rules(rules, [], horizon=3)
+    built, stubs, _ = first_part_rules(rules, [], horizon=3)
     assert stubs == ["a"] and set(built) == {"root", "b", "never"}
+
+
+def test_pending_values_near_the_start_are_reported():
+    # a pending value right after '[' (offset 1) is near: a first token like '[{' steps into
+    # it; one past a 7-byte key is not (stubbed, reported as such only)
+    rules = {"root": Seq((Bytes(b"["), RuleRef("item"), Bytes(b"]"))),
+             "obj": Seq((Bytes(b'{"alpha":'), RuleRef("v"), Bytes(b"}")))}
+    built, stubs, near = first_part_rules(rules, ["item"], horizon=FIRST_HORIZON)
+    assert near == ["item"] and stubs == ["item"] and list(built) == ["root"]
+    rules["root"] = Seq((Bytes(b"["), RuleRef("obj"), Bytes(b"]")))
+    built, stubs, near = first_part_rules(rules, ["v"], horizon=FIRST_HORIZON)
+    assert near == [] and stubs == ["v"] and set(built) == {"root", "obj"}
+    # the walk reports the least offset of each pending rule met
+    rules["root"] = Seq((Bytes(b"[["), RuleRef("v"), Bytes(b","), RuleRef("obj")))
+    _, _, met = walk_offsets(rules, {"v"}, None, set(), FIRST_HORIZON, "root")
+    assert met == {"v": 2}

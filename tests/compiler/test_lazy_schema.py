@@ -99,10 +99,15 @@ def test_first_mask_is_exact_on_maskbench(info, horizon, monkeypatch):
         # the rest answers for the whole grammar too
         assert str(lazy.grammar) == str(eager.grammar), name
     print(seen)
-    assert seen["first_part"] >= 20 and seen["moved"] >= 3 and seen["refused"] >= 3, seen
+    assert seen["first_part"] >= 20 and seen["refused"] >= 3, seen
+    # at horizon 1 tokens do step into stubs (the move to the whole grammar is exercised);
+    # at the default one a value a first token reaches is generated (first_reach's near)
+    assert seen["moved"] >= 3 if horizon == 1 else seen["moved"] <= 2, seen
 
 
-def test_a_token_entering_a_stub_moves_to_the_whole_grammar(info):
+def test_a_token_entering_a_stub_moves_to_the_whole_grammar(info, monkeypatch):
+    # (at horizon 1 the item is not near the start: it stays pending, a stub)
+    monkeypatch.setattr(first_reach, "FIRST_HORIZON", 1)
     lazy_c, eager_c = _compilers(info)
     schema = {"type": "array", "items": {"type": "string"}}
     lazy = lazy_c.compile_json_schema(schema, any_whitespace=False)
@@ -298,15 +303,20 @@ def test_a_limit_the_rest_crosses_is_raised_where_it_is_needed(info):
         xmask.GrammarMatcher(cg).accept_string("{")  # kept: every later caller gets it
 
 
-def test_batch_fill_of_provisional_matchers(info):
+def test_batch_fill_of_provisional_matchers(info, monkeypatch):
     # a batch fill keeps provisional matchers on their first part, and one whose walk met a
     # stub is filled again on the whole grammar: every row equals the eager compile's
     lazy_c, eager_c = _compilers(info)
-    schemas = [{"type": "object", "properties": {"a": {"type": "string"}}},
+    schemas = [{"type": "object", "properties": {"alpha": {"type": "string"}}},
                {"type": "array", "items": {"type": "string"}},
                {"type": "object", "properties": {"b": {"type": "array", "items": {"type": "integer"}}}}]
     opts = {"any_whitespace": False}
-    lazy = [lazy_c.compile_json_schema(s, **opts) for s in schemas]
+    lazy = []
+    for k, s in enumerate(schemas):
+        with monkeypatch.context() as mp:
+            if k == 1:  # its item stays a stub (at the default horizon it is generated)
+                mp.setattr(first_reach, "FIRST_HORIZON", 1)
+            lazy.append(lazy_c.compile_json_schema(s, **opts))
     firsts = [cg._rest.first for cg in lazy]
     ms = [xmask.GrammarMatcher(cg) for cg in lazy]
     bm = xmask.allocate_token_bitmask(5, info.vocab_size)
@@ -321,7 +331,7 @@ def test_batch_fill_of_provisional_matchers(info):
 def test_two_parts_only_where_nothing_needs_the_whole_grammar_at_once(info, tmp_path):
     from xmask.compiler.grammar_compiler import set_two_part_schemas
 
-    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"alpha": {"type": "string"}}}
     assert xmask.GrammarCompiler(info, cache_enabled=False).compile_json_schema(schema)._rest
     for compiler, opts in ((xmask.GrammarCompiler(info, cache_enabled=False, precompute=True), {}),
                            (xmask.GrammarCompiler(info, cache_enabled=False, cache_dir=tmp_path), {}),

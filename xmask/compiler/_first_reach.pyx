@@ -31,14 +31,15 @@ def walk_offsets(dict rules, set pending, set values, set keep, int horizon, str
     first reference, saturated at ``horizon``; the root at 0), and the rules that may be cut
     (in ``values``, or any with ``values=None``; not in ``keep``, not the root) referenced only
     at the horizon or past it.
-    ``met``: the ``pending`` rules the rules to build reference (not walked).  Rules are walked
+    ``met``: the ``pending`` rules the rules to build reference (not walked), each with the
+    least offset it is referenced at (saturated at ``horizon``).  Rules are walked
     in order of offset (a bucket per offset), each once; a sub-expression shared between rules
     is walked once per offset."""
     if not 0 < horizon < 60:
         raise ValueError("horizon must be within 1..59")
     cdef dict best = {root: 0}
     cdef set cut = set()
-    cdef set met = set()
+    cdef dict met = {}
     cdef dict lens = {}
     cdef set walked = set()
     cdef list buckets = [[] for _ in range(horizon + 1)]
@@ -72,7 +73,8 @@ def walk_offsets(dict rules, set pending, set values, set keep, int horizon, str
                     if t is REF:
                         ref = e.name
                         if ref in pending:
-                            met.add(ref)
+                            if met.get(ref, horizon + 1) > at:
+                                met[ref] = at
                             continue
                         if (at >= horizon and (values is None or ref in values) and ref not in keep
                                 and ref != root):

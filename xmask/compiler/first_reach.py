@@ -10,6 +10,10 @@ stub flag and the matcher builds the whole grammar (the horizon only trades firs
 against how often that happens).  The offsets are lower bounds (a cycle, or a helper rule not
 measured yet, counts 0 bytes), so a bound can only make the first part larger, never wrong.
 
+A pending rule referenced within :data:`NEAR_HORIZON` bytes is reported (``near``): a first
+token would likely step into its stub and cost the whole build, so the lazy compile generates
+it first.
+
 A generated rule is stubbed only when it is productive (a stub stands for a rule with some
 sentence: the automaton prunes members whose value has none).  Its placeholder
 (``lazy_schema.partial_grammar``) claims no more than that: a value rule's (a JSON value, never
@@ -22,9 +26,9 @@ Example::
     >>> from xmask.grammar.ir import Bytes, RuleRef, Seq
     >>> rules = {"root": Seq((Bytes(b'{"a":'), RuleRef("va"), Bytes(b"}"))),
     ...          "va": Seq((Bytes(b"["), RuleRef("vb"), Bytes(b"]"))), "vb": Bytes(b"1")}
-    >>> built, stubs = first_part_rules(rules, [], horizon=4)
-    >>> sorted(built), sorted(stubs)
-    (['root'], ['va'])
+    >>> built, stubs, near = first_part_rules(rules, [], horizon=4)
+    >>> sorted(built), sorted(stubs), near
+    (['root'], ['va'], [])
     >>> sorted(first_part_rules(rules, [], horizon=8)[0])
     ['root', 'va', 'vb']
 """
@@ -37,21 +41,30 @@ from ..grammar.ir import Bytes, CharClass, Choice, Repeat, RuleRef, Seq, node_ki
 from ..grammar.ir_expr import WordComplement
 from ._first_reach import productive_rule_names, walk_offsets
 
-__all__ = ["first_part_rules", "walk_offsets_reference", "FIRST_HORIZON"]
+__all__ = ["first_part_rules", "walk_offsets_reference", "FIRST_HORIZON", "NEAR_HORIZON"]
 
 # Bytes from the start within which rules are built.  Llama-3's longest JSON-structure
 # tokens that open a value after the start (``{"``, ``[{"``, ``":"``, `` [\n``) are a few bytes;
 # a token that reaches further only costs the whole build (the stub flag).
 FIRST_HORIZON = 6
+# Bytes from the start within which a pending value is reported (``near``): the tokens that
+# step into a value right after the start are short structure (``[{``, ``["``, ``[[``, ``[{"``:
+# an array's item is 1 byte in).  Further in, the bound is loose (an unmeasured key rule counts
+# 0 bytes: a non-strict object's any-value rule looks 2 bytes in), a first token rarely spells
+# a key, and generating such a value costs ~1 ms: on the bench sample, 2 leaves no first fill
+# meeting a stub and generates no any-value rule.
+NEAR_HORIZON = 2
 
 
 def first_part_rules(rules: Dict[str, object], pending: Iterable[str], *,
                      horizon: Optional[int] = None, root: str = "root"
-                     ) -> Tuple[Dict[str, object], List[str]]:
-    """``(built, stubs)``: the generated rules the first part builds (name -> expression, the
-    root first) and the names it stubs (``pending`` ones it references and the generated
-    rules cut at ``horizon``).  ``rules``: the generated rules; ``pending``: rules not
-    generated yet (a value each)."""
+                     ) -> Tuple[Dict[str, object], List[str], List[str]]:
+    """``(built, stubs, near)``: the generated rules the first part builds (name -> expression,
+    the root first), the names it stubs (``pending`` ones it references and the generated
+    rules cut at ``horizon``), and the ``pending`` ones among those referenced within
+    :data:`NEAR_HORIZON` bytes (a first token may well step into them: generate them and
+    ask again).
+    ``rules``: the generated rules; ``pending``: rules not generated yet (a value each)."""
     if horizon is None:
         horizon = FIRST_HORIZON
     pending = set(pending)
@@ -69,8 +82,9 @@ def first_part_rules(rules: Dict[str, object], pending: Iterable[str], *,
             break
         keep |= dead  # built and walked: the automaton's pruning sees what they reject
     built = {n: rules[n] for n in best}
-    stubs = sorted(cut | met)
-    return built, stubs
+    stubs = sorted(cut | met.keys())
+    near = sorted(n for n, at in met.items() if at < min(horizon, NEAR_HORIZON))
+    return built, stubs, near
 
 
 def walk_offsets_reference(rules, pending, values, keep, horizon, root):
@@ -81,7 +95,7 @@ def walk_offsets_reference(rules, pending, values, keep, horizon, root):
     least offset."""
     best: Dict[str, int] = {root: 0}
     cut: Set[str] = set()
-    met: Set[str] = set()
+    met: Dict[str, int] = {}
     lens: Dict[str, int] = {}
     memo: Dict[int, int] = {}
     buckets: List[List[str]] = [[] for _ in range(horizon + 1)]
@@ -97,7 +111,8 @@ def walk_offsets_reference(rules, pending, values, keep, horizon, root):
             body = rules[name]
             for ref, at in _refs_at(body, off, horizon, lens, pending, memo):
                 if ref in pending:
-                    met.add(ref)
+                    if met.get(ref, horizon + 1) > at:
+                        met[ref] = at
                     continue
                 if (at >= horizon and (values is None or ref in values) and ref not in keep
                         and ref != root):

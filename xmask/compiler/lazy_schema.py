@@ -31,7 +31,7 @@ Example::
     >>> import xmask
     >>> info = xmask.TokenizerInfo.from_huggingface(xmask.default_tokenizer())
     >>> cg = xmask.GrammarCompiler(info).compile_json_schema(
-    ...     {"type": "object", "properties": {"a": {"type": "string"}}})
+    ...     {"type": "object", "properties": {"alpha": {"type": "string"}}})
     >>> cg._rest.first is not None   # built in two parts: the whole grammar is pending
     True
 """
@@ -184,10 +184,14 @@ def compile_schema_lazily(converter, tokenizer_info, vocab_tables, *, max_thread
     rules, pending = converter.run_partial()
     build = functools.partial(_build_whole, tokenizer_info=tokenizer_info,
                               vocab_tables=vocab_tables, max_threads=max_threads, limits=limits)
+    if pending:
+        built, stubs, near = first_part_rules(rules, pending)
+        while near and pending:  # values a first token may step into: generated now, so that
+            rules, pending = converter.generate_now(near)  # the first fill meets no stub
+            built, stubs, near = first_part_rules(rules, pending)
     if (not pending or _near(len(rules) + len(pending), limits.max_schema_rules)
             or _large(rules, limits.max_automaton_states)):
         return build(converter.finish())
-    built, stubs = first_part_rules(rules, pending)
     # (the converter's value rules include the pending ones: each is a queued value)
     grammar = partial_grammar(built, stubs, converter.value_rules())
     first = CompiledGrammar._build(grammar, tokenizer_info, vocab_tables,

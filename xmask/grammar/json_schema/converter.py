@@ -64,6 +64,7 @@ class Converter:
         self.gen_memo: Dict[tuple, Optional[Expr]] = {}  # (atoms, depth) -> expr of a disjunction-free set
         self.inline_memo: Dict[tuple, Optional[Expr]] = {}  # (atoms, depth) -> expr of an alternative
         self.alt_budget = 0  # alternatives distributed so far (GrammarLimitError past the limit)
+        self._deferrable: Optional[Deferrable] = None  # (run_partial's)
 
     def run(self) -> Grammar:
         """The grammar of the whole schema (its root rule is ``root``)."""
@@ -89,16 +90,34 @@ class Converter:
         """
         self._queue_root()
         self._generate_next()  # the root: where every fill starts
-        check = Deferrable(self.ctx)
+        self._deferrable = Deferrable(self.ctx)
+        return self.generate_now(())
+
+    def generate_now(self, names) -> Tuple[Dict[str, Expr], List[str]]:
+        """After :meth:`run_partial`: generate the pending rules ``names`` too (with every rule
+        queued before them, and whatever they queue that may not wait); the same answer as
+        :meth:`run_partial`'s.
+
+        Example::
+
+            >>> conv = Converter({"type": "array", "items": {"type": "string"}}, Layout(True))
+            >>> conv.run_partial()[1]
+            ['root_item']
+            >>> rules, pending = conv.generate_now(["root_item"])
+            >>> sorted(rules), pending
+            (['root', 'root_item', 'string'], [])
+        """
+        check = self._deferrable
         queue = self.ctx.queue
+        names = set(names)
+        # the last entry that must be generated now (-1: none); everything before it goes first
+        # (queue order keeps the rule names and the shared rules those of an eager conversion)
+        last = max((i for i, (name, _, _) in enumerate(queue) if name in names), default=-1)
         checked = 0  # queue entries (from the head) known to be deferrable
         while True:
-            # the last entry that must be generated now; everything before it goes first (queue
-            # order keeps the rule names and the shared rules those of an eager conversion)
-            last = -1
             for i in range(checked, len(queue)):
                 _, atoms, depth = queue[i]
-                if not check.deferrable(atoms, depth):
+                if i > last and not check.deferrable(atoms, depth):
                     last = i
             if last < 0:
                 break
@@ -107,6 +126,7 @@ class Converter:
             checked = len(queue) - last - 1
             for _ in range(last + 1):
                 self._generate_next()
+            last = -1
         done = {k: v for k, v in self.ctx.rules.items() if v is not None}
         return done, [name for name, _, _ in queue]
 
