@@ -115,6 +115,10 @@ def test_partial_then_finish_is_the_eager_conversion():
     ({"type": "integer", "format": "int64"}, False),
     ({"type": "integer", "format": "uint8", "maximum": -1}, False),  # no value left
     ({"type": "number", "format": "date"}, True),  # a string format on numbers: ignored
+    # long bounds take a chunked form, which raises nothing: deferred (past the count bound
+    # the converter refuses them: see the next test)
+    ({"type": ["string", "null"], "maxLength": 8192}, True),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 300, "maxItems": 5000}, True),
 ])
 def test_what_is_left_pending(value, deferred):
     schema = {"type": "object", "properties": {"a": value}}
@@ -131,6 +135,10 @@ def test_a_late_refusal_is_reported_by_the_partial_conversion():
     with pytest.raises(xmask.UnsupportedSchemaError):
         Converter(schema, LAYOUTS["compact"], strict_mode=True).run()
     with pytest.raises(xmask.UnsupportedSchemaError):
+        Converter(schema, LAYOUTS["compact"], strict_mode=True).run_partial()
+    # nor is a length bound the converter refuses
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 2_000_000}}}
+    with pytest.raises(xmask.GrammarLimitError):
         Converter(schema, LAYOUTS["compact"], strict_mode=True).run_partial()
     # an unknown format is not deferred either
     schema = {"type": "object", "properties": {"a": {"type": "string", "format": "url"}}}

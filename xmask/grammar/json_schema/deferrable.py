@@ -44,7 +44,7 @@ from ..expr_length import format_min_code_points
 from ..string_format import KNOWN_FORMATS
 from .context import Context
 from .vocabulary import (ANNOTATIONS, COMPANIONS, KNOWN_KEYWORDS, MAX_ANY_ORDER_PROPERTIES,
-                         MAX_INDENT_DEPTH, NUMERIC_FORMATS)
+                         MAX_COUNT_BOUND, MAX_INDENT_DEPTH, NUMERIC_FORMATS)
 
 __all__ = ["Deferrable"]
 
@@ -63,10 +63,11 @@ _SMALL_NUMERIC_FORMATS = frozenset(("int8", "int16", "int32", "uint8", "uint16",
                                     "double"))
 _CONSTRAINING = KNOWN_KEYWORDS - ANNOTATIONS - COMPANIONS
 _TYPE_NAMES = frozenset(("null", "boolean", "object", "array", "string", "integer", "number"))
-# bounds within which the converter builds lengths and counts without a compile limit or a
-# chunked form (a conservative cut: longer ones are simply not deferred)
-_MAX_LENGTH = 256
-_MAX_ITEMS = 64
+# bounds within which the converter builds lengths and counts without an error: past
+# MAX_COUNT_BOUND it refuses them (GrammarLimitError), within it a long bound only takes a
+# chunked form (counting.py, strings.counted_chars), which raises nothing but compile limits
+_MAX_LENGTH = MAX_COUNT_BOUND
+_MAX_ITEMS = MAX_COUNT_BOUND
 _MAX_DEPTH = 24  # nesting a check follows before it gives up (not deferred)
 _SAFE_INT = 1 << 53
 
