@@ -184,7 +184,8 @@ class Section:
     forced. ``forced``: ``"sequence"`` (markers as constants around the call), ``"merge"``
     (markers folded into the call tag's own begin/end) or ``"wrap"`` (a tag around the call).
     ``required``: ``"sequence"``, ``"wrap"``, or ``"triggered"`` (free text first, as auto,
-    with at least one section).
+    with at least one section). ``one_section``: in free text (auto) at most one section,
+    even with parallel calls (XGrammar 0.2.9's DeepSeek-V4 spellings).
     """
 
     begin: str
@@ -194,6 +195,7 @@ class Section:
     lead: str = ""
     forced: str = "sequence"
     required: str = "sequence"
+    one_section: bool = False
 
 
 def section_calls(choice: str, tags: List[dict], section: Section, text_excludes: Sequence[str],
@@ -219,4 +221,4 @@ def section_calls(choice: str, tags: List[dict], section: Section, text_excludes
         return tag(section.lead + section.begin, calls, section.end)
     return triggered_tags([section.trigger], [tag(section.begin, calls, section.end)],
                           options.excludes(text_excludes), at_least_one=choice == "required",
-                          stop_after_first=options.single_call)
+                          stop_after_first=options.single_call or section.one_section)

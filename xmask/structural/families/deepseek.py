@@ -10,6 +10,7 @@ ends with ``<think>`` when reasoning is enabled) and groups its calls in one sec
   around ``<｜DSML｜invoke name="NAME">`` blocks with XML parameters (style ``deepseek_xml``).
 - ``deepseek_v4_1``: DSML with ``<｜DSML｜ calls>`` / ``<｜DSML｜ invoke ...>`` (style
   ``deepseek_v4_1_xml``); with no tool left a calls block may not appear in the text.
+- V4 and V4.1 with ``auto``: at most one calls block in the text (parallel calls go inside it).
 
 Example::
 
@@ -65,7 +66,7 @@ def build_deepseek_v3_1(tools, builtin_tools, choice, reasoning, options):
 
 
 def _dsml(model, tools, builtin_tools, choice, reasoning, options, *, calls, invoke, style,
-          calls_block_excluded=False):
+          calls_block_excluded=False, one_section=False):
     # The invoke end keeps its "\n", so consecutive invokes need no separator (as the chat
     # template, which joins them with one "\n").
     def make_tag(t):
@@ -73,7 +74,7 @@ def _dsml(model, tools, builtin_tools, choice, reasoning, options, *, calls, inv
                    f"</｜DSML｜{invoke}>\n")
     trigger = f"<｜DSML｜{calls}>"
     section = Section(begin=trigger + "\n", end=f"</｜DSML｜{calls}>", trigger=trigger,
-                      lead="\n\n")
+                      lead="\n\n", one_section=one_section)
     return _assemble(model, tools, builtin_tools, choice, reasoning, options, make_tag, section,
                      no_tool_forbidden=(trigger,) if calls_block_excluded else ())
 
@@ -89,7 +90,7 @@ def build_deepseek_v3_2(tools, builtin_tools, choice, reasoning, options):
 def build_deepseek_v4(tools, builtin_tools, choice, reasoning, options):
     """DeepSeek-V4 DSML ``tool_calls``."""
     return _dsml("deepseek_v4", tools, builtin_tools, choice, reasoning, options,
-                 calls="tool_calls", invoke="invoke", style="deepseek_xml")
+                 calls="tool_calls", invoke="invoke", style="deepseek_xml", one_section=True)
 
 
 @register_builtin("deepseek_v4_1")
@@ -97,4 +98,4 @@ def build_deepseek_v4_1(tools, builtin_tools, choice, reasoning, options):
     """DeepSeek-V4.1 DSML `` calls`` / `` invoke``."""
     return _dsml("deepseek_v4_1", tools, builtin_tools, choice, reasoning, options,
                  calls=" calls", invoke=" invoke", style="deepseek_v4_1_xml",
-                 calls_block_excluded=True)
+                 calls_block_excluded=True, one_section=True)
