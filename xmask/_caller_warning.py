@@ -5,7 +5,9 @@ right for one call path only (``Grammar.from_lark`` and ``GrammarCompiler.compil
 the Lark parser at different depths), and modules compiled by Cython (the JSON-schema front
 end, ``setup.py`` ``PY_MODULES``) have no frames to count.  :func:`warn_from_caller` walks the
 frames instead, to the first one outside the package, and files the warning there with
-``warnings.warn_explicit``, as ``warn`` would have.
+``warnings.warn_explicit``, as ``warn`` would have.  :func:`quiet_warnings` silences it in the
+current thread only (a background rebuild of a conversion that already warned the user;
+``warnings.catch_warnings`` would change the filters of every thread).
 
 Example::
 
@@ -19,11 +21,15 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import warnings
 
-__all__ = ["warn_from_caller"]
+__all__ = ["quiet_warnings", "warn_from_caller"]
+
+_QUIET = threading.local()
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -36,6 +42,8 @@ def warn_from_caller(message: str, category=UserWarning) -> None:
 
         >>> warn_from_caller("ignored", DeprecationWarning)  # filtered out by default
     """
+    if getattr(_QUIET, "on", False):
+        return
     frame = sys._getframe(0)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame = frame.f_back
@@ -49,3 +57,21 @@ def warn_from_caller(message: str, category=UserWarning) -> None:
     warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
                            module=g.get("__name__", "<string>"),
                            registry=g.setdefault("__warningregistry__", {}))
+
+
+@contextlib.contextmanager
+def quiet_warnings():
+    """No :func:`warn_from_caller` warning in this thread while the block runs (other threads
+    warn as usual).
+
+    Example::
+
+        >>> with quiet_warnings():
+        ...     warn_from_caller("never shown")
+    """
+    was = getattr(_QUIET, "on", False)
+    _QUIET.on = True
+    try:
+        yield
+    finally:
+        _QUIET.on = was

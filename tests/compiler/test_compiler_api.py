@@ -440,7 +440,13 @@ def test_limited_compiler_masks_equal_reference_llama3(llama3):
     doc = json.dumps({"name": "Zoë \"Z\" 🙂 Ng", "code": "ab12cd", "greek": "αβγ"})
     ids = hf.encode(doc, add_special_tokens=False).ids
     walk_equals_reference(xmask.GrammarMatcher(compiled), ids + [info.stop_token_ids[0]], info.vocab_size)
-    # over the limits: the same schema with a longer string needs more states than allowed
+    # over the limits: the schema needs more states than allowed.  An eager compile raises;
+    # a two-part one leaves "name" (a plain bounded string) pending, so the limit its states
+    # cross is raised by the first call that needs the whole grammar (README)
+    small = xmask.CompileLimits(max_automaton_states=1_000)
     with pytest.raises(xmask.GrammarLimitError, match=r"CompileLimits\.max_automaton_states"):
-        xmask.GrammarCompiler(info, cache_enabled=False, limits=xmask.CompileLimits(
-            max_automaton_states=1_000)).compile_json_schema(schema)
+        xmask.GrammarCompiler(info, cache_enabled=False, precompute=True,
+                              limits=small).compile_json_schema(schema)
+    lazy = xmask.GrammarCompiler(info, cache_enabled=False, limits=small).compile_json_schema(schema)
+    with pytest.raises(xmask.GrammarLimitError, match=r"CompileLimits\.max_automaton_states"):
+        xmask.GrammarMatcher(lazy).accept_string("{")

@@ -111,7 +111,7 @@ class LazyRest:
             try:
                 with deep_recursion(), gc_paused(), responsive_switching(), \
                         compile_deadline(self._max_seconds):
-                    full = self._build(self._converter.finish())
+                    full = build_whole(self._converter, self._build)
             except BaseException as e:  # kept: every later caller gets the same error
                 self._error = e
                 self._converter = None  # (its schema document and memos are done)
@@ -184,46 +184,62 @@ def compile_schema_lazily(converter, tokenizer_info, vocab_tables, *, max_thread
     rules, pending = converter.run_partial()
     build = functools.partial(_build_whole, tokenizer_info=tokenizer_info,
                               vocab_tables=vocab_tables, max_threads=max_threads, limits=limits)
-    if pending:
-        built, stubs, near = first_part_rules(rules, pending)
+    if not pending or _whole_now(rules, pending, limits):
+        return build_whole(converter, build)
+    built, stubs, near = first_part_rules(rules, pending)
+    if near:
         while near and pending:  # values a first token may step into: generated now, so that
             rules, pending = converter.generate_now(near)  # the first fill meets no stub
             built, stubs, near = first_part_rules(rules, pending)
-    if (not pending or _near(len(rules) + len(pending), limits.max_schema_rules)
-            or _large(rules, limits.max_automaton_states)):
-        return build(converter.finish())
+        if not pending or _whole_now(rules, pending, limits):
+            return build_whole(converter, build)
     # (the converter's value rules include the pending ones: each is a queued value)
     grammar = partial_grammar(built, stubs, converter.value_rules())
     first = CompiledGrammar._build(grammar, tokenizer_info, vocab_tables,
                                    max_threads=max_threads, limits=limits, stubs=stubs)
     if (_near(first._automaton.n_states, limits.max_automaton_states)
             or _near(time.perf_counter() - t0, limits.max_compile_seconds)):
-        return build(converter.finish())  # (its limit errors are the compile's, as eager)
+        return build_whole(converter, build)  # (its limit errors are the compile's, as eager)
     tables = (first._automaton_tables, first._vocab_tables, first._mask_cache)
     return first._with_rest(LazyRest(tables, converter, build, limits.max_compile_seconds))
 
 
-# Generated rules past which the first part's IR is measured (_large): a smaller grammar
-# needing a state limit's worth of automaton is rare, and measuring costs ~0.4 us per node.
+def _whole_now(rules: dict, pending, limits) -> bool:
+    # whether the whole grammar is built at once: it may cross a compile limit (raised by
+    # the compile, as eager)
+    return (_near(len(rules) + len(pending), limits.max_schema_rules)
+            or _large(rules, len(pending), limits.max_automaton_states))
+
+
+# Rules (generated and pending) past which the whole grammar's IR is estimated (_large): a
+# smaller grammar needing a state limit's worth of automaton is rare.  At most _SAMPLED_RULES
+# generated rules are measured (~0.15 us per node), evenly spaced, up to _SAMPLED_NODES nodes,
+# and every rule is taken at their average size.
 _MEASURED_RULES = 256
+_SAMPLED_RULES = 128
+_SAMPLED_NODES = 2048
 
 
-def _large(rules: dict, max_states) -> bool:
-    # Whether the generated rules' IR is large enough that the whole automaton may cross
+def _large(rules: dict, n_pending: int, max_states) -> bool:
+    # Whether the whole grammar's IR is large enough that its automaton may cross
     # max_automaton_states: the first part builds only the rules near the start
-    # (first_reach.py), so its own state count no longer tells.  An IR node gives a few
-    # states (MaskBench's circleciconfig, indented: 30k nodes, over 200k states), so an eighth
-    # of the limit in nodes builds the whole at once.
-    if max_states is None or len(rules) <= _MEASURED_RULES:
+    # (first_reach.py), so its own state count no longer tells.  The generated rules are
+    # sampled and every rule, pending ones included, counted at their average size (the
+    # generated rules are only those that cannot wait: the pending ones may be most of the
+    # grammar).  An IR node gives a few states (MaskBench's circleciconfig, indented: 35k
+    # nodes, over 200k states), so an eighth of the limit in nodes builds the whole at once.
+    total = len(rules) + n_pending
+    if max_states is None or total <= _MEASURED_RULES:
         return False
-    cap = max_states // 8
-    n = 0
-    for body in rules.values():
+    bodies = list(rules.values())
+    n = measured = 0
+    for body in bodies[::max(1, len(bodies) // _SAMPLED_RULES)]:
         for _ in iter_nodes(body):
             n += 1
-        if n > cap:
-            return True
-    return False
+        measured += 1
+        if n > _SAMPLED_NODES:
+            break
+    return n * total / measured > max_states // 8
 
 
 def _near(used, limit) -> bool:
@@ -231,6 +247,14 @@ def _near(used, limit) -> bool:
     # then built at once, so that a limit it may cross is raised by the compile (the pending
     # rules are plain values, rarely more than a few times the first part).
     return limit is not None and used * 8 > limit
+
+
+def build_whole(converter, build):
+    """``build(grammar)`` of the whole grammar of ``converter`` after its first part: the
+    eager conversion's grammar, names included (``Converter.finish``: after an out-of-order
+    generation a fresh conversion, so cache records, limit errors and serialized text are an
+    eager compile's)."""
+    return build(converter.finish())
 
 
 def _build_whole(grammar, *, tokenizer_info, vocab_tables, max_threads, limits):

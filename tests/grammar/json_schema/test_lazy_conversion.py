@@ -3,7 +3,8 @@
 What a lazy compile will rely on, checked on real schemas (a MaskBench stride and the
 JSON-Schema-Test-Suite, strict and not, compact and indented):
 
-* ``finish`` gives exactly the grammar an eager ``run`` gives (same rules, same names);
+* ``finish`` gives exactly the grammar an eager ``run`` gives (same rules, same names), also
+  after rules were generated out of queue order (then it converts afresh);
 * a schema the eager conversion refuses is refused by ``run_partial`` with the same error,
   so errors never surface after a compile;
 * every rule left pending is productive in the final grammar (``productivity`` on the IR: an
@@ -53,7 +54,7 @@ def _outcome(make):
 
 
 def test_partial_then_finish_is_the_eager_conversion():
-    counts = {"pending": 0, "rules": 0, "same_error": 0, "early": 0}
+    counts = {"pending": 0, "rules": 0, "same_error": 0, "early": 0, "reordered": 0}
     for name, schema in _schemas():
         for strict in (False, True):
             for lname, layout in LAYOUTS.items():
@@ -74,14 +75,17 @@ def test_partial_then_finish_is_the_eager_conversion():
                     done, pending = conv.generate_now(want)
                     assert not set(want) & set(pending) and set(want) <= set(done), where
                     counts["early"] += 1
+                own = conv.drain()  # this conversion's rule names (the pending ones')
+                counts["reordered"] += conv.reordered
                 final = conv.finish()
                 assert str(final) == str(eager), where
-                productive = productive_rules(final.rules)
+                productive = productive_rules(own)
                 assert [p for p in pending if p not in productive] == [], where
                 counts["pending"] += len(pending)
                 counts["rules"] += len(final.rules)
     # the checks above are not vacuous: rules are left pending, and refusals are compared
     assert counts["pending"] > 500 and counts["same_error"] > 20 and counts["early"] > 50, counts
+    assert counts["reordered"] > 20, counts  # (finish converting afresh is exercised)
 
 
 @pytest.mark.parametrize("value, deferred", [
@@ -159,3 +163,42 @@ def test_productive_rules():
     }
     assert productive_rules(rules) == {"root", "ok", "digit"}
     assert productive_rule_names(rules) == {"root", "ok", "digit"}  # the compiled pass
+
+
+def test_finish_after_reordering_is_eager_and_warns_nothing_new():
+    # "a" (plain) is queued before "b" (a pattern: converted now), so the first part generates
+    # out of queue order; finish converts afresh, silently (the misspelt keyword warned once)
+    import warnings
+
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": "string", "pattern": "^x+$", "maxLenght": 3}}}
+    with warnings.catch_warnings(record=True) as first:
+        warnings.simplefilter("always")
+        conv = Converter(schema, LAYOUTS["compact"])
+        done, pending = conv.run_partial()
+    assert [str(w.message) for w in first if "maxLenght" in str(w.message)], first
+    assert conv.reordered and pending == ["root_a"] and "root_b" in done
+    with warnings.catch_warnings(record=True) as later:
+        warnings.simplefilter("always")
+        final = conv.finish()
+    assert later == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert str(final) == str(Converter(schema, LAYOUTS["compact"]).run())
+
+
+def test_quiet_warnings_is_per_thread():
+    import threading
+    import warnings
+
+    from xmask._caller_warning import quiet_warnings, warn_from_caller
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with quiet_warnings():
+            warn_from_caller("hidden")
+            t = threading.Thread(target=warn_from_caller, args=("from another thread",))
+            t.start()
+            t.join()
+        warn_from_caller("shown")
+    assert [str(w.message) for w in got] == ["from another thread", "shown"]

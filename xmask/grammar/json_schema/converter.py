@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ... import _deadline as deadline
+from ..._caller_warning import quiet_warnings
 from ...errors import GrammarLimitError, UnsupportedSchemaError
 from ...limits import DEFAULT_LIMITS, CompileLimits
 from ..ir import Bytes, Expr, Grammar, make_choice
@@ -49,6 +50,10 @@ class Converter:
                  any_order: bool = False, limits: CompileLimits = DEFAULT_LIMITS, excludes: Sequence[str] = ()):
         self.ctx = ctx = Context(schema, layout, strict_mode=strict_mode, lenient=lenient, any_order=any_order,
                                  limits=limits, excludes=excludes)
+        # how to convert the schema afresh (finish() after rules were generated out of order)
+        self._fresh = (schema, layout, dict(strict_mode=strict_mode, lenient=lenient,
+                                            any_order=any_order, limits=limits, excludes=excludes))
+        self._reordered = False
         self.doc = ctx.doc
         self.atoms = atoms = AtomTable(ctx)
         self.strings = strings = Strings(ctx)
@@ -94,9 +99,13 @@ class Converter:
         return self.generate_now(())
 
     def generate_now(self, names) -> Tuple[Dict[str, Expr], List[str]]:
-        """After :meth:`run_partial`: generate the pending rules ``names`` too (with every rule
-        queued before them, and whatever they queue that may not wait); the same answer as
-        :meth:`run_partial`'s.
+        """After :meth:`run_partial`: generate the pending rules ``names`` too (and whatever
+        they queue that may not wait); the same answer as :meth:`run_partial`'s.
+
+        Only the queued rules that may not wait (and ``names``) are generated, each when it
+        is the first such entry of the queue: the deferrable entries before it stay queued.
+        Generating out of queue order changes the rule names a conversion gives (names are
+        handed out in generation order), so :meth:`finish` then converts the schema afresh.
 
         Example::
 
@@ -110,25 +119,30 @@ class Converter:
         check = self._deferrable
         queue = self.ctx.queue
         names = set(names)
-        # the last entry that must be generated now (-1: none); everything before it goes first
-        # (queue order keeps the rule names and the shared rules those of an eager conversion)
-        last = max((i for i, (name, _, _) in enumerate(queue) if name in names), default=-1)
-        checked = 0  # queue entries (from the head) known to be deferrable
+        start = 0  # queue entries before it are deferrable and not asked for
         while True:
-            for i in range(checked, len(queue)):
-                _, atoms, depth = queue[i]
-                if i > last and not check.deferrable(atoms, depth):
-                    last = i
-            if last < 0:
+            at = -1
+            for i in range(start, len(queue)):
+                name, atoms, depth = queue[i]
+                if name in names or not check.deferrable(atoms, depth):
+                    at = i
+                    break
+            if at < 0:
                 break
-            # the entries after `last` were found deferrable (an answer depends only on the
-            # entry): only those the generated rules queue need a look
-            checked = len(queue) - last - 1
-            for _ in range(last + 1):
-                self._generate_next()
-            last = -1
+            if at:
+                entry = queue[at]
+                del queue[at]
+                queue.appendleft(entry)
+                self._reordered = True
+            self._generate_next()
+            start = at  # (the entries before it did not move; new ones are at the end)
         done = {k: v for k, v in self.ctx.rules.items() if v is not None}
         return done, [name for name, _, _ in queue]
+
+    @property
+    def reordered(self) -> bool:
+        """Whether rules were generated out of queue order (:meth:`finish` converts afresh)."""
+        return self._reordered
 
     def value_rules(self) -> set:
         """The names of the value rules queued so far (each the JSON values of one atom set at
@@ -136,7 +150,13 @@ class Converter:
         return set(self.ctx.memo.values())
 
     def finish(self) -> Grammar:
-        """The whole grammar after :meth:`run_partial` (the same as :meth:`run`'s)."""
+        """The whole grammar after :meth:`run_partial` (the same as :meth:`run`'s, names
+        included: after an out-of-order generation, a fresh conversion's, which warns about
+        nothing the first one did not).  :meth:`drain` gives this conversion's own names."""
+        if self._reordered:
+            schema, layout, options = self._fresh
+            with quiet_warnings():
+                return Converter(schema, layout, **options).run()
         return Grammar(self.drain(), root="root")
 
     def _queue_root(self) -> None:
