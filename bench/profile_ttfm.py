@@ -13,9 +13,11 @@ first fill; ``ir->compiled`` sums the phases from the grammar IR to the compiled
 (special literals .. empty cache).  Prints p50 /
 p90 / p99 / max / sum and share of the summed TTFM, then the slowest schemas by phase.
 ``--reps N`` keeps each schema's fastest run (later runs find the process-wide memos warm;
-1 = cold, as the bench); ``--cprofile N`` prints cProfile's N hottest functions.
+1 = cold, as the bench); ``--cprofile N`` prints cProfile's N hottest functions;
+``--sweep-mb 64`` evicts the CPU caches before each compile (the three-engine bench's regime).
 
 Usage:  PYTHONPATH=. python bench/profile_ttfm.py [--schemas 100] [--reps 1] [--cprofile 40]
+        [--sweep-mb 64]
 """
 
 from __future__ import annotations
@@ -121,6 +123,10 @@ def main() -> None:
     ap.add_argument("--data", type=pathlib.Path, default=bj.DEFAULT_DATA)
     ap.add_argument("--cprofile", type=int, default=0)
     ap.add_argument("--top", type=int, default=8, help="slowest schemas to list")
+    ap.add_argument("--sweep-mb", type=int, default=0,
+                    help="sweep this many MB of memory (untimed) before each compile, so that "
+                         "it starts with cold CPU caches, as in the three-engine bench after "
+                         "XGrammar's compile (64 reproduces it)")
     ap.add_argument("--beside-llguidance", action="store_true",
                     help="before each xmask compile, compile the same schema with llguidance "
                          "and fill its first mask (untimed), as ttfm_pair.py interleaves them: "
@@ -142,6 +148,8 @@ def main() -> None:
         for _ in range(args.reps):
             if peer is not None:
                 peer(schema)
+            if args.sweep_mb:
+                np.ones(args.sweep_mb << 17).sum()  # (8-byte floats: MB << 17 of them)
             acc.clear()
             if prof:
                 prof.enable()
