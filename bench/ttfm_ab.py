@@ -17,7 +17,7 @@ should be even.
 Prints p50 / p75 / p90 / p99 / sum of both trees and their ratio, the median per-schema ratio,
 and the schemas that moved most.  Writes ``bench/results/ttfm_ab.json``.  No assertions.
 
-Usage:  python bench/ttfm_ab.py --a /path/to/base/tree --b /path/to/new/tree [--schemas 100]
+Usage:  python bench/ttfm_ab.py --a /path/to/base/tree --b /path/to/new/tree [--schemas 100] [--sweep-mb 64]
         [--rounds 4] [--clock wall] [--threads-a 1 --threads-b 2]
 """
 
@@ -64,6 +64,9 @@ print(json.dumps({"ready": xmask.__file__}), flush=True)
 for line in sys.stdin:
     with open(line.strip(), encoding="utf-8") as fh:
         schema = json.load(fh)["schema"]
+    if int(sys.argv[6]):
+        import numpy as np
+        np.ones(int(sys.argv[6]) << 17).sum()  # cold CPU caches (untimed)
     spent[0] = 0.0
     t0 = clock()
     try:
@@ -80,10 +83,10 @@ class Worker:
     """One tree's worker process (``PYTHONPATH=tree``)."""
 
     def __init__(self, tree: pathlib.Path, data: pathlib.Path, clock: str = "cpu",
-                 max_threads=None):
+                 max_threads=None, sweep_mb: int = 0):
         env = dict(os.environ, PYTHONPATH=str(tree))
         self.p = subprocess.Popen([sys.executable, "-c", WORKER, str(HERE), str(data), str(tree),
-                                   clock, str(max_threads or "default")],
+                                   clock, str(max_threads or "default"), str(sweep_mb)],
                                   env=env, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True)
         ready = json.loads(self.p.stdout.readline())
@@ -113,6 +116,9 @@ def main() -> None:
     ap.add_argument("--threads-a", type=int, default=None,
                     help="GrammarCompiler max_threads of tree A (default: the compiler's)")
     ap.add_argument("--threads-b", type=int, default=None, help="the same for tree B")
+    ap.add_argument("--sweep-mb", type=int, default=0,
+                    help="sweep this many MB of memory before each compile (untimed): cold CPU "
+                         "caches, as in the three-engine bench (64 reproduces it)")
     ap.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "ttfm_ab.json")
     args = ap.parse_args()
     if args.rounds < 1:
@@ -126,7 +132,8 @@ def main() -> None:
         workers = {}
         for tag in (first, second):
             workers[tag] = Worker((args.a if tag == "a" else args.b).resolve(), args.data,
-                                  args.clock, args.threads_a if tag == "a" else args.threads_b)
+                                  args.clock, args.threads_a if tag == "a" else args.threads_b,
+                                  args.sweep_mb)
         for i, f in enumerate(files):
             for tag in ("ab" if i % 2 == 0 else "ba"):
                 r = workers[tag].run(f)
