@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ... import _deadline as deadline
@@ -119,23 +120,18 @@ class Converter:
         check = self._deferrable
         queue = self.ctx.queue
         names = set(names)
-        start = 0  # queue entries before it are deferrable and not asked for
-        while True:
-            at = -1
-            for i in range(start, len(queue)):
-                name, atoms, depth = queue[i]
-                if name in names or not check.deferrable(atoms, depth):
-                    at = i
-                    break
-            if at < 0:
-                break
-            if at:
-                entry = queue[at]
-                del queue[at]
-                queue.appendleft(entry)
-                self._reordered = True
-            self._generate_next()
-            start = at  # (the entries before it did not move; new ones are at the end)
+        waiting = deque()  # the deferrable entries met so far, in queue order
+        while queue:
+            entry = queue.popleft()
+            name, atoms, depth = entry
+            if name not in names and check.deferrable(atoms, depth):
+                waiting.append(entry)
+                continue
+            if waiting:
+                self._reordered = True  # generated before entries queued ahead of it
+            queue.appendleft(entry)
+            self._generate_next()  # (what it queues is looked at after the rest)
+        queue.extend(waiting)
         done = {k: v for k, v in self.ctx.rules.items() if v is not None}
         return done, [name for name, _, _ in queue]
 
