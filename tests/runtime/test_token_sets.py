@@ -409,6 +409,13 @@ def ids_of(row, vocab_size):
     return set(np.nonzero(bits[:vocab_size])[0].tolist())
 
 
+def allowed_ids(m, info):
+    """The ids the fast mask allows (the callers' steps are checked against the reference)."""
+    row = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
+    m.fill_next_token_bitmask(row)
+    return ids_of(row, info.vocab_size)
+
+
 def straddles_a_token_element(m, info, tid, at_element):
     """Some proper prefix ``p`` of the token's bytes is accepted as text and leaves the matcher
     at a whole-token element: there it allows a token only as a whole token, not by its bytes.
@@ -422,7 +429,7 @@ def straddles_a_token_element(m, info, tid, at_element):
             f = m.fork()
             at_element[p] = f.accept_string(p) and any(
                 not f.fork().accept_string(bytes(info.decoded_vocab[u]))
-                for u in sorted(ids_of(rows(f, (info.vocab_size + 31) // 32)[0], info.vocab_size))
+                for u in sorted(allowed_ids(f, info))
                 if info.decoded_vocab[u])
         if at_element[p]:
             return True

@@ -111,7 +111,7 @@ class LazyRest:
             try:
                 with deep_recursion(), gc_paused(), responsive_switching(), \
                         compile_deadline(self._max_seconds):
-                    full = build_whole(self._converter, self._build)
+                    full = self._build(self._converter.finish())
             except BaseException as e:  # kept: every later caller gets the same error
                 self._error = e
                 self._converter = None  # (its schema document and memos are done)
@@ -185,21 +185,21 @@ def compile_schema_lazily(converter, tokenizer_info, vocab_tables, *, max_thread
     build = functools.partial(_build_whole, tokenizer_info=tokenizer_info,
                               vocab_tables=vocab_tables, max_threads=max_threads, limits=limits)
     if not pending or _whole_now(rules, pending, limits):
-        return build_whole(converter, build)
+        return build(converter.finish())
     built, stubs, near = first_part_rules(rules, pending)
     if near:
         while near and pending:  # values a first token may step into: generated now, so that
             rules, pending = converter.generate_now(near)  # the first fill meets no stub
             built, stubs, near = first_part_rules(rules, pending)
         if not pending or _whole_now(rules, pending, limits):
-            return build_whole(converter, build)
+            return build(converter.finish())
     # (the converter's value rules include the pending ones: each is a queued value)
     grammar = partial_grammar(built, stubs, converter.value_rules())
     first = CompiledGrammar._build(grammar, tokenizer_info, vocab_tables,
                                    max_threads=max_threads, limits=limits, stubs=stubs)
     if (_near(first._automaton.n_states, limits.max_automaton_states)
             or _near(time.perf_counter() - t0, limits.max_compile_seconds)):
-        return build_whole(converter, build)  # (its limit errors are the compile's, as eager)
+        return build(converter.finish())  # (its limit errors are the compile's, as eager)
     tables = (first._automaton_tables, first._vocab_tables, first._mask_cache)
     return first._with_rest(LazyRest(tables, converter, build, limits.max_compile_seconds))
 
@@ -247,14 +247,6 @@ def _near(used, limit) -> bool:
     # then built at once, so that a limit it may cross is raised by the compile (the pending
     # rules are plain values, rarely more than a few times the first part).
     return limit is not None and used * 8 > limit
-
-
-def build_whole(converter, build):
-    """``build(grammar)`` of the whole grammar of ``converter`` after its first part: the
-    eager conversion's grammar, names included (``Converter.finish``: after an out-of-order
-    generation a fresh conversion, so cache records, limit errors and serialized text are an
-    eager compile's)."""
-    return build(converter.finish())
 
 
 def _build_whole(grammar, *, tokenizer_info, vocab_tables, max_threads, limits):

@@ -51,10 +51,7 @@ class Converter:
                  any_order: bool = False, limits: CompileLimits = DEFAULT_LIMITS, excludes: Sequence[str] = ()):
         self.ctx = ctx = Context(schema, layout, strict_mode=strict_mode, lenient=lenient, any_order=any_order,
                                  limits=limits, excludes=excludes)
-        # how to convert the schema afresh (finish() after rules were generated out of order)
-        self._fresh = (schema, layout, dict(strict_mode=strict_mode, lenient=lenient,
-                                            any_order=any_order, limits=limits, excludes=excludes))
-        self._reordered = False
+        self._reordered = False  # (generate_now: finish() then converts afresh)
         self.doc = ctx.doc
         self.atoms = atoms = AtomTable(ctx)
         self.strings = strings = Strings(ctx)
@@ -150,9 +147,11 @@ class Converter:
         included: after an out-of-order generation, a fresh conversion's, which warns about
         nothing the first one did not).  :meth:`drain` gives this conversion's own names."""
         if self._reordered:
-            schema, layout, options = self._fresh
+            ctx = self.ctx
             with quiet_warnings():
-                return Converter(schema, layout, **options).run()
+                return Converter(ctx.doc.root, ctx.layout, strict_mode=ctx.strict,
+                                 lenient=ctx.lenient, any_order=ctx.any_order,
+                                 limits=ctx.limits, excludes=ctx.excludes).run()
         return Grammar(self.drain(), root="root")
 
     def _queue_root(self) -> None:
